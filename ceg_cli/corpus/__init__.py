@@ -1,0 +1,92 @@
+"""Corpus readers: turn a SOURCE (a dump, a JSONL file, a folder) into Documents.
+
+Every reader is a generator, so a corpus of any size is read in constant
+memory; the caller decides how many documents to hold at once. Problems that
+cost one document (a bad JSONL line, an empty page) go to ``on_warning``;
+problems that make the whole source unreadable raise ``InputError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from ceg_cli.corpus.folder import read_folder
+from ceg_cli.corpus.jsonl import read_jsonl
+from ceg_cli.corpus.mediawiki import open_dump, read_mediawiki
+from ceg_cli.errors import InputError
+from ceg_cli.types import Document
+
+__all__ = ["iter_documents", "source_kind"]
+
+_MEDIAWIKI_SUFFIXES = (".xml", ".xml.bz2", ".xml.gz")
+_JSONL_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def source_kind(path: Path) -> str:
+    """Say how ``path`` will be read: ``"mediawiki"``, ``"jsonl"`` or ``"folder"``.
+
+    Decided by the name; a ``.bz2``/``.gz`` file with no telling name is
+    decided by its first decompressed bytes (XML or JSON). Raises
+    ``InputError`` for a missing path or an unknown format.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    if path.is_dir():
+        return "folder"
+    name = path.name.lower()
+    if name.endswith(_MEDIAWIKI_SUFFIXES):
+        return "mediawiki"
+    if name.endswith(_JSONL_SUFFIXES):
+        return "jsonl"
+    if name.endswith((".bz2", ".gz")):
+        kind = _sniff_compressed(path)
+        if kind is not None:
+            return kind
+    raise InputError(
+        f"{path}: unknown corpus format; expected a MediaWiki dump (.xml, .xml.bz2, "
+        ".xml.gz), a JSONL file (.jsonl, .jsonl.gz) or a folder of .txt/.md files"
+    )
+
+
+def _sniff_compressed(path: Path) -> str | None:
+    try:
+        with open_dump(path) as stream:
+            head = stream.read(64)
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    if head.startswith(_UTF16_BOMS):  # JSONL is UTF-8 by definition; this is XML
+        return "mediawiki"
+    head = head.removeprefix(_UTF8_BOM).lstrip()
+    if head.startswith(b"<"):
+        return "mediawiki"
+    if head.startswith(b"{"):
+        return "jsonl"
+    return None
+
+
+def iter_documents(
+    path: Path,
+    *,
+    namespaces: frozenset[int] = frozenset({0}),
+    on_warning: Callable[[str], None] | None = None,
+) -> Iterator[Document]:
+    """Stream the documents of one corpus source.
+
+    ``namespaces`` selects MediaWiki namespaces (articles only by default) and
+    is ignored for other sources. ``on_warning`` receives a one-line message,
+    naming the file (and line or page), for each record skipped; without it
+    such messages are dropped. The kind of source is checked at once, so a
+    missing or unknown ``path`` raises ``InputError`` here; an unreadable
+    file raises ``InputError`` while iterating.
+    """
+    path = Path(path)
+    kind = source_kind(path)
+    if kind == "mediawiki":
+        return read_mediawiki(path, namespaces=namespaces, on_warning=on_warning)
+    if kind == "jsonl":
+        return read_jsonl(path, on_warning=on_warning)
+    return read_folder(path, on_warning=on_warning)

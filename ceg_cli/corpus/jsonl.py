@@ -1,0 +1,104 @@
+"""JSONL documents: one JSON object a line with ``id``, ``title``, ``text``, ``url``.
+
+A bad line costs only itself: it is reported through ``on_warning`` with the
+file and line number, and the rest of the file is still read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from io import BufferedIOBase
+from pathlib import Path
+from typing import Any
+
+from ceg_cli.errors import InputError
+from ceg_cli.types import Document
+
+
+def _open(path: Path) -> BufferedIOBase:
+    with open(path, "rb") as probe:
+        gzipped = probe.read(2) == b"\x1f\x8b"
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+
+
+def read_jsonl(
+    path: Path, *, on_warning: Callable[[str], None] | None = None
+) -> Iterator[Document]:
+    """Yield a ``Document`` for each valid line of a JSONL file (``.gz`` too).
+
+    ``id`` may be a string or an integer (a missing one becomes the line
+    number); ``title`` defaults to the id; ``text`` must be a non-empty string.
+    """
+    warn = on_warning or (lambda _message: None)
+    try:
+        with _open(path) as stream:
+            for number, raw in enumerate(stream, start=1):
+                document = _parse_line(raw, number, path, warn)
+                if document is not None:
+                    yield document
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+
+
+def _parse_line(
+    raw: bytes, number: int, path: Path, warn: Callable[[str], None]
+) -> Document | None:
+    where = f"{path}:{number}"
+    try:
+        # utf-8-sig: a byte-order mark on the first line is not part of the JSON.
+        line = raw.decode("utf-8-sig" if number == 1 else "utf-8").strip()
+    except UnicodeDecodeError as exc:
+        warn(f"{where}: not UTF-8 ({exc.reason} at byte {exc.start}); line skipped")
+        return None
+    if not line:
+        return None
+    if number == 1 and line.startswith("["):
+        raise InputError(
+            f"{path}: looks like a JSON array; expected JSON Lines (one object a line)"
+        )
+    try:
+        record: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        warn(f"{where}: invalid JSON ({exc.msg} at column {exc.colno}); line skipped")
+        return None
+    if not isinstance(record, dict):
+        warn(f"{where}: expected a JSON object, got {type(record).__name__}; line skipped")
+        return None
+
+    text = record.get("text")
+    if not isinstance(text, str):
+        got = "missing" if text is None else f"a {type(text).__name__}, not a string"
+        warn(f"{where}: field 'text' is {got}; line skipped")
+        return None
+    text = text.strip()
+    if not text:
+        warn(f"{where}: field 'text' is empty; line skipped")
+        return None
+
+    raw_id = record.get("id")
+    # bool is an int subclass, but `true` is no id anyone meant.
+    if raw_id is None:
+        doc_id = str(number)
+    elif isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) and str(raw_id):
+        doc_id = str(raw_id)
+    else:
+        warn(f"{where}: field 'id' must be a string or an integer; line skipped")
+        return None
+
+    title = record.get("title")
+    if title is not None and not isinstance(title, str):
+        warn(f"{where}: field 'title' is not a string; using the id as title")
+        title = None
+    url = record.get("url")
+    if url is not None and not isinstance(url, str):
+        warn(f"{where}: field 'url' is not a string; ignored")
+        url = None
+    return Document(
+        id=doc_id,
+        title=title.strip() if title and title.strip() else doc_id,
+        text=text,
+        url=url or None,
+        source=str(path),
+    )
