@@ -1,0 +1,464 @@
+"""Building an index directory: read, chunk, embed, store, swap into place.
+
+Reading and chunking run in a producer thread while the main thread embeds
+(the model releases the GIL while it computes), so the pipeline around the
+model costs little. Memory stays flat whatever the dump's size, apart from the
+vectors themselves: documents and passages stream through a bounded queue.
+
+The new index is written to a temporary directory beside the target and renamed
+into place only when complete: an interrupted build leaves the previous index
+untouched and never a half index that looks whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .chunking import chunk_document
+from .corpus import iter_documents, source_kind
+from .embedding import Embedder, load_embedder
+from .errors import UsageError
+from .index import (
+    CHUNK_SCHEMA,
+    CHUNKS_FILE,
+    FORMAT_VERSION,
+    META_FILE,
+    VECTORS_FILE,
+    check_model,
+    embed_text,
+    read_meta,
+)
+from .types import Chunk
+
+#: Passages handed to the model per call. sentence-transformers sorts each call
+#: by length, so larger calls waste less on padding; this many is ~1 MB of text.
+EMBED_CALL_SIZE = 1024
+#: Files that may sit in an index directory without being part of the index
+#: (the checkout's ``index/README.md``); they are carried over on rebuild.
+FOREIGN_OK = {"README.md", ".gitkeep", ".gitignore"}
+DEFAULT_EMBED_TEXT = "title+text"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    model: str | None = None
+    chunk_words: int = 100
+    namespaces: frozenset[int] = frozenset({0})
+    embed_text: str = DEFAULT_EMBED_TEXT
+    batch_size: int = 64
+    append: bool = False
+    progress: bool = False
+
+
+@dataclass
+class BuildReport:
+    path: Path
+    documents: int = 0
+    chunks: int = 0
+    total_documents: int = 0
+    total_chunks: int = 0
+    unchanged: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+
+def source_digest(path: Path) -> str:
+    """sha256 of a file, or of a folder's sorted (relative path, file digest) list."""
+    if path.is_dir():
+        outer = hashlib.sha256()
+        for file in sorted(p for p in path.rglob("*") if p.is_file()):
+            outer.update(file.relative_to(path).as_posix().encode("utf-8") + b"\0")
+            outer.update(_file_digest(file).encode("ascii") + b"\n")
+        return "sha256:" + outer.hexdigest()
+    return "sha256:" + _file_digest(path)
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def build_index(
+    sources: Sequence[Path],
+    target: Path,
+    options: BuildOptions = BuildOptions(),
+    *,
+    embedder: Embedder | None = None,
+    on_warning: Callable[[str], None] | None = None,
+) -> BuildReport:
+    """Build (or with ``options.append``, extend) the index at ``target``."""
+    started = time.perf_counter()
+    target = Path(target)
+    report = BuildReport(target)
+    kinds = {Path(s): source_kind(Path(s)) for s in sources}  # fails early on a bad path
+    if options.chunk_words < 10:
+        raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
+    _check_target(target)
+    old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
+    if old_meta is not None:
+        check_model(old_meta, options.model, target)
+        _check_same_settings(old_meta, options, target)
+
+    digests = {path: source_digest(path) for path in kinds}
+    old_sources: list[dict[str, Any]] = list(old_meta["sources"]) if old_meta else []
+    known = {s["digest"] for s in old_sources}
+    todo: list[Path] = []
+    for path in kinds:
+        if digests[path] in known:
+            report.unchanged.append(str(path))
+        else:
+            todo.append(path)
+    replaced_keys = {str(p.resolve()) for p in todo} & {s["path"] for s in old_sources}
+    report.replaced = sorted(replaced_keys)
+
+    if embedder is None:
+        embedder = load_embedder(
+            old_meta["model"]["name"] if old_meta else options.model, batch_size=options.batch_size
+        )
+    tmp = _temp_dir(target)
+    try:
+        vectors, db, kept_sources = _start(
+            tmp, target if old_meta else None, replaced_keys, old_sources, embedder.dimension
+        )
+        new_sources = _fill(
+            todo, kinds, digests, options, embedder, vectors, db, report, on_warning
+        )
+        db.commit()
+        (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+        db.close()
+        import faiss
+
+        faiss.write_index(vectors, str(tmp / VECTORS_FILE))
+        all_sources = kept_sources + new_sources
+        report.total_chunks = int(total_chunks)
+        report.total_documents = sum(s["documents"] for s in all_sources)
+        meta = _meta(embedder, options, all_sources, report, old_meta)
+        _write_json(tmp / META_FILE, meta)
+        _swap_into_place(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _check_target(target: Path) -> None:
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"--index {target}: exists and is not a directory")
+    if target.is_dir() and not (target / META_FILE).exists():
+        foreign = [p.name for p in target.iterdir() if p.name not in FOREIGN_OK]
+        foreign = [n for n in foreign if n not in (VECTORS_FILE, CHUNKS_FILE)]
+        if foreign:
+            raise UsageError(
+                f"--index {target}: the directory holds other files "
+                f"({', '.join(sorted(foreign)[:3])}) and is not a ceg index; "
+                "choose another directory"
+            )
+
+
+def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
+    recorded = meta["chunker"]["max_words"]
+    if recorded != options.chunk_words:
+        raise UsageError(
+            f"index at {target} was built with --chunk-words {recorded}; appending with "
+            f"{options.chunk_words} would mix passage sizes: use {recorded} or rebuild"
+        )
+    if meta["embed_text"] != options.embed_text:
+        raise UsageError(
+            f"index at {target} embeds '{meta['embed_text']}'; this run asked for "
+            f"'{options.embed_text}': rebuild the index to change it"
+        )
+
+
+def _temp_dir(target: Path) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    for stale in target.parent.glob(f".{target.name}.building-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            shutil.rmtree(stale, ignore_errors=True)
+    tmp = target.parent / f".{target.name}.building-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    return tmp
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _start(
+    tmp: Path,
+    old: Path | None,
+    replaced: set[str],
+    old_sources: list[dict[str, Any]],
+    dimension: int,
+) -> tuple[Any, sqlite3.Connection, list[dict[str, Any]]]:
+    """A fresh vector index and chunk store, holding what is kept of ``old``."""
+    import faiss
+    import numpy as np
+
+    vectors = faiss.IndexFlatIP(dimension)
+    db = sqlite3.connect(tmp / CHUNKS_FILE, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=OFF")
+    db.execute("PRAGMA synchronous=OFF")  # the file is fsynced once, before the swap
+    db.executescript(CHUNK_SCHEMA)
+    if old is None:
+        return vectors, db, []
+    old_vectors = faiss.read_index(str(old / VECTORS_FILE))
+    all_old = old_vectors.reconstruct_n(0, old_vectors.ntotal) if old_vectors.ntotal else None
+    db.execute("ATTACH DATABASE ? AS old", (f"file:{(old / CHUNKS_FILE).as_posix()}?mode=ro",))
+    keep = [
+        row[0]
+        for row in db.execute("SELECT id, source FROM old.chunks ORDER BY id")
+        if row[1] not in replaced
+    ]
+    # Row ids must equal vector positions, so kept rows are renumbered densely.
+    db.executemany(
+        "INSERT INTO chunks SELECT ?, doc_id, title, ordinal, start, end, text, url, source "
+        "FROM old.chunks WHERE id = ?",
+        ((new, old_id) for new, old_id in enumerate(keep)),
+    )
+    db.commit()
+    db.execute("DETACH DATABASE old")
+    if all_old is not None and keep:
+        vectors.add(np.ascontiguousarray(all_old[np.asarray(keep)]))
+    kept_sources = [s for s in old_sources if s["path"] not in replaced]
+    return vectors, db, kept_sources
+
+
+def _fill(
+    todo: list[Path],
+    kinds: dict[Path, str],
+    digests: dict[Path, str],
+    options: BuildOptions,
+    embedder: Embedder,
+    vectors: Any,
+    db: sqlite3.Connection,
+    report: BuildReport,
+    on_warning: Callable[[str], None] | None,
+) -> list[dict[str, Any]]:
+    """Stream every source in ``todo`` into ``vectors`` and ``db``."""
+    from tqdm import tqdm
+
+    per_source: dict[str, dict[str, Any]] = {}
+    for path in todo:
+        per_source[str(path.resolve())] = {
+            "path": str(path.resolve()),
+            "kind": kinds[path],
+            "digest": digests[path],
+            "size": _size(path),
+            "documents": 0,
+            "chunks": 0,
+        }
+        if kinds[path] == "mediawiki":
+            per_source[str(path.resolve())]["namespaces"] = sorted(options.namespaces)
+
+    bars = _Bars(tqdm, enabled=options.progress)
+    next_id = vectors.ntotal
+    try:
+        for batch in _produce_in_background(todo, options, per_source, bars, on_warning):
+            t0 = time.perf_counter()
+            vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
+            report.embed_seconds += time.perf_counter() - t0
+            vectors.add(vecs)
+            db.executemany(
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    (
+                        next_id + i,
+                        c.doc_id,
+                        c.title,
+                        c.ordinal,
+                        c.start,
+                        c.end,
+                        c.text,
+                        c.url,
+                        c.source,
+                    )
+                    for i, c in enumerate(batch)
+                ),
+            )
+            next_id += len(batch)
+            report.chunks += len(batch)
+            bars.embedded.update(len(batch))
+    finally:
+        bars.close()
+    report.documents = sum(s["documents"] for s in per_source.values())
+    return list(per_source.values())
+
+
+def _produce_in_background(
+    todo: list[Path],
+    options: BuildOptions,
+    per_source: dict[str, dict[str, Any]],
+    bars: _Bars,
+    on_warning: Callable[[str], None] | None,
+) -> Iterator[list[Chunk]]:
+    """Yield batches of passages read and chunked by a worker thread."""
+    out: queue.Queue[list[Chunk] | BaseException | None] = queue.Queue(maxsize=4)
+    stop = threading.Event()
+
+    def work() -> None:
+        try:
+            batch: list[Chunk] = []
+            for path in todo:
+                stats = per_source[str(path.resolve())]
+                for doc in iter_documents(
+                    path, namespaces=options.namespaces, on_warning=on_warning
+                ):
+                    # Store the resolved path so that --append recognises the source.
+                    chunks = chunk_document(doc, options.chunk_words)
+                    stats["documents"] += 1
+                    stats["chunks"] += len(chunks)
+                    bars.pages.update(1)
+                    bars.passages.update(len(chunks))
+                    for c in chunks:
+                        batch.append(_with_source(c, stats["path"]))
+                    if len(batch) >= EMBED_CALL_SIZE:
+                        _put(out, batch, stop)
+                        batch = []
+                    if stop.is_set():
+                        return
+            if batch:
+                _put(out, batch, stop)
+            _put(out, None, stop)
+        except BaseException as exc:  # handed to the consumer, which re-raises it
+            _put(out, exc, stop)
+
+    worker = threading.Thread(target=work, name="ceg-read", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item = out.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        worker.join(timeout=5)
+
+
+def _put(out: queue.Queue[Any], item: Any, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            out.put(item, timeout=0.2)
+            return
+        except queue.Full:
+            continue
+
+
+def _with_source(chunk: Chunk, source: str) -> Chunk:
+    if chunk.source == source:
+        return chunk
+    return Chunk(
+        chunk.doc_id,
+        chunk.title,
+        chunk.ordinal,
+        chunk.start,
+        chunk.end,
+        chunk.text,
+        chunk.url,
+        source,
+    )
+
+
+class _Bars:
+    def __init__(self, tqdm: Any, *, enabled: bool) -> None:
+        opts = {"disable": not enabled, "leave": True, "dynamic_ncols": True}
+        self.pages = tqdm(desc="pages read", unit=" pages", position=0, **opts)
+        self.passages = tqdm(desc="passages", unit=" passages", position=1, **opts)
+        self.embedded = tqdm(desc="embedded", unit=" passages", position=2, **opts)
+
+    def close(self) -> None:
+        for bar in (self.pages, self.passages, self.embedded):
+            bar.close()
+
+
+def _size(path: Path) -> int:
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
+
+
+def _meta(
+    embedder: Embedder,
+    options: BuildOptions,
+    sources: list[dict[str, Any]],
+    report: BuildReport,
+    old_meta: dict[str, Any] | None,
+) -> dict[str, Any]:
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return {
+        "format_version": FORMAT_VERSION,
+        "ceg_version": __version__,
+        "created_at": old_meta["created_at"] if old_meta else now,
+        "updated_at": now,
+        "model": {
+            "name": embedder.name,
+            "dimension": embedder.dimension,
+            "normalized": True,
+            "max_seq_length": getattr(embedder, "max_seq_length", None),
+        },
+        "embed_text": options.embed_text,
+        "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},
+        "chunker": {"max_words": options.chunk_words, "boundaries": "sentence, newline"},
+        "counts": {"documents": report.total_documents, "chunks": report.total_chunks},
+        "sources": sources,
+    }
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
+
+
+def _fsync_tree(path: Path) -> None:
+    for file in path.iterdir():
+        with open(file, "rb") as fh:
+            os.fsync(fh.fileno())
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    _fsync_tree(tmp)
+    if not target.exists():
+        os.rename(tmp, target)
+        return
+    for name in FOREIGN_OK:
+        if (target / name).is_file():
+            shutil.copy2(target / name, tmp / name)
+    old = target.parent / f".{target.name}.old-{os.getpid()}"
+    shutil.rmtree(old, ignore_errors=True)
+    os.rename(target, old)
+    os.rename(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)

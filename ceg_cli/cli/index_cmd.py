@@ -1,0 +1,156 @@
+"""``ceg index build | info | search``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from .common import IndexOption, QuietOption, err_console, handle_errors, warn
+
+app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
+out_console = Console(highlight=False, soft_wrap=True)
+
+
+@app.command("build")
+@handle_errors
+def build(
+    sources: list[Path] = typer.Argument(
+        ...,
+        help="MediaWiki XML dumps (.xml, .xml.bz2, .xml.gz), JSONL documents, or folders "
+        "of .txt/.md files.",
+        show_default=False,
+    ),
+    index: Path = IndexOption,
+    model: str = typer.Option(
+        None,
+        "--model",
+        help="sentence-transformers model name or local path "
+        "[default: all-MiniLM-L6-v2, shipped offline]",
+        show_default=False,
+    ),
+    chunk_words: int = typer.Option(100, "--chunk-words", help="Words per passage."),
+    namespace: list[int] = typer.Option(
+        [0], "--namespace", "-n", help="MediaWiki namespaces to index (repeatable)."
+    ),
+    embed_title: bool = typer.Option(
+        True,
+        "--embed-title/--no-embed-title",
+        help="Embed each passage with its document title in front.",
+    ),
+    append: bool = typer.Option(
+        False, "--append", help="Add to the existing index; unchanged sources are skipped."
+    ),
+    batch_size: int = typer.Option(64, "--batch-size", help="Passages per model batch."),
+    quiet: bool = QuietOption,
+) -> None:
+    """Build an index from corpus SOURCEs (replacing the index unless --append)."""
+    from ..builder import BuildOptions, build_index
+
+    options = BuildOptions(
+        model=model,
+        chunk_words=chunk_words,
+        namespaces=frozenset(namespace),
+        embed_text="title+text" if embed_title else "text",
+        batch_size=batch_size,
+        append=append,
+        progress=not quiet,
+    )
+    report = build_index(sources, index, options, on_warning=warn)
+    for path in report.unchanged:
+        err_console.print(f"unchanged, skipped: {path}")
+    for path in report.replaced:
+        err_console.print(f"changed, re-indexed: {path}")
+    err_console.print(
+        f"indexed {report.documents} documents, {report.chunks} passages in "
+        f"{report.seconds:.1f} s; {index} now holds {report.total_documents} documents, "
+        f"{report.total_chunks} passages"
+    )
+
+
+@app.command("info")
+@handle_errors
+def info(
+    index: Path = IndexOption,
+    as_json: bool = typer.Option(False, "--json", help="Print meta.json as it is."),
+) -> None:
+    """Show what an index holds."""
+    from ..index import open_index
+
+    with open_index(index) as idx:
+        meta = idx.meta
+    if as_json:
+        typer.echo(json.dumps(meta, indent=2, ensure_ascii=False))
+        return
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("index", str(index))
+    table.add_row("format", str(meta["format_version"]))
+    table.add_row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
+    table.add_row("documents", str(meta["counts"]["documents"]))
+    table.add_row("passages", str(meta["counts"]["chunks"]))
+    table.add_row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
+    table.add_row("embedded text", meta["embed_text"])
+    table.add_row(
+        "chunker",
+        f"about {meta['chunker']['max_words']} words, cut at {meta['chunker']['boundaries']}",
+    )
+    table.add_row("vectors", meta["faiss"]["type"])
+    for src in meta["sources"]:
+        table.add_row(
+            "source",
+            f"{src['path']} ({src['kind']}, {src['documents']} documents, "
+            f"{src['chunks']} passages, {src['digest'][:19]})",
+        )
+    out_console.print(table)
+
+
+@app.command("search")
+@handle_errors
+def search(
+    query: str = typer.Argument(..., help="The text to search for."),
+    index: Path = IndexOption,
+    k: int = typer.Option(5, "-k", "--top-k", help="Number of passages."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
+) -> None:
+    """Print the passages most similar to QUERY, best first, with their cosine score."""
+    from ..errors import UsageError
+    from ..index import open_index
+
+    if k < 1:
+        raise UsageError(f"-k {k}: must be at least 1")
+    with open_index(index) as idx:
+        hits = idx.search([query], k)[0]
+    for rank, hit in enumerate(hits, 1):
+        c = hit.chunk
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "rank": rank,
+                        "score": round(hit.score, 4),
+                        "doc_id": c.doc_id,
+                        "title": c.title,
+                        "passage_id": hit.chunk_id,
+                        "ordinal": c.ordinal,
+                        "start": c.start,
+                        "end": c.end,
+                        "url": c.url,
+                        "text": c.text,
+                    },
+                    ensure_ascii=False,
+                )
+            )
+            continue
+        out_console.print(
+            f"[bold]{rank}. {escape(c.title)}[/]  score {hit.score:.3f}  "
+            f"[dim]doc {c.doc_id} passage {hit.chunk_id}[/]"
+        )
+        if c.url:
+            out_console.print(f"   [dim]{escape(c.url)}[/]")
+        out_console.print(f"   {c.text}\n", markup=False)

@@ -1,0 +1,37 @@
+"""The ``ceg`` command: one Typer app per command group, joined here."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import __version__
+from .index_cmd import app as index_app
+
+app = typer.Typer(
+    name="ceg",
+    help="Check LLM output against your documents: cite what is supported, flag the rest.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(index_app, name="index")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"ceg {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
+) -> None:
+    """ceg: Citation-Enhanced Generation as a batch fact-checker."""
+
+
+def run() -> None:
+    app()

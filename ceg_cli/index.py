@@ -1,0 +1,262 @@
+"""The index directory: FAISS vectors, a SQLite chunk store and ``meta.json``.
+
+Layout of an index directory::
+
+    meta.json       format version, model, dimension, chunker, sources, counts
+    vectors.faiss   inner product over L2-normalized vectors (= cosine)
+    chunks.sqlite   one row per passage; row id == FAISS vector id
+
+An index is never modified in place: ``builder`` writes a complete new
+directory and renames it into place, so readers can open every file
+read-only (SQLite ``immutable``, FAISS memory-mapped).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .embedding import Embedder, load_embedder, resolve_model
+from .errors import IndexLoadError, UsageError
+from .types import Chunk
+
+if TYPE_CHECKING:
+    import numpy as np
+
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+VECTORS_FILE = "vectors.faiss"
+CHUNKS_FILE = "chunks.sqlite"
+INDEX_FILES = (META_FILE, VECTORS_FILE, CHUNKS_FILE)
+
+CHUNK_SCHEMA = """
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    url TEXT,
+    source TEXT NOT NULL
+);
+"""
+_CHUNK_COLUMNS = "id, doc_id, title, ordinal, start, end, text, url, source"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved passage: its FAISS id, cosine similarity and the passage."""
+
+    chunk_id: int
+    score: float
+    chunk: Chunk
+
+
+def embed_text(chunk: Chunk, mode: str) -> str:
+    """The text that is embedded for a passage; ``mode`` is recorded in meta.json."""
+    if mode == "title+text" and chunk.title:
+        return f"{chunk.title}. {chunk.text}"
+    return chunk.text
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """Read and check ``meta.json``; errors say what is wrong and how to fix it."""
+    meta_path = path / META_FILE
+    if not path.exists():
+        raise IndexLoadError(
+            f"no index at {path}: build one with 'ceg index build SOURCE --index {path}'"
+        )
+    if not meta_path.exists():
+        raise IndexLoadError(
+            f"{path} is not a complete ceg index (no {META_FILE}): "
+            f"rebuild it with 'ceg index build SOURCE --index {path}'"
+        )
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexLoadError(f"{meta_path}: unreadable ({exc}); rebuild the index") from exc
+    if not isinstance(meta, dict) or not isinstance(meta.get("format_version"), int):
+        raise IndexLoadError(f"{meta_path}: field 'format_version' missing; rebuild the index")
+    version = meta["format_version"]
+    if version > FORMAT_VERSION:
+        raise IndexLoadError(
+            f"{meta_path}: index format {version} is newer than this ceg reads "
+            f"(up to {FORMAT_VERSION}); upgrade ceg or rebuild the index"
+        )
+    for key in ("model", "counts", "chunker", "sources", "embed_text"):
+        if key not in meta:
+            raise IndexLoadError(f"{meta_path}: field '{key}' missing; rebuild the index")
+    for name in (VECTORS_FILE, CHUNKS_FILE):
+        if not (path / name).exists():
+            raise IndexLoadError(
+                f"index at {path} is incomplete: {name} is missing; rebuild it with "
+                f"'ceg index build SOURCE --index {path}'"
+            )
+    return meta
+
+
+def check_model(meta: dict[str, Any], requested: str | None, where: Path) -> None:
+    """Fail when a run asks for another model than the index was built with.
+
+    The model an index was built with decides how queries are encoded; nothing
+    may silently change it.
+    """
+    if requested is None:
+        return
+    built = meta["model"]
+    if resolve_model(requested).name != built["name"]:
+        raise UsageError(
+            f"index at {where} was built with model {built['name']} "
+            f"(dimension {built['dimension']}); this run asked for {requested}: "
+            f"drop --model, or rebuild the index with that model"
+        )
+
+
+class Index:
+    """A loaded index: search by vector or by text, fetch passages by id."""
+
+    def __init__(self, path: Path, meta: dict[str, Any], vectors: Any, db: sqlite3.Connection):
+        self.path = path
+        self.meta = meta
+        self._vectors = vectors
+        self._db = db
+        self._embedder: Embedder | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self._vectors.ntotal)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.meta["model"]["dimension"])
+
+    @property
+    def model_name(self) -> str:
+        return str(self.meta["model"]["name"])
+
+    def embedder(self) -> Embedder:
+        """The model the index was built with, loaded once."""
+        if self._embedder is None:
+            embedder = load_embedder(self.model_name)
+            if embedder.dimension != self.dimension:
+                raise IndexLoadError(
+                    f"index at {self.path} has dimension {self.dimension} but model "
+                    f"{self.model_name} gives {embedder.dimension}; rebuild the index"
+                )
+            self._embedder = embedder
+        return self._embedder
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Use an already loaded embedder (it must match the index's dimension)."""
+        if embedder.dimension != self.dimension:
+            raise UsageError(
+                f"index at {self.path} was built with model {self.model_name} "
+                f"(dimension {self.dimension}); the embedder given has dimension "
+                f"{embedder.dimension}"
+            )
+        self._embedder = embedder
+
+    def search(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
+        """Embed ``queries`` in one batch and return the top ``k`` passages of each."""
+        return self.search_vectors(self.embedder().embed(queries), k)
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        import numpy as np
+
+        if len(vectors) == 0 or self.size == 0:
+            return [[] for _ in range(len(vectors))]
+        k = max(1, min(k, self.size))
+        scores, ids = self._vectors.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        chunks = self.chunks(int(i) for i in ids.ravel() if i >= 0)
+        return [
+            [Hit(int(i), float(s), chunks[int(i)]) for s, i in zip(row_s, row_i) if i >= 0]
+            for row_s, row_i in zip(scores, ids)
+        ]
+
+    def chunks(self, ids: Iterable[int]) -> dict[int, Chunk]:
+        wanted = sorted(set(ids))
+        found: dict[int, Chunk] = {}
+        # SQLite limits the number of bound parameters; fetch in slices.
+        for at in range(0, len(wanted), 500):
+            part = wanted[at : at + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part
+            ).fetchall()
+            for row in rows:
+                found[row[0]] = _row_to_chunk(row)
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            raise IndexLoadError(
+                f"index at {self.path} is inconsistent: vector {missing[0]} has no passage "
+                f"in {CHUNKS_FILE}; rebuild the index"
+            )
+        return found
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_index(path: Path, *, model: str | None = None, mmap: bool = True) -> Index:
+    """Open the index at ``path`` for reading, checking that its files agree."""
+    import faiss
+
+    path = Path(path)
+    meta = read_meta(path)
+    check_model(meta, model, path)
+    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+    try:
+        vectors = faiss.read_index(str(path / VECTORS_FILE), flags)
+    except RuntimeError as exc:
+        raise IndexLoadError(
+            f"{path / VECTORS_FILE}: unreadable FAISS index; rebuild the index"
+        ) from exc
+    db = connect_readonly(path / CHUNKS_FILE)
+    try:
+        (rows,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise IndexLoadError(
+            f"{path / CHUNKS_FILE}: unreadable ({exc}); rebuild the index"
+        ) from exc
+    expected = meta["counts"].get("chunks")
+    if vectors.d != meta["model"]["dimension"]:
+        db.close()
+        raise IndexLoadError(
+            f"index at {path} is inconsistent: {VECTORS_FILE} has dimension {vectors.d}, "
+            f"{META_FILE} says {meta['model']['dimension']}; rebuild the index"
+        )
+    if not (vectors.ntotal == rows == expected):
+        db.close()
+        raise IndexLoadError(
+            f"index at {path} is inconsistent: {VECTORS_FILE} holds {vectors.ntotal} vectors, "
+            f"{CHUNKS_FILE} {rows} passages, {META_FILE} says {expected}; rebuild the index"
+        )
+    return Index(path, meta, vectors, db)
+
+
+def connect_readonly(db_path: Path) -> sqlite3.Connection:
+    # immutable=1: the file never changes under a reader (indexes are replaced
+    # by rename, not edited), so SQLite can skip locking entirely.
+    uri = f"file:{db_path.resolve().as_posix()}?mode=ro&immutable=1"
+    try:
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise IndexLoadError(f"{db_path}: cannot open ({exc}); rebuild the index") from exc
+
+
+def _row_to_chunk(row: Sequence[Any]) -> Chunk:
+    _, doc_id, title, ordinal, start, end, text, url, source = row
+    return Chunk(doc_id, title, ordinal, start, end, text, url, source)

@@ -1,0 +1,68 @@
+"""Judges decide whether evidence supports a segment.
+
+A ``Judge`` has one required method, ``judge(items) -> list[Verdict]``, taking
+a batch so that a backend can batch model calls or run requests concurrently
+(the LLM judge) without the pipeline knowing. Judges are created by name from
+a registry: ``offline``, ``nli:MODEL``, ``llm:MODEL``. Built-in judges register
+the same way a third party does, and their modules are imported only when
+chosen, so heavy dependencies load only for the judge in use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from ..errors import UsageError
+from ..types import JudgeItem, Verdict
+
+
+class Judge(Protocol):
+    #: The name the judge was created with, as written in the output.
+    name: str
+    #: One line saying what the method is, as written in the output.
+    method: str
+
+    def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
+        """One verdict per item, in order."""
+        ...
+
+
+#: A factory gets the part of the name after the colon ("" if none) and the
+#: options the CLI collected (base URL, concurrency, ...); it uses what it needs.
+JudgeFactory = Callable[[str, Mapping[str, Any]], Judge]
+
+# name prefix -> "module:function", imported on first use.
+_REGISTRY: dict[str, str | JudgeFactory] = {
+    "offline": "ceg_cli.judges.offline:create",
+    "nli": "ceg_cli.judges.nli:create",
+}
+_NEEDS_ARGUMENT = {"nli": "nli:MODEL (a Hugging Face name or a local path)"}
+
+
+def register(prefix: str, factory: str | JudgeFactory, *, usage: str | None = None) -> None:
+    """Make ``--judge PREFIX`` or ``--judge PREFIX:ARG`` create a judge with ``factory``."""
+    _REGISTRY[prefix] = factory
+    if usage:
+        _NEEDS_ARGUMENT[prefix] = usage
+
+
+def judge_names() -> list[str]:
+    return [_NEEDS_ARGUMENT.get(p, p) for p in _REGISTRY]
+
+
+def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
+    """Create the judge called ``name``; an unknown name lists the valid ones."""
+    prefix, _, arg = name.partition(":")
+    factory = _REGISTRY.get(prefix)
+    if factory is None:
+        raise UsageError(
+            f"--judge {name}: unknown judge; choose one of: {', '.join(judge_names())}"
+        )
+    if prefix in _NEEDS_ARGUMENT and not arg:
+        raise UsageError(f"--judge {name}: say which model, as {_NEEDS_ARGUMENT[prefix]}")
+    if isinstance(factory, str):
+        module_name, _, func = factory.partition(":")
+        factory = getattr(importlib.import_module(module_name), func)
+    return factory(arg, options or {})
