@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
+from .check_cmd import check_command
 from .index_cmd import app as index_app
 
 app = typer.Typer(
@@ -15,6 +16,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(index_app, name="index")
+app.command("check")(check_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,175 @@
+"""One ``ceg check`` run: settings, reading, checking, writing, resuming, gating.
+
+Kept apart from the CLI so that a notebook or another tool can run exactly
+what the command runs; the CLI only parses flags and renders the summary.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UsageError
+from .gate import GateOptions, GateResult, Summary, evaluate_gate
+from .output import RecordWriter, read_finished
+from .pipeline import QUERY_MODES, CheckOptions, check
+from .report import from_record, to_record
+from .responses import FieldNames, read_responses
+from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
+
+#: The query a segment is searched with, unless the user says otherwise.
+DEFAULT_QUERY = "segment"
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    responses: str
+    index: Path
+    out: Path | None
+    judge: str
+    check: CheckOptions
+    fields: FieldNames
+    gate: GateOptions
+    resume: bool
+    judge_options: dict[str, Any]
+
+    @classmethod
+    def resolve(
+        cls,
+        *,
+        responses: str,
+        index: Path,
+        out: Path | None = None,
+        judge: str = "offline",
+        top_k: int | None = None,
+        threshold: float | None = None,
+        query: str | None = None,
+        response_field: str = "response",
+        question_field: str | None = None,
+        max_rate: float | None = None,
+        max_responses: int | None = None,
+        resume: bool = False,
+        judge_options: dict[str, Any] | None = None,
+    ) -> RunSettings:
+        """Settings with explicit precedence: flag, then ``CEG_*`` variable, then default."""
+        top_k = top_k if top_k is not None else _env_number("CEG_TOP_K", int, DEFAULT_TOP_K)
+        threshold = (
+            threshold
+            if threshold is not None
+            else _env_number("CEG_THRESHOLD", float, DEFAULT_THRESHOLD)
+        )
+        query = query or os.environ.get("CEG_QUERY") or DEFAULT_QUERY
+        if top_k < 1:
+            raise UsageError(f"--top-k {top_k}: must be at least 1")
+        if not -1.0 <= threshold <= 1.0:
+            raise UsageError(f"--threshold {threshold}: a cosine similarity is between -1 and 1")
+        if query not in QUERY_MODES:
+            raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
+        if resume and out is None:
+            raise UsageError("--resume needs --out FILE: there is no file to resume into")
+        if out is not None and responses != "-" and Path(responses).resolve() == out.resolve():
+            raise UsageError(f"--out {out}: is the responses file itself")
+        questions = (question_field,) if question_field else FieldNames().question
+        return cls(
+            responses=responses,
+            index=index,
+            out=out,
+            judge=judge,
+            check=CheckOptions(RetrievalOptions(top_k, threshold), query=query),
+            fields=FieldNames(response_field, questions),
+            gate=GateOptions(max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses),
+            resume=resume,
+            judge_options=judge_options or {},
+        )
+
+
+def _env_number(name: str, kind: type, default: Any) -> Any:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        raise UsageError(f"${name}={raw!r}: not a {kind.__name__}") from None
+
+
+class CheckRun:
+    """Checks every response of a file and keeps the summary for the gate."""
+
+    def __init__(
+        self, settings: RunSettings, *, on_bad_line: Callable[[str], None] | None = None
+    ) -> None:
+        from .index import open_index
+        from .judges import create_judge
+
+        self.settings = settings
+        self.on_bad_line = on_bad_line
+        self.index = open_index(settings.index)
+        self.judge = create_judge(settings.judge, settings.judge_options)
+        self.summary = Summary(judge=self.judge.name, index=str(settings.index))
+        self.resumed = 0
+        self._junit: Any = None
+
+    def execute(
+        self,
+        on_record: Callable[[dict[str, Any]], None] | None = None,
+        *,
+        junit: Path | None = None,
+    ) -> None:
+        """Check every pending response, writing each record as it is finished."""
+        settings = self.settings
+        if junit is not None:
+            from .ci_report import JUnitWriter
+
+            # Streams test cases to a spool file: memory stays flat for big runs.
+            self._junit = JUnitWriter(junit)
+        done: set[Any] = set()
+        if settings.resume and settings.out is not None:
+            for record in read_finished(settings.out):
+                done.add(record["id"])
+                self._count(from_record(record))
+                self.resumed += 1
+        judge_info = {"name": self.judge.name, "method": self.judge.method}
+        pending = (
+            item
+            for item in read_responses(settings.responses, settings.fields)
+            if item.id not in done
+        )
+        writer = RecordWriter(settings.out, append=settings.resume)
+        try:
+            for checked in check(self._report_bad(pending), self.index, self.judge, settings.check):
+                record = to_record(checked, judge_info)
+                writer.write(record)
+                self._count(checked)
+                if on_record is not None:
+                    on_record(record)
+        finally:
+            writer.close()
+
+    def _report_bad(self, items):  # type: ignore[no-untyped-def]
+        for item in items:
+            if item.error is not None and self.on_bad_line is not None:
+                self.on_bad_line(item.error)
+            yield item
+
+    def _count(self, checked: Any) -> None:
+        outcome = self.summary.add(checked)
+        if self._junit is not None:
+            self._junit.add(outcome)
+
+    def finish(self, *, markdown: Path | None = None) -> GateResult:
+        """Decide the gate and write the CI files."""
+        from .ci_report import write_markdown_summary
+
+        result = evaluate_gate(self.summary, self.settings.gate)
+        if self._junit is not None:
+            self._junit.close(self.summary)
+        if markdown is not None:
+            write_markdown_summary(markdown, self.summary, result, append=True)
+        return result
+
+    def close(self) -> None:
+        self.index.close()

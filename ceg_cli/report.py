@@ -1,0 +1,169 @@
+"""Output records of ``ceg check``: the versioned JSON contract, annotated text.
+
+One record per input line, in input order. ``SCHEMA_VERSION`` changes whenever
+a key is added, removed or changes meaning; ``tests/test_report.py`` pins the
+keys and types, so a format change is a decision, not an accident.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .pipeline import CheckedResponse, ResponseInput, SegmentResult
+from .types import FACTUAL, NO_CLAIM, NONFACTUAL, Evidence, Segment, Verdict
+
+SCHEMA_VERSION = 1
+
+#: Keys ceg writes; an input field with one of these names is kept under
+#: ``input`` instead of being overwritten.
+RESERVED_KEYS = (
+    "schema_version",
+    "id",
+    "line",
+    "question",
+    "response",
+    "label",
+    "judge",
+    "segments",
+    "annotated",
+    "error",
+    "input",
+)
+FLAG = "[NONFACTUAL]"
+NOT_JUDGED_FLAG = "[NOT JUDGED]"
+
+
+def evidence_dict(ev: Evidence) -> dict[str, Any]:
+    return {
+        "passage_id": ev.passage_id,
+        "doc_id": ev.doc_id,
+        "title": ev.title,
+        "url": ev.url,
+        "similarity": ev.similarity,
+        "text": ev.text,
+    }
+
+
+def number_citations(results: Sequence[SegmentResult]) -> dict[int, int]:
+    """Citation marker numbers: passage id -> n, numbered in order of first citation."""
+    numbers: dict[int, int] = {}
+    for r in results:
+        for i in r.verdict.cited:
+            pid = r.evidence[i].passage_id
+            numbers.setdefault(pid, len(numbers) + 1)
+    return numbers
+
+
+def annotate(response: str, results: Sequence[SegmentResult], numbers: dict[int, int]) -> str:
+    """The response with ``[n]`` after supported segments and a flag after nonfactual ones.
+
+    Markers are inserted at each segment's end offset, so the response's own
+    layout (lists, line breaks) is kept.
+    """
+    inserts: list[tuple[int, str]] = []
+    for r in results:
+        v = r.verdict
+        if v.label == FACTUAL and v.verdict != NO_CLAIM and v.cited:
+            marks = sorted({numbers[r.evidence[i].passage_id] for i in v.cited})
+            inserts.append((r.segment.end, " " + "".join(f"[{n}]" for n in marks)))
+        elif v.label == NONFACTUAL:
+            inserts.append((r.segment.end, f" {FLAG}"))
+        elif v.label != FACTUAL:
+            inserts.append((r.segment.end, f" {NOT_JUDGED_FLAG}"))
+    out = []
+    at = 0
+    for pos, text in sorted(inserts, key=lambda t: t[0]):
+        out.append(response[at:pos])
+        out.append(text)
+        at = pos
+    out.append(response[at:])
+    return "".join(out)
+
+
+def segment_dict(r: SegmentResult, numbers: dict[int, int]) -> dict[str, Any]:
+    v = r.verdict
+    return {
+        "index": r.segment.index,
+        "text": r.segment.text,
+        "start": r.segment.start,
+        "end": r.segment.end,
+        "label": v.label,
+        "verdict": v.verdict,
+        "score": round(float(v.score), 4),
+        "reason": v.reason,
+        "citations": [
+            {"marker": numbers[r.evidence[i].passage_id], **evidence_dict(r.evidence[i])}
+            for i in v.cited
+        ],
+        "evidence": [evidence_dict(e) for e in r.evidence],
+    }
+
+
+def to_record(checked: CheckedResponse, judge: dict[str, str]) -> dict[str, Any]:
+    """The output record for one input line (``judge``: its name and method)."""
+    inp = checked.input
+    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": inp.id, "line": inp.line}
+    # The checked text and question get canonical keys; for an error record the
+    # raw values (possibly of a wrong type) are kept under "input".
+    canonical = ("id",) if inp.error is not None else ("id", "response", "question")
+    record.update({k: v for k, v in inp.fields.items() if k not in RESERVED_KEYS})
+    clashing = {k: v for k, v in inp.fields.items() if k in RESERVED_KEYS and k not in canonical}
+    if clashing:
+        record["input"] = clashing
+    if inp.error is not None:
+        record.update(
+            {
+                "label": "error",
+                "error": inp.error,
+                "judge": judge,
+                "segments": [],
+                "annotated": None,
+                "question": None,
+                "response": None,
+            }
+        )
+        return record
+    numbers = number_citations(checked.segments)
+    record.update(
+        {
+            "question": inp.question,
+            "response": inp.response,
+            "label": checked.label,
+            "judge": judge,
+            "segments": [segment_dict(r, numbers) for r in checked.segments],
+            "annotated": annotate(inp.response, checked.segments, numbers),
+            "error": None,
+        }
+    )
+    return record
+
+
+def from_record(record: dict[str, Any]) -> CheckedResponse:
+    """Rebuild a ``CheckedResponse`` from an output record (resume, ``ceg report``)."""
+    inp = ResponseInput(
+        id=record["id"],
+        line=record.get("line", 0),
+        response=record.get("response") or "",
+        question=record.get("question"),
+        fields={k: v for k, v in record.items() if k not in RESERVED_KEYS},
+        error=record.get("error"),
+    )
+    if inp.error is not None:
+        return CheckedResponse(inp, (), "error")
+    results = []
+    for seg in record.get("segments", []):
+        evidence = tuple(
+            Evidence(
+                e["passage_id"], e["doc_id"], e["title"], e["text"], e["similarity"], e.get("url")
+            )
+            for e in seg.get("evidence", [])
+        )
+        by_pid = {e.passage_id: i for i, e in enumerate(evidence)}
+        cited = tuple(
+            by_pid[c["passage_id"]] for c in seg.get("citations", []) if c["passage_id"] in by_pid
+        )
+        verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""))
+        segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"])
+        results.append(SegmentResult(segment, verdict, evidence))
+    return CheckedResponse(inp, tuple(results), record["label"])

@@ -1,0 +1,47 @@
+"""Evidence retrieval with the CEG threshold rule.
+
+For each query the top ``k`` passages are retrieved by cosine similarity; the
+top-1 passage is always kept, any other only if its similarity is at least
+``threshold`` (the paper: k in 4..6, t = 0.5 for SimCSE). Queries are embedded
+and searched in batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .index import Hit, Index
+from .types import Evidence
+
+#: Calibrated for the default model (all-MiniLM-L6-v2); see README, "Retrieval".
+DEFAULT_THRESHOLD = 0.5
+DEFAULT_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    top_k: int = DEFAULT_TOP_K
+    threshold: float = DEFAULT_THRESHOLD
+
+
+def apply_threshold(hits: Sequence[Hit], threshold: float) -> list[Hit]:
+    """The paper's rule: keep the top-1 hit, and the others at or above ``threshold``."""
+    return [h for rank, h in enumerate(hits) if rank == 0 or h.score >= threshold]
+
+
+def to_evidence(hit: Hit) -> Evidence:
+    c = hit.chunk
+    return Evidence(hit.chunk_id, c.doc_id, c.title, c.text, round(hit.score, 4), c.url)
+
+
+def retrieve(
+    index: Index, queries: Sequence[str], options: RetrievalOptions = RetrievalOptions()
+) -> list[tuple[Evidence, ...]]:
+    """Evidence for each query, best first, after the threshold rule."""
+    if not queries:
+        return []
+    results = index.search(list(queries), options.top_k)
+    return [
+        tuple(to_evidence(h) for h in apply_threshold(hits, options.threshold)) for hits in results
+    ]
