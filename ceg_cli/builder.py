@@ -128,11 +128,29 @@ def build_index(
     replaced_keys = {str(p.resolve()) for p in todo} & {s["path"] for s in old_sources}
     report.replaced = sorted(replaced_keys)
 
+    if old_meta is not None and not todo:
+        # Every source is already indexed as it is: nothing to embed or rewrite.
+        report.total_chunks = old_meta["counts"]["chunks"]
+        report.total_documents = old_meta["counts"]["documents"]
+        report.seconds = time.perf_counter() - started
+        return report
     if embedder is None:
         embedder = load_embedder(
             old_meta["model"]["name"] if old_meta else options.model, batch_size=options.batch_size
         )
+    if old_meta is not None and (
+        embedder.name != old_meta["model"]["name"]
+        or embedder.dimension != old_meta["model"]["dimension"]
+    ):
+        # Vectors of two models in one index compare meaningless numbers.
+        built = old_meta["model"]
+        raise UsageError(
+            f"index at {target} was built with model {built['name']} (dimension "
+            f"{built['dimension']}); cannot append with {embedder.name} (dimension "
+            f"{embedder.dimension}): use that model, or rebuild without --append"
+        )
     tmp = _temp_dir(target)
+    db = None
     try:
         vectors, db, kept_sources = _start(
             tmp, target if old_meta else None, replaced_keys, old_sources, embedder.dimension
@@ -143,6 +161,7 @@ def build_index(
         db.commit()
         (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
         db.close()
+        db = None
         import faiss
 
         faiss.write_index(vectors, str(tmp / VECTORS_FILE))
@@ -153,6 +172,8 @@ def build_index(
         _write_json(tmp / META_FILE, meta)
         _swap_into_place(tmp, target)
     finally:
+        if db is not None:
+            db.close()
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     report.seconds = time.perf_counter() - started
@@ -189,9 +210,18 @@ def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Pa
 
 def _temp_dir(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
-    for stale in target.parent.glob(f".{target.name}.building-*"):
+    stale_dirs = [
+        *target.parent.glob(f".{target.name}.building-*"),
+        *target.parent.glob(f".{target.name}.old-*"),
+    ]
+    for stale in stale_dirs:
         pid = stale.name.rsplit("-", 1)[-1]
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if not pid.isdigit() or _pid_alive(int(pid)):
+            continue
+        if ".old-" in stale.name and not target.exists():
+            # A build died between its two renames: the old index is whole; restore it.
+            os.rename(stale, target)
+        else:
             shutil.rmtree(stale, ignore_errors=True)
     tmp = target.parent / f".{target.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from .. import __version__
@@ -33,6 +35,9 @@ def main(
     ),
 ) -> None:
     """ceg: Citation-Enhanced Generation as a batch fact-checker."""
+    # ceg draws its own progress bars; the model libraries' "Loading weights"
+    # bars would only add noise to stderr. Read when those libraries import.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 def run() -> None:
