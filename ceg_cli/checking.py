@@ -7,7 +7,8 @@ what the command runs; the CLI only parses flags and renders the summary.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from .errors import UsageError
 from .gate import GateOptions, GateResult, Summary, evaluate_gate
 from .output import RecordWriter, read_finished
-from .pipeline import QUERY_MODES, CheckOptions, check
+from .pipeline import QUERY_MODES, CheckOptions, ResponseInput, check
 from .report import from_record, to_record
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
@@ -70,6 +71,8 @@ class RunSettings:
             raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
         if resume and out is None:
             raise UsageError("--resume needs --out FILE: there is no file to resume into")
+        if out is not None and out.is_dir():
+            raise UsageError(f"--out {out}: is a directory; name a file")
         if out is not None and responses != "-" and Path(responses).resolve() == out.resolve():
             raise UsageError(f"--out {out}: is the responses file itself")
         questions = (question_field,) if question_field else FieldNames().question
@@ -107,8 +110,10 @@ class CheckRun:
 
         self.settings = settings
         self.on_bad_line = on_bad_line
-        self.index = open_index(settings.index)
+        # The judge first: an unknown --judge is reported even when the index is
+        # missing, and no index is left open when the judge cannot be created.
         self.judge = create_judge(settings.judge, settings.judge_options)
+        self.index = open_index(settings.index)
         self.summary = Summary(judge=self.judge.name, index=str(settings.index))
         self.resumed = 0
         self._junit: Any = None
@@ -126,18 +131,17 @@ class CheckRun:
 
             # Streams test cases to a spool file: memory stays flat for big runs.
             self._junit = JUnitWriter(junit)
-        done: set[Any] = set()
+        # Ids need not be unique: count them, and skip only as many lines with
+        # an id as the finished records hold (records are written in input
+        # order, so the finished ones are each id's first lines).
+        done: Counter[Any] = Counter()
         if settings.resume and settings.out is not None:
             for record in read_finished(settings.out):
-                done.add(record["id"])
+                done[record["id"]] += 1
                 self._count(from_record(record))
                 self.resumed += 1
         judge_info = {"name": self.judge.name, "method": self.judge.method}
-        pending = (
-            item
-            for item in read_responses(settings.responses, settings.fields)
-            if item.id not in done
-        )
+        pending = self._skip_done(read_responses(settings.responses, settings.fields), done)
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
             for checked in check(self._report_bad(pending), self.index, self.judge, settings.check):
@@ -148,6 +152,14 @@ class CheckRun:
                     on_record(record)
         finally:
             writer.close()
+
+    @staticmethod
+    def _skip_done(items: Iterable[ResponseInput], done: Counter[Any]) -> Iterator[ResponseInput]:
+        for item in items:
+            if done[item.id] > 0:
+                done[item.id] -= 1
+                continue
+            yield item
 
     def _report_bad(self, items):  # type: ignore[no-untyped-def]
         for item in items:

@@ -18,6 +18,9 @@ from typing import IO, Any
 
 from .errors import CegError, InputError
 
+#: How every line ``RecordWriter`` writes for ``report.to_record`` begins.
+_RECORD_START = b'{"schema_version": '
+
 
 class OutputError(CegError):
     """The output cannot be written (disk full, permissions): a runtime failure."""
@@ -31,7 +34,15 @@ def read_finished(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, "rb") as fh:
         for raw in fh:
             if not raw.endswith(b"\n"):
-                break  # the line being written when the run was interrupted
+                # The line being written when the run was interrupted. Every
+                # record ceg writes starts with its schema_version, so a tail
+                # that does not is someone else's data: never cut it off.
+                if not (raw.startswith(_RECORD_START) or _RECORD_START.startswith(raw)):
+                    raise InputError(
+                        f"{path}: last line {raw[:40]!r}... is not a ceg output record; "
+                        "refusing to resume into a file ceg did not write"
+                    )
+                break
             try:
                 record = json.loads(raw)
             except (UnicodeDecodeError, json.JSONDecodeError):

@@ -104,11 +104,19 @@ def to_record(checked: CheckedResponse, judge: dict[str, str]) -> dict[str, Any]
     """The output record for one input line (``judge``: its name and method)."""
     inp = checked.input
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": inp.id, "line": inp.line}
-    # The checked text and question get canonical keys; for an error record the
-    # raw values (possibly of a wrong type) are kept under "input".
-    canonical = ("id",) if inp.error is not None else ("id", "response", "question")
+    # The checked id, text and question get canonical keys; an input field of
+    # the same name holding something else (an error line's raw value, the
+    # input's own "response" when --response-field names another field) is
+    # kept under "input", never dropped.
+    canonical: dict[str, Any] = {"id": inp.id}
+    if inp.error is None:
+        canonical.update(response=inp.response, question=inp.question)
     record.update({k: v for k, v in inp.fields.items() if k not in RESERVED_KEYS})
-    clashing = {k: v for k, v in inp.fields.items() if k in RESERVED_KEYS and k not in canonical}
+    clashing = {
+        k: v
+        for k, v in inp.fields.items()
+        if k in RESERVED_KEYS and not (k in canonical and canonical[k] == v)
+    }
     if clashing:
         record["input"] = clashing
     if inp.error is not None:

@@ -117,6 +117,8 @@ def read_responses(path: str | Path, names: FieldNames = FieldNames()) -> Iterat
 
 def _read(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[ResponseInput]:
     for number, raw in enumerate(fh, 1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]  # a UTF-8 byte order mark, as some editors write
         raw = raw.rstrip(b"\r\n")
         if not raw.strip():
             continue

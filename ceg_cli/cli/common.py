@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import CegError, ExitStatus, exit_code_for
 
@@ -52,13 +53,14 @@ def handle_errors(func: F) -> F:
         except CegError as exc:
             if _debug_enabled():
                 raise
-            err_console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+            # Messages quote user data (paths, input lines): never read it as markup.
+            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
             raise typer.Exit(exit_code_for(exc)) from None
         except Exception as exc:
             if _debug_enabled():
                 raise
             err_console.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc} "
+                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                 "(run with --debug for the traceback)"
             )
             raise typer.Exit(int(ExitStatus.RUNTIME)) from None
@@ -67,4 +69,4 @@ def handle_errors(func: F) -> F:
 
 
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {message}", highlight=False)
+    err_console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)

@@ -1,0 +1,308 @@
+"""The output record contract of ``ceg check``, pinned: keys, types, annotated text.
+
+A failure here means the output format changed. If that is intended, bump
+``SCHEMA_VERSION`` in ``ceg_cli/report.py`` and update the expectations below
+in the same change.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ceg_cli.pipeline import CheckedResponse, ResponseInput, SegmentResult
+from ceg_cli.report import SCHEMA_VERSION, annotate, from_record, number_citations, to_record
+from ceg_cli.responses import FieldNames, parse_line
+from ceg_cli.types import (
+    CONTRADICTED,
+    FACTUAL,
+    JUDGE_ERROR,
+    NO_CLAIM,
+    NONFACTUAL,
+    NOT_ENOUGH_EVIDENCE,
+    NOT_JUDGED,
+    SUPPORTED,
+    Evidence,
+    Segment,
+    Verdict,
+)
+
+JUDGE = {"name": "test", "method": "a judge for tests"}
+
+P10 = Evidence(10, "doc-a", "Aristotle", "Aristotle was a Greek philosopher.", 0.8123,
+               "https://en.wikipedia.org/wiki/Aristotle")
+P20 = Evidence(20, "doc-a", "Aristotle", "He tutored Alexander the Great.", 0.71)
+P30 = Evidence(30, "doc-p", "Plato", "Plato founded the Academy.", 0.4)
+
+RESPONSE = (
+    "Aristotle was Greek. He taught Alexander.\n"
+    "- Plato taught him.\n"
+    "- Is that so?\n"
+    "- He never slept.\n"
+    "- He wrote on logic.\n"
+)
+
+
+def seg(index: int, text: str, response: str = RESPONSE) -> Segment:
+    start = response.index(text)
+    return Segment(index, start, start + len(text), text)
+
+
+def result(index: int, text: str, verdict: Verdict, *evidence: Evidence) -> SegmentResult:
+    return SegmentResult(seg(index, text), verdict, tuple(evidence))
+
+
+def checked(**fields: Any) -> CheckedResponse:
+    """A response with every kind of segment: cited, no claim, nonfactual, not judged."""
+    results = (
+        result(0, "Aristotle was Greek.", Verdict(FACTUAL, SUPPORTED, 0.9, (0,), "found"),
+               P10, P30),
+        # Cites the passage first cited above and a new one: same passage, same number.
+        result(1, "He taught Alexander.", Verdict(FACTUAL, SUPPORTED, 0.75, (0, 1), "found"),
+               P20, P10),
+        result(2, "Plato taught him.", Verdict(FACTUAL, SUPPORTED, 0.5, (0, 1), ""), P30, P10),
+        result(3, "Is that so?", Verdict(FACTUAL, NO_CLAIM, 1.0, (), "a question"), P30),
+        result(4, "He never slept.", Verdict(NONFACTUAL, CONTRADICTED, 0.05, (), "no"), P20),
+        result(5, "He wrote on logic.", Verdict(NOT_JUDGED, JUDGE_ERROR, 0.0, (), "timeout"),
+               P10),
+    )
+    inp = ResponseInput("r1", 3, RESPONSE, "Who was Aristotle?",
+                        {"id": "r1", "response": RESPONSE, "question": "Who was Aristotle?",
+                         **fields})
+    return CheckedResponse(inp, results, NONFACTUAL)
+
+
+def error_response(**fields: Any) -> CheckedResponse:
+    inp = ResponseInput("bad", 7, fields=fields,
+                        error="r.jsonl:7: field 'response' must be a string, got number")
+    return CheckedResponse(inp, (), "error")
+
+
+RECORD_KEYS = {
+    "schema_version": int,
+    "id": (str, int),
+    "line": int,
+    "question": (str, type(None)),
+    "response": str,
+    "label": str,
+    "judge": dict,
+    "segments": list,
+    "annotated": str,
+    "error": type(None),
+}
+ERROR_RECORD_KEYS = {
+    **RECORD_KEYS,
+    "response": type(None),
+    "question": type(None),
+    "annotated": type(None),
+    "error": str,
+}
+SEGMENT_KEYS = {
+    "index": int,
+    "text": str,
+    "start": int,
+    "end": int,
+    "label": str,
+    "verdict": str,
+    "score": float,
+    "reason": str,
+    "citations": list,
+    "evidence": list,
+}
+EVIDENCE_KEYS = {
+    "passage_id": int,
+    "doc_id": str,
+    "title": str,
+    "url": (str, type(None)),
+    "similarity": float,
+    "text": str,
+}
+CITATION_KEYS = {"marker": int, **EVIDENCE_KEYS}
+
+
+def assert_shape(obj: dict[str, Any], shape: dict[str, Any]) -> None:
+    assert set(obj) == set(shape), sorted(set(obj) ^ set(shape))
+    for key, kind in shape.items():
+        assert isinstance(obj[key], kind), (key, obj[key])
+        assert not isinstance(obj[key], bool), key  # bool is an int in Python
+
+
+def as_json(record: dict[str, Any]) -> dict[str, Any]:
+    """What a reader of the output file sees."""
+    return json.loads(json.dumps(record, ensure_ascii=False))
+
+
+# -- the contract --------------------------------------------------------------
+
+
+def test_schema_version_is_1() -> None:
+    assert SCHEMA_VERSION == 1
+    assert to_record(checked(), JUDGE)["schema_version"] == 1
+    assert to_record(error_response(), JUDGE)["schema_version"] == 1
+
+
+def test_record_keys_and_types() -> None:
+    record = as_json(to_record(checked(), JUDGE))
+    assert_shape(record, RECORD_KEYS)
+    assert record["label"] == NONFACTUAL
+    assert record["judge"] == JUDGE
+    assert (record["id"], record["line"]) == ("r1", 3)
+    assert (record["response"], record["question"]) == (RESPONSE, "Who was Aristotle?")
+    assert len(record["segments"]) == 6
+    for segment in record["segments"]:
+        assert_shape(segment, SEGMENT_KEYS)
+        assert segment["label"] in (FACTUAL, NONFACTUAL, NOT_JUDGED)
+        assert segment["verdict"] in (SUPPORTED, CONTRADICTED, NOT_ENOUGH_EVIDENCE, NO_CLAIM,
+                                      JUDGE_ERROR)
+        assert RESPONSE[segment["start"]:segment["end"]] == segment["text"]
+        for citation in segment["citations"]:
+            assert_shape(citation, CITATION_KEYS)
+        for evidence in segment["evidence"]:
+            assert_shape(evidence, EVIDENCE_KEYS)
+
+
+def test_segment_values() -> None:
+    first, second, *_ = to_record(checked(), JUDGE)["segments"]
+    assert first == {
+        "index": 0,
+        "text": "Aristotle was Greek.",
+        "start": 0,
+        "end": 20,
+        "label": FACTUAL,
+        "verdict": SUPPORTED,
+        "score": 0.9,
+        "reason": "found",
+        "citations": [
+            {"marker": 1, "passage_id": 10, "doc_id": "doc-a", "title": "Aristotle",
+             "url": "https://en.wikipedia.org/wiki/Aristotle", "similarity": 0.8123,
+             "text": "Aristotle was a Greek philosopher."},
+        ],
+        "evidence": [
+            {"passage_id": 10, "doc_id": "doc-a", "title": "Aristotle",
+             "url": "https://en.wikipedia.org/wiki/Aristotle", "similarity": 0.8123,
+             "text": "Aristotle was a Greek philosopher."},
+            {"passage_id": 30, "doc_id": "doc-p", "title": "Plato", "url": None,
+             "similarity": 0.4, "text": "Plato founded the Academy."},
+        ],
+    }
+    # Citations follow the judge's order; markers follow first citation in the response.
+    assert [(c["passage_id"], c["marker"]) for c in second["citations"]] == [(20, 2), (10, 1)]
+
+
+def test_error_record_keys_and_types() -> None:
+    record = as_json(to_record(error_response(id="bad", response=5, topic="t"), JUDGE))
+    assert_shape(record, {**ERROR_RECORD_KEYS, "topic": str, "input": dict})
+    assert record["label"] == "error"
+    assert record["error"] == "r.jsonl:7: field 'response' must be a string, got number"
+    assert record["segments"] == []
+    # The raw value of the wrong type is kept, under "input", not as the response.
+    assert record["input"] == {"response": 5}
+    assert record["topic"] == "t"
+
+
+def test_error_record_of_a_line_that_is_not_an_object() -> None:
+    record = as_json(to_record(error_response(), JUDGE))
+    assert_shape(record, ERROR_RECORD_KEYS)
+
+
+def test_input_fields_are_carried_through() -> None:
+    record = to_record(checked(model="gpt-x", tags=["a"], extra={"k": None}), JUDGE)
+    assert record["model"] == "gpt-x"
+    assert record["tags"] == ["a"]
+    assert record["extra"] == {"k": None}
+    assert "input" not in record  # nothing clashed
+
+
+def test_input_fields_that_clash_with_reserved_keys_are_kept_under_input() -> None:
+    fields = {"label": "SUPPORTS", "segments": 3, "annotated": "x", "line": "l",
+              "judge": "me", "error": "none", "schema_version": 9, "input": "raw"}
+    record = to_record(checked(**fields), JUDGE)
+    assert record["input"] == fields
+    assert record["label"] == NONFACTUAL
+    assert record["segments"][0]["index"] == 0
+    assert record["line"] == 3
+    assert record["judge"] == JUDGE
+    assert record["schema_version"] == SCHEMA_VERSION
+    assert record["error"] is None
+
+
+def test_a_mapped_response_field_does_not_swallow_an_input_field_named_response() -> None:
+    # --response-field text: the input's own "response" field is not the
+    # checked text and must not be lost.
+    item = parse_line(b'{"id": 1, "text": "A b.", "response": "older answer"}', 1, "f",
+                      FieldNames(response="text"))
+    record = to_record(CheckedResponse(item, (), FACTUAL), JUDGE)
+    assert record["response"] == "A b."
+    assert record["text"] == "A b."
+    assert record["input"] == {"response": "older answer"}
+
+
+# -- annotated text ------------------------------------------------------------
+
+
+def test_annotated_markers_flags_and_layout() -> None:
+    record = to_record(checked(), JUDGE)
+    assert record["annotated"] == (
+        "Aristotle was Greek. [1] He taught Alexander. [1][2]\n"
+        "- Plato taught him. [1][3]\n"
+        "- Is that so?\n"
+        "- He never slept. [NONFACTUAL]\n"
+        "- He wrote on logic. [NOT JUDGED]\n"
+    )
+
+
+def test_citation_numbers_follow_first_citation() -> None:
+    results = checked().segments
+    assert number_citations(results) == {10: 1, 20: 2, 30: 3}
+    # The same passages cited in another order get other numbers.
+    assert number_citations(results[1:]) == {20: 1, 10: 2, 30: 3}
+
+
+def test_annotate_leaves_a_response_without_verdict_markers_unchanged() -> None:
+    text = "Is it?\n\n  Who knows?  "
+    results = [
+        SegmentResult(Segment(0, 0, 6, "Is it?"), Verdict(FACTUAL, NO_CLAIM, 1.0), ()),
+        SegmentResult(Segment(1, 10, 20, "Who knows?"), Verdict(FACTUAL, NO_CLAIM, 1.0), ()),
+    ]
+    assert annotate(text, results, {}) == text
+
+
+def test_nonfactual_without_evidence_is_flagged_too() -> None:
+    text = "Zorgs are blue."
+    results = [SegmentResult(Segment(0, 0, 15, text),
+                             Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.1), ())]
+    assert annotate(text, results, {}) == "Zorgs are blue. [NONFACTUAL]"
+
+
+# -- round trip ----------------------------------------------------------------
+
+
+def test_from_record_round_trips_labels_verdicts_and_citations() -> None:
+    original = checked(model="gpt-x")
+    back = from_record(as_json(to_record(original, JUDGE)))
+    assert back.label == original.label
+    assert back.input.id == original.input.id
+    assert back.input.line == original.input.line
+    assert back.input.response == original.input.response
+    assert back.input.question == original.input.question
+    assert back.input.error is None
+    assert back.input.fields == {"model": "gpt-x"}
+    assert back.segments == original.segments  # segments, verdicts, cited, evidence
+    # And a second trip gives the same record.
+    assert to_record(back, JUDGE) == to_record(original, JUDGE)
+
+
+def test_from_record_round_trips_an_error_record() -> None:
+    original = error_response(id="bad", response=5)
+    back = from_record(as_json(to_record(original, JUDGE)))
+    assert back.label == "error"
+    assert back.error == original.error
+    assert back.segments == ()
+    assert back.input.line == 7
+
+
+def test_an_id_of_the_wrong_type_is_kept_under_input() -> None:
+    item = parse_line(b'{"id": 1.5, "response": "x."}', 2, "f")
+    record = to_record(CheckedResponse(item, (), "error"), JUDGE)
+    assert record["id"] == 2  # the line number stands in
+    assert record["input"] == {"id": 1.5, "response": "x."}
