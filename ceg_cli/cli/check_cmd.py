@@ -14,7 +14,7 @@ from .common import IndexOption, QuietOption, err_console, handle_errors, warn
 def check_command(
     responses: str = typer.Argument(..., help="Responses file (JSONL), or - for stdin."),
     index: Path = IndexOption,
-    out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file [default: stdout]."),
+    out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
     judge: str = typer.Option("offline", "--judge", help="offline | nli:MODEL"),
     top_k: int = typer.Option(
         None, "--top-k", "-k", help="Passages retrieved per segment.", show_default=False
@@ -33,7 +33,7 @@ def check_command(
     ),
     response_field: str = typer.Option("response", "--response-field"),
     question_field: str = typer.Option(
-        None, "--question-field", help="[default: question, then prompt]", show_default=False
+        None, "--question-field", help="(default: question, then prompt)", show_default=False
     ),
     max_rate: float = typer.Option(
         None,

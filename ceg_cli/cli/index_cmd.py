@@ -30,7 +30,7 @@ def build(
         None,
         "--model",
         help="sentence-transformers model name or local path "
-        "[default: all-MiniLM-L6-v2, shipped offline]",
+        "(default: all-MiniLM-L6-v2, shipped offline)",
         show_default=False,
     ),
     chunk_words: int = typer.Option(100, "--chunk-words", help="Words per passage."),

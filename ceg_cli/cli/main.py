@@ -8,6 +8,7 @@ import typer
 
 from .. import __version__
 from .check_cmd import check_command
+from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 
 app = typer.Typer(
@@ -19,6 +20,7 @@ app = typer.Typer(
 )
 app.add_typer(index_app, name="index")
 app.command("check")(check_command)
+app.command("eval")(eval_command)
 
 
 def _version(value: bool) -> None:

@@ -1,0 +1,241 @@
+"""``ceg eval``: check a labelled benchmark and report how right the labels are.
+
+Wired into the ``ceg`` app as a single command
+(``app.command("eval")(eval_cmd.eval_command)``). Metrics are data: the table
+goes to stdout; progress and notes go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.console import Console
+
+from .common import QuietOption, err_console, handle_errors
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+out_console = Console(highlight=False, soft_wrap=True)
+
+#: Rows of the table: (section, metric key, label); percentages unless in _COUNTS.
+_ROWS = [
+    ("segments", "count", "segments"),
+    ("segments", "gold_nonfactual", "  gold nonfactual"),
+    ("segments", "predicted_nonfactual", "  judged nonfactual"),
+    ("segments", "balanced_accuracy", "segment balanced accuracy"),
+    ("segments", "accuracy_factual", "  accuracy on factual segments"),
+    ("segments", "accuracy_nonfactual", "  accuracy on nonfactual segments"),
+    ("segments", "f1_nonfactual", "  F1, nonfactual"),
+    ("segments", "auc_pr_factual", "  AUC-PR, factual"),
+    ("segments", "auc_pr_nonfactual", "  AUC-PR, nonfactual"),
+    ("segments", "prevalence_nonfactual", "  share nonfactual (AUC-PR floor)"),
+    ("responses", "count", "responses"),
+    ("responses", "gold_nonfactual", "  gold nonfactual"),
+    ("responses", "predicted_nonfactual", "  judged nonfactual"),
+    ("responses", "balanced_accuracy", "response balanced accuracy"),
+    ("responses", "accuracy_factual", "  accuracy on factual responses"),
+    ("responses", "accuracy_nonfactual", "  accuracy on nonfactual responses"),
+    ("responses", "auc_pr_nonfactual", "  AUC-PR, nonfactual"),
+    ("pairwise", "pairs", "pairs"),
+    ("pairwise", "accuracy", "pairwise accuracy"),
+    ("pairwise", "shorter_wins_accuracy", "  'shorter answer wins' rule"),
+    ("pairwise", "length_matched_pairs", "length-matched pairs"),
+    ("pairwise", "length_matched_accuracy", "  pairwise accuracy, length-matched"),
+    ("pairwise", "shorter_wins_length_matched_accuracy", "  'shorter answer wins', matched"),
+    ("retrieval", "segments", "segments with known gold evidence"),
+    ("retrieval", "recall_at_1", "  recall@1"),
+    ("retrieval", "recall_at_k", "  recall@k"),
+    ("retrieval", "recall_judged", "  recall in the judge's evidence"),
+]
+_COUNTS = {
+    "count",
+    "gold_nonfactual",
+    "predicted_nonfactual",
+    "pairs",
+    "length_matched_pairs",
+    "segments",
+}
+
+
+@handle_errors
+def eval_command(
+    dataset: Path = typer.Argument(
+        ...,
+        help="Labelled benchmark (JSONL): FELM, HaluEval QA, FEVER or generic.",
+        show_default=False,
+    ),
+    format: str = typer.Option(
+        None,
+        "--format",
+        "-f",
+        help="felm, halueval, fever or jsonl (default: detected from the fields)",
+        show_default=False,
+    ),
+    index: Path = typer.Option(
+        None,
+        "--index",
+        help="Index to check against. FELM and HaluEval default to an index of their own "
+        "corpus, built once and cached; FEVER and jsonl need one (else $CEG_INDEX, ./index).",
+        show_default=False,
+    ),
+    build_corpus: bool = typer.Option(
+        None,
+        "--build-corpus/--no-build-corpus",
+        help="Index the corpus that comes with the data: FELM references, HaluEval "
+        "knowledge (default: when --index is not given)",
+        show_default=False,
+    ),
+    judge: str = typer.Option("offline", "--judge", help="Judge: offline, nli:MODEL, ..."),
+    top_k: int = typer.Option(
+        None, "--top-k", "-k", help="Passages per segment (default: 5)", show_default=False
+    ),
+    threshold: float = typer.Option(
+        None,
+        "--threshold",
+        help="Similarity below which passages after the first are dropped (default: 0.5)",
+        show_default=False,
+    ),
+    query: str = typer.Option(
+        "segment", "--query", help="Search with the 'segment' or 'question+segment'."
+    ),
+    out: Path = typer.Option(
+        None, "--out", help="Write per-item predictions (JSONL).", show_default=False
+    ),
+    json_out: Path = typer.Option(
+        None, "--json", help="Write the metrics (JSON).", show_default=False
+    ),
+    limit: int = typer.Option(
+        None, "--limit", help="Check only the first N records.", show_default=False
+    ),
+    quiet: bool = QuietOption,
+) -> None:
+    """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
+    and retrieval recall."""
+    from ..datasets import load_dataset
+    from ..errors import UsageError
+    from ..evaluate import prediction_record, run_evaluation
+    from ..index import open_index
+    from ..judges import create_judge
+    from ..pipeline import QUERY_MODES, CheckOptions
+    from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
+
+    if query not in QUERY_MODES:
+        raise UsageError(f"--query {query}: choose one of: {', '.join(QUERY_MODES)}")
+    top_k = DEFAULT_TOP_K if top_k is None else top_k
+    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+    if top_k < 1:
+        raise UsageError(f"--top-k {top_k}: must be at least 1")
+    if limit is not None and limit < 1:
+        raise UsageError(f"--limit {limit}: must be at least 1")
+    for flag, path in (("--out", out), ("--json", json_out)):
+        # Fail before a long run, not after it.
+        if path is not None and not path.resolve().parent.is_dir():
+            raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
+    started = time.perf_counter()
+    data = load_dataset(dataset, format, limit=limit)
+    index_dir = _resolve_index(data, index, build_corpus, quiet)
+    checker = create_judge(judge, {})
+    options = CheckOptions(RetrievalOptions(top_k, threshold), query=query)
+    if not quiet:
+        err_console.print(
+            f"{dataset.name}: {len(data.examples)} responses ({data.format}), index {index_dir}, "
+            f"judge {checker.name}"
+        )
+    from tqdm import tqdm
+
+    with (
+        open_index(index_dir) as idx,
+        tqdm(total=len(data.examples), desc="checked", unit=" responses", disable=quiet) as bar,
+    ):
+        evaluation = run_evaluation(data, idx, checker, options, on_result=lambda _r: bar.update())
+    metrics = evaluation.metrics
+    metrics["run"]["seconds"] = round(time.perf_counter() - started, 1)
+    if out is not None:
+        with open(out, "w", encoding="utf-8") as fh:
+            for ex, res in zip(data.examples, evaluation.results):
+                fh.write(json.dumps(prediction_record(ex, res), ensure_ascii=False) + "\n")
+    if json_out is not None:
+        json_out.write_text(
+            json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    out_console.print(render_table(metrics))
+
+
+def _resolve_index(data: Any, index: Path | None, build_corpus: bool | None, quiet: bool) -> Path:
+    """Which index to check against (flag, then the data's own corpus, then $CEG_INDEX, ./index)."""
+    from ..datasets import ensure_corpus_index
+    from ..errors import UsageError
+    from ..index import META_FILE
+
+    if build_corpus is None:
+        build_corpus = index is None and data.has_corpus
+    if build_corpus:
+        if not data.has_corpus:
+            raise UsageError(
+                f"--build-corpus: the {data.format} format carries no corpus; pass --index DIR"
+            )
+        if not quiet:
+            err_console.print(f"corpus of {data.path.name}: {len(data.documents)} documents")
+        path, built = ensure_corpus_index(data, index, progress=not quiet)
+        if not quiet:
+            err_console.print(f"{'built' if built else 'reusing'} corpus index {path}")
+        return path
+    if index is not None:
+        return index
+    fallback = Path(os.environ.get("CEG_INDEX") or "index")
+    if (fallback / META_FILE).exists():
+        return fallback
+    need = (
+        "an index of the Wikipedia pages its evidence comes from"
+        if data.format == "fever"
+        else "an index of the documents to check against"
+    )
+    raise UsageError(
+        f"{data.path}: the {data.format} format needs {need}: pass --index DIR "
+        "(build one with 'ceg index build SOURCE --index DIR', e.g. from a MediaWiki dump)"
+    )
+
+
+def _fmt(key: str, value: Any) -> str:
+    if value is None:
+        return "–"
+    if key in _COUNTS:
+        return str(value)
+    return f"{100 * value:.1f}"
+
+
+def render_table(metrics: dict[str, Any]) -> Table:
+    """The metrics as a table, with the paper's figures beside ours where they exist."""
+    from rich.table import Table
+
+    from ..evaluate import reference_figures
+
+    run = metrics["run"]
+    refs = reference_figures(run["format"])
+    table = Table(
+        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']}, "
+        f"top-k {run['top_k']}, threshold {run['threshold']}, query {run['query']}",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("ceg", justify="right")
+    if refs:
+        table.add_column("paper (full benchmark)", justify="left")
+    for section, key, label in _ROWS:
+        part = metrics.get(section)
+        if not part or key not in part:
+            continue
+        row = [label, _fmt(key, part[key])]
+        if refs:
+            ref = refs.get(f"{section}.{key}", {})
+            row.append(", ".join(f"{name} {100 * v:.4g}" for name, v in ref.items()))
+        table.add_row(*row)
+    if "pairwise" in metrics:
+        table.caption = f"length-matched: {metrics['pairwise']['length_rule']}"
+    return table

@@ -1,0 +1,471 @@
+"""Labelled benchmarks as ``ResponseInput``s plus gold labels, for ``ceg eval``.
+
+Four formats, one ``Example`` type:
+
+- ``felm``: FELM rows (``prompt``, ``response``, ``segmented_response``,
+  ``labels``; ``ref``/``ref_contents`` become the corpus). The checked
+  segments are FELM's own, so the gold labels line up one to one.
+- ``halueval``: HaluEval QA items (``knowledge``, ``question``,
+  ``right_answer``, ``hallucinated_answer``): two responses per item, joined by
+  a pair id; every ``knowledge`` passage is a corpus document.
+- ``fever``: FEVER claims (``claim``, ``label``, ``evidence``): the claim is a
+  one-segment response; NOT ENOUGH INFO claims are skipped; the gold evidence
+  page titles give retrieval recall.
+- ``jsonl``: ``response`` plus either ``segments: [{"text", "label"}]`` or a
+  response ``label``; optional ``id``, ``question``/``prompt``, ``pair``,
+  ``evidence_ids`` and ``evidence_titles``.
+
+A labelled benchmark is read whole and must be well formed: a bad line stops
+the run with the file, line and field, because a silently skipped line would
+change the figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
+
+from .errors import UsageError
+from .pipeline import ResponseInput
+from .types import Segment
+
+if TYPE_CHECKING:
+    from .embedding import Embedder
+
+FORMATS = ("felm", "halueval", "fever", "jsonl")
+#: Bumped whenever the documents built from a dataset change, so that cached
+#: corpus indexes built the old way are not reused.
+CORPUS_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Example:
+    """One response to check, with what a human said about it.
+
+    ``label`` is the gold label of the whole response (True = factual);
+    ``segment_labels`` the gold label of each of ``input.segments`` when the
+    benchmark labels segments. ``pair`` joins the right and the hallucinated
+    answer of one question (``role`` says which is which). ``evidence_ids`` and
+    ``evidence_titles`` name the corpus documents that hold the gold evidence.
+    """
+
+    input: ResponseInput
+    label: bool
+    segment_labels: tuple[bool, ...] | None = None
+    pair: str | None = None
+    role: str | None = None
+    evidence_ids: frozenset[str] = frozenset()
+    evidence_titles: frozenset[str] = frozenset()
+
+
+@dataclass
+class Dataset:
+    """A benchmark file read into examples, and the corpus it carries (if any)."""
+
+    path: Path
+    format: str
+    examples: list[Example]
+    #: Lines not turned into examples on purpose (FEVER's NOT ENOUGH INFO).
+    skipped: int = 0
+    #: Corpus documents (``id``, ``title``, ``text``, ``url``) shipped with the data.
+    documents: list[dict[str, str]] = field(default_factory=list)
+    #: What the corpus documents embed: HaluEval passages have no title worth embedding.
+    embed_text: str = "title+text"
+
+    @property
+    def has_corpus(self) -> bool:
+        return bool(self.documents)
+
+
+def load_dataset(path: Path, format: str | None = None, *, limit: int | None = None) -> Dataset:
+    """Read ``path`` in ``format`` (detected from the first record's fields when None).
+
+    ``limit`` keeps the first N records (items, for HaluEval: 2N responses);
+    the corpus still holds every document, so retrieval is not made easier.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    records = list(_records(path))
+    if not records:
+        raise UsageError(f"{path}: no records")
+    if format is None:
+        format = detect_format(path, records[0][0], records[0][1])
+    elif format not in FORMATS:
+        raise UsageError(f"--format {format}: unknown; choose one of: {', '.join(FORMATS)}")
+    reader = _READERS[format]
+    dataset = Dataset(path, format, [])
+    for n, (line, record) in enumerate(records):
+        reader(dataset, n, line, record, keep=limit is None or n < limit)
+    if not dataset.examples:
+        raise UsageError(f"{path}: no labelled examples in {format} format")
+    return dataset
+
+
+def detect_format(path: Path, line: int, record: Mapping[str, Any]) -> str:
+    """The format whose required fields the record has."""
+    keys = set(record)
+    if {"segmented_response", "labels"} <= keys:
+        return "felm"
+    if {"right_answer", "hallucinated_answer"} <= keys:
+        return "halueval"
+    if {"claim", "label"} <= keys:
+        return "fever"
+    if "response" in keys:
+        return "jsonl"
+    raise UsageError(
+        f"{path}:{line}: cannot tell the format from the fields ({', '.join(sorted(keys))}); "
+        "expected FELM (segmented_response, labels), HaluEval (right_answer, "
+        "hallucinated_answer), FEVER (claim, label) or JSONL (response); "
+        "or pass --format"
+    )
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            for number, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                try:
+                    record = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise UsageError(
+                        f"{path}:{number}: invalid JSON ({exc.msg} at column {exc.colno})"
+                    ) from None
+                if not isinstance(record, dict):
+                    raise UsageError(f"{path}:{number}: expected a JSON object")
+                yield number, record
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read: {exc}") from None
+
+
+def _get(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    value = record.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+        got = "missing" if value is None else f"of type {type(value).__name__}"
+        raise UsageError(f"{where}: field '{key}' is {got}; expected a {kind.__name__}")
+    return value
+
+
+def _optional_str(record: Mapping[str, Any], key: str, where: str) -> str | None:
+    value = record.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(
+            f"{where}: field '{key}' is of type {type(value).__name__}; expected a str"
+        )
+    return value
+
+
+# --- segments -----------------------------------------------------------------
+
+
+def locate_segments(response: str, texts: Sequence[str]) -> tuple[str, tuple[Segment, ...]]:
+    """Segments with character offsets, for segment texts given by a benchmark.
+
+    Each text is searched in ``response`` in order, from where the previous one
+    ended. When some text is not found verbatim (the benchmark edited it), the
+    offsets are taken in the segments joined by single spaces instead, and that
+    joined text is returned as the response, so that ``response[s.start:s.end]
+    == s.text`` always holds.
+    """
+    segments = []
+    at = 0
+    for i, text in enumerate(texts):
+        text = text.strip()
+        start = response.find(text, at)
+        if start < 0:
+            return _joined(texts)
+        segments.append(Segment(i, start, start + len(text), text))
+        at = start + len(text)
+    return response, tuple(segments)
+
+
+def _joined(texts: Sequence[str]) -> tuple[str, tuple[Segment, ...]]:
+    segments = []
+    at = 0
+    for i, text in enumerate(texts):
+        text = text.strip()
+        segments.append(Segment(i, at, at + len(text), text))
+        at += len(text) + 1
+    return " ".join(t.strip() for t in texts), tuple(segments)
+
+
+# --- FELM -----------------------------------------------------------------------
+
+
+def _read_felm(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: bool) -> None:
+    where = f"{ds.path}:{line}"
+    refs = record.get("ref") or []
+    contents = record.get("ref_contents") or []
+    if not isinstance(refs, list) or not isinstance(contents, list):
+        raise UsageError(f"{where}: fields 'ref' and 'ref_contents' must be lists")
+    own: set[str] = set()
+    known = {d["id"] for d in ds.documents}
+    for url, text in zip(refs, contents):
+        if isinstance(url, str) and isinstance(text, str) and text.strip():
+            own.add(url)
+            if url not in known:
+                ds.documents.append(
+                    {"id": url, "title": title_from_url(url), "text": text, "url": url}
+                )
+                known.add(url)
+    if not keep:
+        return
+    response = _get(record, "response", str, where)
+    texts = _get(record, "segmented_response", list, where)
+    labels = _get(record, "labels", list, where)
+    if len(texts) != len(labels):
+        raise UsageError(
+            f"{where}: {len(texts)} segments in 'segmented_response' but {len(labels)} 'labels'"
+        )
+    if not all(isinstance(t, str) for t in texts):
+        raise UsageError(f"{where}: field 'segmented_response' must hold strings")
+    gold = tuple(_label(v, f"{where}: field 'labels'") for v in labels)
+    response, segments = locate_segments(response, texts)
+    rid = record.get("index", line)
+    fields: dict[str, Any] = {k: record[k] for k in ("index", "domain", "source") if k in record}
+    ds.examples.append(
+        Example(
+            ResponseInput(
+                rid, line, response, _optional_str(record, "prompt", where), fields, segments
+            ),
+            all(gold),
+            gold,
+            evidence_ids=frozenset(own),
+        )
+    )
+
+
+def title_from_url(url: str) -> str:
+    """A readable title for a reference URL: its last path part, or its host."""
+    parts = urlsplit(url)
+    for part in reversed([p for p in parts.path.split("/") if p]):
+        name = re.sub(r"\.(html?|php|aspx?)$", "", unquote(part), flags=re.I)
+        name = re.sub(r"[_\-+]+", " ", name).strip()
+        if re.search(r"[A-Za-z]{3}", name) and name.lower() not in {"index", "wiki"}:
+            return name
+    return parts.netloc or url
+
+
+# --- HaluEval ---------------------------------------------------------------------
+
+
+def _read_halueval(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: bool) -> None:
+    where = f"{ds.path}:{line}"
+    knowledge = _get(record, "knowledge", str, where)
+    doc_id = str(n)
+    # The title is the id: the passages have none, so the index embeds text only.
+    ds.documents.append({"id": doc_id, "title": doc_id, "text": knowledge})
+    ds.embed_text = "text"
+    if not keep:
+        return
+    question = _get(record, "question", str, where)
+    pair = str(n)
+    for role, key, gold in (
+        ("right", "right_answer", True),
+        ("hallucinated", "hallucinated_answer", False),
+    ):
+        answer = _get(record, key, str, where)
+        ds.examples.append(
+            Example(
+                ResponseInput(f"{n}-{role}", line, answer, question, {"pair": pair, "role": role}),
+                gold,
+                pair=pair,
+                role=role,
+                evidence_ids=frozenset({doc_id}),
+            )
+        )
+
+
+# --- FEVER ------------------------------------------------------------------------
+
+_FEVER_GOLD = {"SUPPORTS": True, "REFUTES": False}
+_FEVER_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-COLON-": ":"}
+
+
+def _read_fever(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: bool) -> None:
+    if not keep:
+        return
+    where = f"{ds.path}:{line}"
+    claim = _get(record, "claim", str, where).strip()
+    label = _get(record, "label", str, where)
+    if label == "NOT ENOUGH INFO":
+        ds.skipped += 1
+        return
+    if label not in _FEVER_GOLD:
+        raise UsageError(
+            f"{where}: field 'label' is {label!r}; expected SUPPORTS, REFUTES or NOT ENOUGH INFO"
+        )
+    titles = set()
+    for evidence_set in record.get("evidence") or []:
+        for item in evidence_set if isinstance(evidence_set, list) else []:
+            if isinstance(item, list) and len(item) >= 3 and isinstance(item[2], str):
+                titles.add(normalize_title(item[2]))
+    segment = Segment(0, 0, len(claim), claim)
+    ds.examples.append(
+        Example(
+            ResponseInput(record.get("id", line), line, claim, None, {}, (segment,)),
+            _FEVER_GOLD[label],
+            (_FEVER_GOLD[label],),
+            evidence_titles=frozenset(titles),
+        )
+    )
+
+
+def normalize_title(title: str) -> str:
+    """A page title compared the same way whether it comes from FEVER or a dump."""
+    for escaped, char in _FEVER_ESCAPES.items():
+        title = title.replace(escaped, char)
+    return " ".join(title.replace("_", " ").split()).casefold()
+
+
+# --- generic JSONL ------------------------------------------------------------------
+
+
+def _read_jsonl(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: bool) -> None:
+    if not keep:
+        return
+    where = f"{ds.path}:{line}"
+    response = _get(record, "response", str, where)
+    question = _optional_str(record, "question", where) or _optional_str(record, "prompt", where)
+    raw_segments = record.get("segments")
+    segments: tuple[Segment, ...] | None = None
+    segment_labels: tuple[bool, ...] | None = None
+    if raw_segments is not None:
+        if not isinstance(raw_segments, list) or not raw_segments:
+            raise UsageError(f"{where}: field 'segments' must be a non-empty list")
+        texts, gold = [], []
+        for i, seg in enumerate(raw_segments):
+            seg_where = f"{where}: segments[{i}]"
+            if not isinstance(seg, dict):
+                raise UsageError(f"{seg_where}: expected an object with 'text' and 'label'")
+            texts.append(_get(seg, "text", str, seg_where))
+            gold.append(_label(seg.get("label"), f"{seg_where}: field 'label'"))
+        response, segments = locate_segments(response, texts)
+        segment_labels = tuple(gold)
+    if "label" in record:
+        label = _label(record["label"], f"{where}: field 'label'")
+        if segment_labels is not None and label != all(segment_labels):
+            raise UsageError(f"{where}: field 'label' disagrees with the segment labels")
+    elif segment_labels is not None:
+        label = all(segment_labels)
+    else:
+        raise UsageError(f"{where}: no gold label: give 'label' or 'segments' with labels")
+    pair = record.get("pair")
+    ds.examples.append(
+        Example(
+            ResponseInput(record.get("id", line), line, response, question, {}, segments),
+            label,
+            segment_labels,
+            pair=None if pair is None else str(pair),
+            evidence_ids=frozenset(str(x) for x in _str_list(record, "evidence_ids", where)),
+            evidence_titles=frozenset(
+                normalize_title(x) for x in _str_list(record, "evidence_titles", where)
+            ),
+        )
+    )
+
+
+def _str_list(record: Mapping[str, Any], key: str, where: str) -> list[str]:
+    value = record.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(x, (str, int)) for x in value):
+        raise UsageError(f"{where}: field '{key}' must be a list of strings")
+    return [str(x) for x in value]
+
+
+_LABELS = {"factual": True, "true": True, "nonfactual": False, "false": False}
+
+
+def _label(value: Any, where: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in _LABELS:
+        return _LABELS[value.strip().lower()]
+    raise UsageError(f"{where} is {value!r}; expected true/false or 'factual'/'nonfactual'")
+
+
+_READERS = {
+    "felm": _read_felm,
+    "halueval": _read_halueval,
+    "fever": _read_fever,
+    "jsonl": _read_jsonl,
+}
+
+
+# --- the corpus index carried by a dataset -------------------------------------------
+
+
+def cache_root() -> Path:
+    """``$CEG_CACHE_DIR``, else ``$XDG_CACHE_HOME/ceg``, else ``~/.cache/ceg``."""
+    if os.environ.get("CEG_CACHE_DIR"):
+        return Path(os.environ["CEG_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "ceg"
+
+
+def corpus_cache_dir(dataset: Dataset, root: Path | None = None) -> Path:
+    """Where the corpus index of ``dataset`` is cached: keyed by the file's digest.
+
+    The key also covers the format and ``CORPUS_VERSION``, so a change to how
+    documents are made from a dataset never reuses a stale index.
+    """
+    from .builder import source_digest
+
+    key = hashlib.sha256(
+        f"{source_digest(dataset.path)}|{dataset.format}|{CORPUS_VERSION}".encode()
+    ).hexdigest()[:24]
+    return (root or cache_root()) / "eval" / key
+
+
+def ensure_corpus_index(
+    dataset: Dataset,
+    target: Path | None = None,
+    *,
+    progress: bool = False,
+    embedder: Embedder | None = None,
+) -> tuple[Path, bool]:
+    """Build the index of the dataset's own corpus unless it is already there.
+
+    Returns the index directory and whether it was built now. The documents are
+    written as JSONL beside the index (``<index>.corpus.jsonl``) and indexed
+    with ``build_index``. An existing index is reused only when it was built
+    from exactly that corpus; an explicit ``target`` holding an index of
+    anything else is refused rather than replaced.
+    """
+    from .builder import BuildOptions, build_index, source_digest
+    from .index import META_FILE, read_meta
+
+    if not dataset.has_corpus:
+        raise UsageError(f"{dataset.path}: the {dataset.format} format carries no corpus")
+    index_dir = Path(target) if target is not None else corpus_cache_dir(dataset) / "index"
+    corpus = index_dir.parent / f"{index_dir.name}.corpus.jsonl"
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    with open(corpus, "w", encoding="utf-8") as fh:
+        for doc in dataset.documents:
+            fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
+    if (index_dir / META_FILE).exists():
+        meta = read_meta(index_dir)
+        digests = [s.get("digest") for s in meta["sources"]]
+        if digests == [source_digest(corpus)] and meta["embed_text"] == dataset.embed_text:
+            return index_dir, False
+        if target is not None:
+            raise UsageError(
+                f"--index {target} holds an index of other sources; building the corpus of "
+                f"{dataset.path.name} there would replace it: choose an empty directory, or "
+                "drop --build-corpus to check against that index"
+            )
+    options = BuildOptions(embed_text=dataset.embed_text, progress=progress)
+    build_index([corpus], index_dir, options, embedder=embedder)
+    return index_dir, True
