@@ -12,9 +12,7 @@ untouched and never a half index that looks whole.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import queue
 import shutil
 import sqlite3
@@ -41,14 +39,12 @@ from .index import (
     embed_text,
     read_meta,
 )
+from .indexdir import FOREIGN_OK, source_digest, swap_into_place, temp_dir
 from .types import Chunk
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
 EMBED_CALL_SIZE = 1024
-#: Files that may sit in an index directory without being part of the index
-#: (the checkout's ``index/README.md``); they are carried over on rebuild.
-FOREIGN_OK = {"README.md", ".gitkeep", ".gitignore"}
 DEFAULT_EMBED_TEXT = "title+text"
 
 
@@ -74,25 +70,6 @@ class BuildReport:
     replaced: list[str] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
-
-
-def source_digest(path: Path) -> str:
-    """sha256 of a file, or of a folder's sorted (relative path, file digest) list."""
-    if path.is_dir():
-        outer = hashlib.sha256()
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            outer.update(file.relative_to(path).as_posix().encode("utf-8") + b"\0")
-            outer.update(_file_digest(file).encode("ascii") + b"\n")
-        return "sha256:" + outer.hexdigest()
-    return "sha256:" + _file_digest(path)
-
-
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def build_index(
@@ -149,7 +126,7 @@ def build_index(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
-    tmp = _temp_dir(target)
+    tmp = temp_dir(target)
     db = None
     try:
         vectors, db, kept_sources = _start(
@@ -170,7 +147,7 @@ def build_index(
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
         _write_json(tmp / META_FILE, meta)
-        _swap_into_place(tmp, target)
+        swap_into_place(tmp, target)
     finally:
         if db is not None:
             db.close()
@@ -206,37 +183,6 @@ def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Pa
             f"index at {target} embeds '{meta['embed_text']}'; this run asked for "
             f"'{options.embed_text}': rebuild the index to change it"
         )
-
-
-def _temp_dir(target: Path) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    stale_dirs = [
-        *target.parent.glob(f".{target.name}.building-*"),
-        *target.parent.glob(f".{target.name}.old-*"),
-    ]
-    for stale in stale_dirs:
-        pid = stale.name.rsplit("-", 1)[-1]
-        if not pid.isdigit() or _pid_alive(int(pid)):
-            continue
-        if ".old-" in stale.name and not target.exists():
-            # A build died between its two renames: the old index is whole; restore it.
-            os.rename(stale, target)
-        else:
-            shutil.rmtree(stale, ignore_errors=True)
-    tmp = target.parent / f".{target.name}.building-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    return tmp
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _start(
@@ -466,29 +412,3 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
-
-
-def _fsync_tree(path: Path) -> None:
-    for file in path.iterdir():
-        with open(file, "rb") as fh:
-            os.fsync(fh.fileno())
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _swap_into_place(tmp: Path, target: Path) -> None:
-    _fsync_tree(tmp)
-    if not target.exists():
-        os.rename(tmp, target)
-        return
-    for name in FOREIGN_OK:
-        if (target / name).is_file():
-            shutil.copy2(target / name, tmp / name)
-    old = target.parent / f".{target.name}.old-{os.getpid()}"
-    shutil.rmtree(old, ignore_errors=True)
-    os.rename(target, old)
-    os.rename(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
