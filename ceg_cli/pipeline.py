@@ -27,6 +27,11 @@ from .types import (
 )
 
 QUERY_MODES = ("segment", "question+segment")
+#: Measured (benchmarks/judge_design.py): with the question, recall@5 of a
+#: case's own reference rises from 0.74 to 0.86 on FELM and from 0.77 to 0.99
+#: on HaluEval, where answers are often a bare name. Without a question the
+#: segment alone is the query either way.
+DEFAULT_QUERY = "question+segment"
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,7 @@ class CheckedResponse:
 class CheckOptions:
     retrieval: RetrievalOptions = RetrievalOptions()
     #: What a segment is searched with: the segment alone, or the question too.
-    query: str = "segment"
+    query: str = DEFAULT_QUERY
     #: Responses whose segments are retrieved and judged together.
     batch_size: int = 16
 

@@ -102,7 +102,7 @@ def eval_command(
         show_default=False,
     ),
     query: str = typer.Option(
-        "segment", "--query", help="Search with the 'segment' or 'question+segment'."
+        "question+segment", "--query", help="Search with the 'segment' or 'question+segment'."
     ),
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False

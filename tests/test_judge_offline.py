@@ -1,0 +1,210 @@
+"""The offline judge on hand-made items: no model, no index, milliseconds."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ceg_cli.errors import UsageError
+from ceg_cli.judges import create_judge
+from ceg_cli.judges.offline import (
+    MIN_COVERAGE,
+    OfflineJudge,
+    analyse,
+    number_key,
+    specifics,
+    stem,
+)
+from ceg_cli.types import (
+    FACTUAL,
+    NO_CLAIM,
+    NONFACTUAL,
+    NOT_ENOUGH_EVIDENCE,
+    SUPPORTED,
+    Evidence,
+    JudgeItem,
+    Segment,
+)
+
+REACTORS = (
+    "As of 2022 the United States had 92 operable nuclear power reactors, more than any "
+    "other country; France, China and Russia follow."
+)
+UNRELATED = "The peregrine falcon is a bird of prey found on every continent except Antarctica."
+
+
+def item(text: str, *passages: str, question: str | None = None) -> JudgeItem:
+    evidence = tuple(
+        Evidence(i, f"doc{i}", f"Title {i}", p, round(0.9 - 0.1 * i, 2))
+        for i, p in enumerate(passages)
+    )
+    return JudgeItem(Segment(0, 0, len(text), text), evidence, question, text)
+
+
+def judge_one(it: JudgeItem):  # noqa: ANN201 - a Verdict
+    (verdict,) = OfflineJudge().judge([it])
+    return verdict
+
+
+def test_a_number_absent_from_the_evidence_makes_the_segment_nonfactual() -> None:
+    v = judge_one(item("The United States has 94 operable nuclear power reactors.", REACTORS))
+    assert (v.label, v.verdict) == (NONFACTUAL, NOT_ENOUGH_EVIDENCE)
+    assert v.reason.startswith("'94' not in the evidence"), v.reason
+    assert v.cited == ()
+    assert 0.0 <= v.score < 0.5
+
+
+def test_the_reason_names_missing_specifics_and_words() -> None:
+    v = judge_one(item("The United States has 94 operating reactors.", REACTORS))
+    assert v.label == NONFACTUAL
+    assert v.reason.startswith("'94' and 'operating' not in the evidence"), v.reason
+
+
+def test_a_different_number_near_the_same_word_is_a_hint_not_a_contradiction() -> None:
+    v = judge_one(item("The United States has 94 operable nuclear power reactors.", REACTORS))
+    assert v.verdict == NOT_ENOUGH_EVIDENCE
+    # The shared word nearest to the number in the segment is named.
+    assert "the evidence has '92' near 'operable'" in v.reason, v.reason
+
+
+def test_a_fully_covered_segment_is_supported_and_cites_its_passage() -> None:
+    text = "The United States had 92 operable nuclear power reactors in 2022."
+    v = judge_one(item(text, UNRELATED, REACTORS))
+    assert (v.label, v.verdict) == (FACTUAL, SUPPORTED)
+    assert v.cited == (1,), "only the passage holding the specifics is cited"
+    assert v.score == 1.0
+    assert "'92'" in v.reason and "'United States'" in v.reason
+
+
+def test_citations_cover_specifics_spread_over_passages() -> None:
+    v = judge_one(item("Aristotle taught Alexander in Macedonia.",
+                       "Aristotle was a Greek philosopher.", UNRELATED,
+                       "Alexander was taught in Macedonia by him."))
+    assert v.label == FACTUAL
+    assert v.cited == (0, 2)
+
+
+def test_a_name_must_occur_whole_in_one_passage() -> None:
+    text = "The heart was implanted in a patient named Barney Clark."
+    split = item(text, "Barney Smith got an artificial heart.", "A patient, Clark, was implanted.")
+    v = judge_one(split)
+    assert v.label == NONFACTUAL
+    assert v.reason.startswith("'Barney Clark' and 'named' not in the evidence"), v.reason
+    whole = judge_one(item(text, "A patient named Barney Clark got an implanted heart."))
+    assert whole.label == FACTUAL
+
+
+@pytest.mark.parametrize("text", ["Sure!", "I hope this helps.", "4.", "(2)"])
+def test_segments_without_a_claim_are_factual_no_claim(text: str) -> None:
+    v = judge_one(item(text, UNRELATED))
+    assert (v.label, v.verdict, v.score, v.cited) == (FACTUAL, NO_CLAIM, 1.0, ())
+
+
+def test_a_bare_year_answer_is_a_claim() -> None:
+    assert judge_one(item("2006", "It first aired in September 2006.")).verdict == SUPPORTED
+    assert judge_one(item("2008", "It first aired in September 2006.")).label == NONFACTUAL
+
+
+def test_a_segment_none_of_whose_words_are_in_the_evidence_is_not_supported() -> None:
+    v = judge_one(item("Chickens would struggle to jump there.", UNRELATED))
+    assert v.label == NONFACTUAL
+    assert "(only 0 of 3 content words found)" in v.reason, v.reason
+
+
+def test_coverage_floor_applies_to_the_share_of_content_words() -> None:
+    unknown = [f"zz{chr(ord('a') + i)}q" for i in range(round(1 / MIN_COVERAGE))]
+    covered = "falcon " + " ".join(unknown[:-1])
+    assert analyse(item(covered, UNRELATED)).coverage == pytest.approx(MIN_COVERAGE)
+    assert judge_one(item(covered, UNRELATED)).label == FACTUAL
+    assert judge_one(item(f"{covered} {unknown[-1]}", UNRELATED)).label == NONFACTUAL
+
+
+def test_no_evidence_means_not_enough_evidence() -> None:
+    v = judge_one(item("The falcon is fast.", ))
+    assert (v.label, v.verdict, v.score) == (NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0)
+
+
+def test_only_function_words_cannot_be_contradicted() -> None:
+    v = judge_one(item("No, it is not.", UNRELATED))
+    assert (v.label, v.verdict, v.score) == (FACTUAL, SUPPORTED, 0.5)
+
+
+def test_one_verdict_per_item_in_order_and_scores_agree_with_labels() -> None:
+    items = [
+        item("The United States had 92 operable reactors.", REACTORS),
+        item("Sure!", REACTORS),
+        item("France had 94 reactors.", REACTORS),
+        item("The peregrine falcon lives on every continent except Antarctica.", UNRELATED),
+        item("Penguins live in Greenland.", UNRELATED),
+    ]
+    verdicts = OfflineJudge().judge(items)
+    assert len(verdicts) == len(items)
+    assert [v.label for v in verdicts] == [FACTUAL, FACTUAL, NONFACTUAL, FACTUAL, NONFACTUAL]
+    for v in verdicts:
+        assert 0.0 <= v.score <= 1.0
+        assert (v.score >= 0.5) == (v.label == FACTUAL)
+        assert v.reason
+    assert OfflineJudge().judge([]) == []
+
+
+def test_specifics_are_numbers_and_names_but_not_a_sentence_opening_word() -> None:
+    found = specifics("Richard III ruled England from 1483. Typically, Monterey and the "
+                      "University of Leicester grew. Avoid it.")
+    assert [(s.kind, s.text) for s in found] == [
+        ("name", "Richard III"),
+        ("name", "England"),
+        ("number", "1483"),
+        ("name", "Monterey"),
+        ("name", "University of Leicester"),
+    ]
+
+
+def test_names_stop_at_punctuation() -> None:
+    texts = [s.text for s in specifics("It borders North America, Europe and Asia.")]
+    assert texts == ["North America", "Europe", "Asia"]
+
+
+def test_felm_escaped_line_breaks_separate_words() -> None:
+    assert [s.text for s in specifics("the contract.\\nBeach Tourtellot ruled.")] == [
+        "Beach Tourtellot"
+    ]
+
+
+def test_a_list_number_after_a_line_break_is_layout_not_a_number() -> None:
+    evidence = "A breach of contract needs a duty the contract defines."
+    assert judge_one(item("A breach of contract needs a duty.\\n\\n3.", evidence)).label == FACTUAL
+    assert judge_one(item("A breach of contract needs a duty.\n2)", evidence)).label == FACTUAL
+    assert judge_one(item("A breach of contract needs 3 duties.", evidence)).label == NONFACTUAL
+    lead_in = judge_one(item("Here are some examples:\n\n\n1.", evidence))
+    assert lead_in.verdict == NO_CLAIM
+
+
+def test_normalization_of_numbers_and_words() -> None:
+    assert number_key("1,000") == number_key("1000") == "1000"
+    assert number_key("2.50") == number_key("2.5")
+    assert number_key("1,124.4") == "1124.4"
+    assert stem("reactors") == stem("reactor")
+    assert stem("Arthur's") == stem("Arthur")
+    assert stem("universities") == stem("university")
+    v = judge_one(item("About 1,000 people live there.", "1000 people live in the village."))
+    assert v.label == FACTUAL
+
+
+def test_registry_creates_the_offline_judge() -> None:
+    judge = create_judge("offline")
+    assert judge.name == "offline"
+    assert "no language model" in judge.method
+    with pytest.raises(UsageError, match="takes no argument"):
+        create_judge("offline:big")
+
+
+def test_importing_the_judge_loads_no_model_library() -> None:
+    code = (
+        "import sys, ceg_cli.judges.offline\n"
+        "heavy = {'torch', 'sentence_transformers', 'faiss', 'transformers', 'nltk'}\n"
+        "print(sorted(heavy & set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
