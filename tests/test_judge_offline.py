@@ -208,3 +208,11 @@ def test_importing_the_judge_loads_no_model_library() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_name_in_the_passage_title_counts_as_found() -> None:
+    # The passage is part of the article "Andre Agassi": its text says only "Agassi".
+    ev = Evidence(7, "d7", "Andre Agassi", "Agassi is an eight-time Grand Slam champion.", 0.8)
+    seg = Segment(0, 0, 50, "Andre Agassi is an eight-time Grand Slam champion.")
+    v = judge_one(JudgeItem(seg, (ev,)))
+    assert v.label == FACTUAL and v.cited == (0,), v.reason

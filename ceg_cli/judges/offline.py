@@ -236,11 +236,14 @@ class Passage:
 
 
 @lru_cache(maxsize=4096)
-def passage(text: str) -> Passage:
+def passage(text: str, title: str = "") -> Passage:
     toks = [t for t in tokenize(text) if is_content(t)]
     ordered = tuple(t.key for t in toks)
     numbers = tuple((t.key, i) for i, t in enumerate(toks) if t.number)
-    return Passage(frozenset(ordered), ordered, numbers)
+    # The title's words count as found (the passage is part of that document),
+    # but not its numbers as context for a number hint.
+    title_keys = {t.key for t in tokenize(title) if is_content(t)} if title else set()
+    return Passage(frozenset(ordered) | title_keys, ordered, numbers)
 
 
 def found_in(spec: Specific, p: Passage) -> bool:
@@ -281,7 +284,9 @@ def analyse(item: JudgeItem) -> Analysis:
         if is_content(t):
             distinct.setdefault(t.key, t)
     content = tuple(distinct.values())
-    passages = [passage(e.text) for e in item.evidence]
+    # A passage is read with its document's title, as it was embedded: "Agassi
+    # won ..." in the article "Andre Agassi" does contain the name.
+    passages = [passage(e.text, e.title) for e in item.evidence]
     union = frozenset().union(*(p.keys for p in passages))
     specs = tuple(specifics(item.segment.text, toks))
     found = tuple(tuple(i for i, p in enumerate(passages) if found_in(s, p)) for s in specs)
