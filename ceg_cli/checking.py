@@ -13,16 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UsageError
+from .errors import CegError, UsageError
 from .gate import GateOptions, GateResult, Summary, evaluate_gate
 from .output import RecordWriter, read_finished
-from .pipeline import QUERY_MODES, CheckOptions, ResponseInput, check
+from .pipeline import DEFAULT_QUERY, QUERY_MODES, CheckOptions, ResponseInput, check
 from .report import from_record, to_record
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
-
-#: The query a segment is searched with, unless the user says otherwise.
-DEFAULT_QUERY = "segment"
 
 
 @dataclass(frozen=True)
@@ -114,6 +111,13 @@ class CheckRun:
         # missing, and no index is left open when the judge cannot be created.
         self.judge = create_judge(settings.judge, settings.judge_options)
         self.index = open_index(settings.index)
+        try:
+            # The index's model too: one that cannot be loaded, or gives another
+            # dimension, fails the run here, before --out is touched.
+            self.index.embedder()
+        except CegError:
+            self.index.close()
+            raise
         self.summary = Summary(judge=self.judge.name, index=str(settings.index))
         self.resumed = 0
         self._junit: Any = None

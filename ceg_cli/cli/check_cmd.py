@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -48,6 +49,9 @@ def check_command(
         show_default=False,
     ),
     junit: Path = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
+    report: Path = typer.Option(
+        None, "--report", help="Also write an HTML report here (one self-contained file)."
+    ),
     summary_file: Path = typer.Option(
         None, "--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."
     ),
@@ -58,6 +62,8 @@ def check_command(
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
     from ..checking import CheckRun, RunSettings
+    from ..errors import UsageError
+    from ..html_report import ReportBuilder, write_report
 
     settings = RunSettings.resolve(
         responses=responses,
@@ -73,15 +79,33 @@ def check_command(
         max_responses=max_responses,
         resume=resume,
     )
+    if report is not None and (
+        report.is_dir() or (out is not None and report.resolve() == out.resolve())
+    ):
+        raise UsageError(f"--report {report}: name an HTML file other than --out")
     run = CheckRun(settings, on_bad_line=warn)
+    # Records going to stdout are kept (compactly) for the report as they pass;
+    # with --out the file is read back, resumed records included.
+    builder = ReportBuilder() if report is not None and out is None else None
+
+    def on_record(record: dict[str, Any]) -> None:
+        bar.update(1)
+        if builder is not None:
+            builder.add(record)
+
     started = time.perf_counter()
     try:
         with _progress(quiet) as bar:
-            run.execute(on_record=lambda _: bar.update(1), junit=junit)
+            run.execute(on_record=on_record, junit=junit)
         run.summary.seconds = time.perf_counter() - started
         result = run.finish(markdown=summary_file)
     finally:
         run.close()
+    if report is not None:
+        if builder is None:
+            write_report(report, out, run.summary, result, index=index, warn=warn)
+        else:
+            builder.write(report, run.summary, result, index=index)
     if run.resumed:
         err_console.print(f"resumed: {run.resumed} responses were already in {out}")
     _render(run, result)

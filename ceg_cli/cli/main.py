@@ -10,6 +10,7 @@ from .. import __version__
 from .check_cmd import check_command
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
+from .report_cmd import report_command
 
 app = typer.Typer(
     name="ceg",
@@ -21,6 +22,7 @@ app = typer.Typer(
 app.add_typer(index_app, name="index")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
+app.command("report")(report_command)
 
 
 def _version(value: bool) -> None:

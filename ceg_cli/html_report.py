@@ -1,0 +1,500 @@
+"""The HTML report: one self-contained file a reviewer opens from disk.
+
+``ReportBuilder`` takes output records (``ceg_cli.report.to_record``) one at a
+time and keeps a compact copy; ``render`` turns them and the run's summary
+into one page: a static overview (counts, gate, judge, index, verdict chart)
+written here, and the responses embedded as JSON and drawn by a small script
+one page at a time, so a 10,000-response report opens about as fast as a
+50-response one. ``write_report`` does both for a records file or iterable.
+
+Safety: checked text and evidence are data. The overview escapes everything
+with ``html.escape``; the responses travel as JSON in a
+``<script type="application/json">`` block with ``<``, ``>``, ``&`` and
+U+2028/2029 escaped, so nothing in them can end the block; the script builds
+the page with ``textContent``/``setAttribute`` only, and the page's Content
+Security Policy lets only its own script run (by hash) and forbids every
+network request.
+
+The embedded data (``REPORT_DATA_VERSION``)::
+
+    {"v": 1, "passages": [[title, url, text, doc_id], ...],
+     "responses": [{"id", "line", "label", "q", "err", "parts", "segs",
+                    "fields"?, "regen"?}, ...]}
+
+``parts`` is the response cut at segment boundaries, ``[[text, segment or
+-1], ...]``, so the script needs no offsets (Python and JavaScript count
+characters outside the BMP differently). A segment is ``{"l": label,
+"v": verdict, "s": score, "r": reason, "c": [[marker, passage, similarity]],
+"e": [[passage, similarity]]}``; passages are indices into ``passages``, each
+passage stored once. ``e`` (the evidence the judge saw) is kept for flagged
+segments only unless ``all_evidence``: supported segments keep their
+citations, and the report stays a third of the records' size.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import math
+import os
+import re
+import string
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .errors import InputError
+from .gate import ERROR, GateResult, Summary
+from .output import OutputError
+from .report import RESERVED_KEYS, from_record
+from .types import (
+    CONTRADICTED,
+    FACTUAL,
+    JUDGE_ERROR,
+    NO_CLAIM,
+    NONFACTUAL,
+    NOT_ENOUGH_EVIDENCE,
+    NOT_JUDGED,
+    SUPPORTED,
+)
+
+REPORT_DATA_VERSION = 1
+#: Most carried-through input fields shown per response, and their length.
+MAX_FIELDS = 12
+MAX_FIELD_CHARS = 300
+#: A regeneration value the report cannot read is shown as JSON, cut here.
+MAX_RAW_CHARS = 20_000
+
+LABEL_NAMES = {FACTUAL: "factual", NONFACTUAL: "nonfactual", NOT_JUDGED: "not judged",
+               ERROR: "unreadable line"}
+VERDICT_NAMES = {SUPPORTED: "supported", NO_CLAIM: "no claim", CONTRADICTED: "contradicted",
+                 NOT_ENOUGH_EVIDENCE: "not enough evidence", JUDGE_ERROR: "not judged"}
+
+# Every character that could end the JSON's <script> block or be read as a
+# line terminator by older JavaScript parsers; lone surrogates, which UTF-8
+# cannot encode, are escaped the same way.
+_UNSAFE_IN_SCRIPT = re.compile("[<>&\u2028\u2029\ud800-\udfff]")
+
+
+def embed_json(value: Any) -> str:
+    """``value`` as JSON that is safe inside ``<script type="application/json">``."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _UNSAFE_IN_SCRIPT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _number(value: Any) -> float | None:
+    """A finite float rounded to 4 places, else None (JSON has no NaN)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return round(number, 4) if math.isfinite(number) else None
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _raw(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=1, default=str)[:MAX_RAW_CHARS]
+
+
+def iter_records(
+    path: Path, warn: Callable[[str], None] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` for each record of a ``ceg check`` output file.
+
+    Unlike ``output.read_finished`` this never truncates the file: writing a
+    report must leave its input as it was. A torn last line (an interrupted
+    run) is skipped with a warning; any other bad line is an ``InputError``.
+    """
+    try:
+        fh = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        for number, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = json.loads(raw)
+            except (UnicodeDecodeError, json.JSONDecodeError):
+                if not raw.endswith(b"\n"):
+                    if warn is not None:
+                        warn(f"{path}: line {number} is incomplete (interrupted run?); skipped")
+                    return
+                raise InputError(f"{path}: line {number}: not JSON") from None
+            if not isinstance(record, dict) or "schema_version" not in record:
+                raise InputError(
+                    f"{path}: line {number}: not a ceg check output record (no schema_version)"
+                )
+            yield number, record
+
+
+class ReportBuilder:
+    """Collects records for one report; each is compacted as it is added."""
+
+    def __init__(self, *, all_evidence: bool = False) -> None:
+        self.all_evidence = all_evidence
+        self.passages: list[list[str | None]] = []
+        self._passage_at: dict[tuple[Any, ...], int] = {}
+        self.responses: list[dict[str, Any]] = []
+        #: Counted from the records; ``render`` uses it when given no summary.
+        self.summary = Summary()
+        self.judges: dict[str, str] = {}
+
+    def add(self, record: Mapping[str, Any], where: str = "record") -> None:
+        """Add one output record; ``where`` names it in error messages."""
+        try:
+            self.summary.add(from_record(dict(record)))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise InputError(f"{where}: not a ceg check output record ({exc})") from None
+        judge = record.get("judge")
+        if isinstance(judge, Mapping) and judge.get("name"):
+            self.judges.setdefault(str(judge["name"]), str(judge.get("method") or ""))
+        self.responses.append(self._response(record))
+
+    def _response(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        parts, segs = self._text_and_segments(record.get("response"), record.get("segments"))
+        out: dict[str, Any] = {
+            "id": "" if record.get("id") is None else str(record["id"]),
+            "line": record.get("line") if isinstance(record.get("line"), int) else None,
+            "label": str(record.get("label", "")),
+            "q": _text(record.get("question")),
+            "err": _text(record.get("error")),
+            "parts": parts,
+            "segs": segs,
+        }
+        shown = [k for k in record if k not in RESERVED_KEYS and k != "regeneration"]
+        if record.get("input") is not None:
+            shown.append("input")
+        fields = {}
+        for key in shown[:MAX_FIELDS]:
+            value = record[key]
+            text = value if isinstance(value, str) else _raw(value)
+            fields[str(key)] = " ".join(text.split())[:MAX_FIELD_CHARS]
+        if fields:
+            out["fields"] = fields
+        if record.get("regeneration") is not None:
+            out["regen"] = self._regeneration(record["regeneration"])
+        return out
+
+    def _text_and_segments(self, response: Any, segments: Any) -> tuple[list[Any], list[Any]]:
+        text = response if isinstance(response, str) else ""
+        raw = [s for s in segments if isinstance(s, Mapping)] if isinstance(segments, list) else []
+        return _cut(text, raw), [self._segment(s) for s in raw]
+
+    def _segment(self, seg: Mapping[str, Any]) -> dict[str, Any]:
+        label = str(seg.get("label", ""))
+        out: dict[str, Any] = {
+            "l": label,
+            "v": str(seg.get("verdict", "")),
+            "s": _number(seg.get("score")),
+            "r": str(seg.get("reason") or ""),
+        }
+        cites: list[list[Any]] = []
+        for c in seg.get("citations") or []:
+            if isinstance(c, Mapping):
+                marker = c.get("marker")
+                marker = marker if isinstance(marker, int) else len(cites) + 1
+                cites.append([marker, self._passage(c), _number(c.get("similarity"))])
+        if cites:
+            out["c"] = cites
+        if label != FACTUAL or self.all_evidence:
+            evidence = [
+                [self._passage(e), _number(e.get("similarity"))]
+                for e in seg.get("evidence") or []
+                if isinstance(e, Mapping)
+            ]
+            if evidence:
+                out["e"] = evidence
+        return out
+
+    def _passage(self, p: Mapping[str, Any]) -> int:
+        key = (str(p.get("passage_id")), str(p.get("doc_id")), str(p.get("text")))
+        at = self._passage_at.get(key)
+        if at is None:
+            at = self._passage_at[key] = len(self.passages)
+            self.passages.append([_text(p.get("title")), _text(p.get("url")),
+                                  str(p.get("text") or ""), _text(p.get("doc_id"))])
+        return at
+
+    def _regeneration(self, value: Any) -> dict[str, Any]:
+        """Attempts to show side by side; the format is not fixed, so read it loosely.
+
+        Accepted: a list of attempts, or ``{"attempts": [...], "final": ...}``;
+        an attempt is a record-like object (``response``/``text``, ``label``,
+        ``segments``) or a plain string. Anything else is shown as JSON.
+        """
+        attempts = value.get("attempts") if isinstance(value, Mapping) else value
+        if not isinstance(attempts, list) or not attempts:
+            return {"raw": _raw(value)}
+        out = [self._attempt(a) for a in attempts]
+        final = value.get("final") if isinstance(value, Mapping) else None
+        if final is not None and final != attempts[-1]:
+            out.append(self._attempt(final))
+        out[-1]["final"] = True
+        return {"attempts": out}
+
+    def _attempt(self, attempt: Any) -> dict[str, Any]:
+        if isinstance(attempt, str):
+            return {"label": "", "parts": [[attempt, -1]], "segs": []}
+        if not isinstance(attempt, Mapping):
+            return {"raw": _raw(attempt)}
+        text = attempt.get("response", attempt.get("text"))
+        parts, segs = self._text_and_segments(text, attempt.get("segments"))
+        out: dict[str, Any] = {"label": str(attempt.get("label") or ""), "parts": parts,
+                               "segs": segs}
+        if attempt.get("error"):
+            out["err"] = str(attempt["error"])
+        return out
+
+    def data(self) -> dict[str, Any]:
+        """The JSON the page's script reads (see the module docstring)."""
+        return {"v": REPORT_DATA_VERSION, "passages": self.passages, "responses": self.responses}
+
+    def render(
+        self,
+        summary: Summary | None = None,
+        gate: GateResult | None = None,
+        *,
+        index: Path | str | None = None,
+        title: str | None = None,
+        source: str | None = None,
+    ) -> str:
+        """The whole page as a string.
+
+        ``summary`` defaults to the one counted from the records; ``gate``
+        None shows "not evaluated"; ``index`` is the index directory (its
+        ``meta.json`` is read for the model and size, when present).
+        """
+        s = summary if summary is not None else self.summary
+        css, js = _assets("report.css"), _assets("report.js")
+        rate = f"{s.nonfactual_rate:.1%}"
+        values = {
+            "csp": f"default-src 'none'; script-src {csp_hash(js)}; style-src {csp_hash(css)}; "
+            "img-src data:; base-uri 'none'; form-action 'none'",
+            "version": _e(__version__),
+            "title": _e(title or f"ceg report: {s.responses:,} responses, {rate} nonfactual"),
+            "css": css,
+            "overview": _overview(s, gate, self.judges, index, source),
+            "filters": _filters(Counter(r["label"] for r in self.responses)),
+            "data": embed_json(self.data()),
+            "js": js,
+        }
+        return string.Template(_assets("page.html")).substitute(values)
+
+    def write(self, path: Path, summary: Summary | None = None,
+              gate: GateResult | None = None, **options: Any) -> int:
+        """Write the page to ``path`` (replaced whole, never half-written); returns bytes."""
+        data = self.render(summary, gate, **options).encode("utf-8", errors="replace")
+        tmp = path.with_name(f".{path.name}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_bytes(data)
+            os.replace(tmp, path)
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise OutputError(f"{path}: cannot write the report ({exc.strerror})") from None
+        return len(data)
+
+
+def _cut(text: str, segments: list[Mapping[str, Any]]) -> list[list[Any]]:
+    """``text`` as ``[[piece, segment index or -1], ...]`` along the segments' offsets.
+
+    Offsets that do not fit the text (a hand-edited record) fall back to the
+    segments' own texts, so every segment is still shown and highlighted.
+    """
+    spans = []
+    for i, seg in enumerate(segments):
+        start, end = seg.get("start"), seg.get("end")
+        if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= len(text)
+                and text[start:end] == seg.get("text", text[start:end])):
+            return _joined(text, segments)
+        spans.append((start, end, i))
+    spans.sort()
+    parts: list[list[Any]] = []
+    at = 0
+    for start, end, i in spans:
+        if start < at:
+            return _joined(text, segments)
+        if start > at:
+            parts.append([text[at:start], -1])
+        parts.append([text[start:end], i])
+        at = end
+    if at < len(text):
+        parts.append([text[at:], -1])
+    return parts
+
+
+def _joined(text: str, segments: list[Mapping[str, Any]]) -> list[list[Any]]:
+    if not segments:
+        return [[text, -1]] if text else []
+    parts: list[list[Any]] = []
+    for i, seg in enumerate(segments):
+        if i:
+            parts.append([" ", -1])
+        parts.append([str(seg.get("text", "")), i])
+    return parts
+
+
+def _assets(name: str) -> str:
+    """One of the page's files, shipped as package data in ``ceg_cli/report_assets``."""
+    text = resources.files("ceg_cli").joinpath("report_assets", name).read_text(encoding="utf-8")
+    # An inline style or script ends at the first "</": the assets must not hold one.
+    if name != "page.html" and "</" in text:
+        raise RuntimeError(f"report asset {name} contains '</'")
+    return text
+
+
+def _overview(
+    s: Summary, gate: GateResult | None, judges: Mapping[str, str],
+    index: Path | str | None, source: str | None,
+) -> str:
+    """The static overview: tiles, gate, charts, what ran (every value escaped)."""
+    unreadable = f", {s.error_responses:,} unreadable" if s.error_responses else ""
+    not_judged = f", {s.not_judged_segments:,} not judged" if s.not_judged_segments else ""
+    if gate is None:
+        gate_tile = _tile("Gate", "not evaluated", "no thresholds were applied", "gate")
+    else:
+        word = "passed" if gate.passed else "failed"
+        gate_tile = _tile("Gate", word, f"exit status {int(gate.exit_status)}", f"gate {word}")
+    tiles = [
+        _tile("Responses", f"{s.responses:,}",
+              f"{s.nonfactual_responses:,} nonfactual{unreadable}"),
+        _tile("Segments", f"{s.segments:,}", f"{s.judged_segments:,} judged{not_judged}"),
+        _tile("Nonfactual rate", f"{s.nonfactual_rate:.1%}",
+              f"{s.nonfactual_segments:,} of {s.judged_segments:,} judged segments"),
+        gate_tile,
+    ]
+    reasons = ""
+    if gate is not None and gate.reasons:
+        reasons = "".join(f"<li>{_e(r)}</li>" for r in gate.reasons)
+        reasons = f'<ul class="reasons" aria-label="Why the gate failed">{reasons}</ul>'
+    verdicts = [(k if k in VERDICT_NAMES else "other", VERDICT_NAMES.get(k, k), n)
+                for k, n in sorted(s.segments_by_verdict.items(), key=lambda kv: _order(kv[0]))]
+    labels = [(k, LABEL_NAMES[k], s.responses_by_label.get(k, 0)) for k in LABEL_NAMES]
+    run = [("Judge", ", ".join(f"{n}: {m}" if m else n for n, m in judges.items()) or s.judge
+            or "not recorded"), ("Index", _index_info(index))]
+    if source:
+        run.append(("Records", source))
+    if s.seconds:
+        run.append(("Check time", f"{s.seconds:,.1f} s"))
+    run.append(("Written", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+                + f" by ceg {__version__}"))
+    return (
+        '<div class="tiles">' + "".join(tiles) + "</div>" + reasons
+        + '<div class="charts">' + _bar("Segments by verdict", verdicts)
+        + _bar("Responses by label", labels) + "</div>"
+        + '<dl class="run">' + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in run)
+        + "</dl>"
+    )
+
+
+def _order(verdict: str) -> int:
+    order = list(VERDICT_NAMES)
+    return order.index(verdict) if verdict in order else len(order)
+
+
+def _tile(name: str, value: str, detail: str, cls: str = "") -> str:
+    return (f'<div class="tile {_e(cls)}"><div class="tile-name">{_e(name)}</div>'
+            f'<div class="tile-value">{_e(value)}</div><div class="tile-detail">{_e(detail)}</div>'
+            "</div>")
+
+
+def _bar(title: str, items: list[tuple[str, str, int]]) -> str:
+    """A stacked bar (inline SVG) with its legend; zero counts are left out."""
+    total = sum(n for _, _, n in items)
+    rects, legend, x = [], [], 0.0
+    for key, name, n in items:
+        if not n:
+            continue
+        width = 1000 * n / total
+        rects.append(f'<rect class="f-{_e(key)}" x="{x:.1f}" y="0" width="{width:.1f}" '
+                     f'height="20"><title>{_e(name)}: {n:,}</title></rect>')
+        legend.append(f'<li><span class="sw f-{_e(key)}"></span>{_e(name)} <b>{n:,}</b> '
+                      f'<span class="muted">{n / total:.0%}</span></li>')
+        x += width
+    svg = (f'<svg class="bar" viewBox="0 0 1000 20" preserveAspectRatio="none" role="img" '
+           f'aria-label="{_e(title)}">' + "".join(rects) + "</svg>") if total else ""
+    return (f'<figure class="chart"><figcaption>{_e(title)}</figcaption>{svg}'
+            f'<ul class="legend">{"".join(legend) or "<li>none</li>"}</ul></figure>')
+
+
+def _index_info(index: Path | str | None) -> str:
+    """The index path, with its model and size when its ``meta.json`` is readable."""
+    if index is None:
+        return "not recorded"
+    try:
+        meta = json.loads((Path(index) / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return str(index)
+    model = meta.get("model") if isinstance(meta, dict) else None
+    counts = meta.get("counts") if isinstance(meta, dict) else None
+    info = [str(index)]
+    if isinstance(model, dict) and model.get("name"):
+        info.append(str(model["name"]))
+    if isinstance(counts, dict) and isinstance(counts.get("chunks"), int):
+        info.append(f"{counts.get('documents', '?'):,} documents, {counts['chunks']:,} passages"
+                    if isinstance(counts.get("documents"), int)
+                    else f"{counts['chunks']:,} passages")
+    return " · ".join(info)
+
+
+def _filters(labels: Counter[str]) -> str:
+    """The "show" radio buttons, with counts; labels no response has are left out."""
+    options = [("all", "All", sum(labels.values()))]
+    options += [(k, LABEL_NAMES[k].capitalize(), labels.get(k, 0))
+                for k in (NONFACTUAL, NOT_JUDGED, ERROR, FACTUAL)
+                if k in (NONFACTUAL, FACTUAL) or labels.get(k, 0)]
+    return "".join(
+        f'<label><input type="radio" name="filter" value="{_e(k)}" id="filter-{_e(k)}"'
+        f'{" checked" if k == "all" else ""}> {_e(name)} <span class="n">{n:,}</span></label>'
+        for k, name, n in options
+    )
+
+
+def csp_hash(text: str) -> str:
+    """The Content-Security-Policy source expression that allows this inline text."""
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode()}'"
+
+
+def write_report(
+    path: Path,
+    records: Path | str | Iterable[Mapping[str, Any]],
+    summary: Summary | None = None,
+    gate: GateResult | None = None,
+    *,
+    index: Path | str | None = None,
+    title: str | None = None,
+    all_evidence: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> ReportBuilder:
+    """Write the HTML report of ``records`` (a ``ceg check`` output file, or records).
+
+    ``summary`` and ``gate`` are the run's (``CheckRun.summary``, the result of
+    ``CheckRun.finish``); without a summary one is counted from the records.
+    Returns the builder, whose ``summary`` holds the counts of what was written.
+    """
+    builder = ReportBuilder(all_evidence=all_evidence)
+    source = None
+    if isinstance(records, (str, Path)):
+        source = Path(records).name
+        for number, record in iter_records(Path(records), warn):
+            builder.add(record, f"{records}: line {number}")
+    else:
+        for n, item in enumerate(records, 1):
+            builder.add(item, f"record {n}")
+    builder.write(Path(path), summary, gate, index=index, title=title, source=source)
+    return builder

@@ -1,0 +1,296 @@
+"""The HTML report in a real browser: Debian's headless Chromium driven by Playwright.
+
+Each test opens a report from disk (a ``file://`` URL) in a fresh page and
+fails on any console error or uncaught exception and on any request other
+than the file itself. The set-up installs Chromium (``apt-get install
+chromium``) and Playwright's Python package; Playwright's own browser
+downloads are never used.
+
+The sample report's screenshot in the README is taken by
+``test_sample_report_screenshot``; to refresh it, check the sample against
+the enwiki sample index::
+
+    CEG_UPDATE_SCREENSHOT=1 CEG_INDEX=/path/to/sample/index \\
+        .venv/bin/python -m pytest tests/test_report_browser.py -k screenshot
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    ConsoleMessage,
+    Page,
+    expect,
+    sync_playwright,
+)
+from test_html_report import HOSTILE_QUESTION, HOSTILE_TEXT, TUTOR, report_records
+
+from ceg_cli.html_report import write_report
+
+REPO = Path(__file__).resolve().parent.parent
+SCREENSHOT = REPO / "docs" / "report-screenshot.png"
+CHROMIUM = os.environ.get("CEG_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-quic",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Chromium, shared by the tests of this module.
+
+    Playwright starts it with a fresh temporary ``--user-data-dir`` and gives
+    each test its own context (no shared cookies, storage or cache).
+    """
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield chromium
+        chromium.close()
+
+
+class Opened:
+    """A report open in a page, with what the page logged and requested."""
+
+    def __init__(self, page: Page, url: str) -> None:
+        self.page, self.url = page, url
+        self.problems: list[str] = []
+        self.requests: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda e: self.problems.append(f"uncaught: {e}"))
+        page.on("request", lambda r: self.requests.append(r.url))
+        page.goto(url)
+        page.wait_for_selector("html[data-ready]")
+
+    def _console(self, message: ConsoleMessage) -> None:
+        if message.type in ("error", "warning"):
+            self.problems.append(f"{message.type}: {message.text}")
+
+    def cards(self) -> list[str]:
+        return self.page.eval_on_selector_all("#list > article", "cs => cs.map(c => c.className)")
+
+    def assert_clean(self) -> None:
+        assert self.problems == []
+        assert self.requests == [self.url]
+
+
+@pytest.fixture
+def open_report(browser: Browser, tmp_path: Path) -> Iterator[Callable[..., Opened]]:
+    """``open_report(records=None, bypass_csp=False, **write_report_options)``."""
+    contexts: list[BrowserContext] = []
+
+    def open_(
+        records: list[dict[str, Any]] | None = None, bypass_csp: bool = False, **options: Any
+    ) -> Opened:
+        path = tmp_path / f"report{len(contexts)}.html"
+        write_report(path, report_records() if records is None else records, **options)
+        contexts.append(browser.new_context(
+            viewport={"width": 1280, "height": 900}, offline=True, bypass_csp=bypass_csp))
+        return Opened(contexts[-1].new_page(), path.as_uri())
+
+    yield open_
+    for context in contexts:
+        context.close()
+
+
+def test_opens_from_disk_without_errors_or_requests(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    assert len(report.cards()) == 5
+    assert report.page.text_content("#status") == "Showing 1–5 of 5 responses"
+    # The overview is there before any interaction.
+    assert report.page.is_visible("text=Nonfactual rate")
+    report.assert_clean()
+
+
+def test_an_empty_report_opens(open_report: Callable[..., Opened]) -> None:
+    report = open_report([])
+    assert report.cards() == []
+    assert report.page.text_content("#status") == "No response matches."
+    assert report.page.is_disabled("#next")
+    report.assert_clean()
+
+
+def test_only_nonfactual_filter(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    report.page.check("#filter-nonfactual")
+    assert report.cards() == ["card label-nonfactual"] * 2
+    # The keyboard toggles it back.
+    report.page.keyboard.press("f")
+    assert len(report.cards()) == 5
+    report.page.keyboard.press("f")
+    assert report.cards() == ["card label-nonfactual"] * 2
+    report.assert_clean()
+
+
+def test_citation_marker_reveals_the_passage(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    card = report.page.locator("#r0")
+    passage = card.locator(".sources blockquote", has_text=TUTOR.text)
+    assert not passage.is_visible()
+    card.locator("button.cite", has_text="[2]").click()
+    assert passage.is_visible()
+    source = card.locator("#r0-s2")
+    assert "similarity 0.71" in source.inner_text()
+    link = source.locator("a")
+    assert link.get_attribute("href") == TUTOR.url
+    assert link.get_attribute("rel") == "noopener noreferrer"
+    # Focus moved to the revealed source, so the keyboard carries on from there.
+    assert report.page.evaluate("document.activeElement.closest('li').id") == "r0-s2"
+    report.assert_clean()
+
+
+def test_flag_jumps_to_the_judge_reason(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    card = report.page.locator("#r1")
+    reason = card.locator("#r1-f2")
+    assert "the evidence says 384 BC" in reason.inner_text()
+    assert "contradicted" in reason.inner_text()
+    card.locator("button.flag").nth(1).click()
+    assert report.page.evaluate("document.activeElement.closest('li').id") == "r1-f2"
+    evidence = reason.locator("details.evidence")
+    assert evidence.get_attribute("open") == ""
+    report.assert_clean()
+
+
+@pytest.mark.parametrize("bypass_csp", [False, True], ids=["with-csp", "escaping-alone"])
+def test_hostile_response_renders_as_text(
+    open_report: Callable[..., Opened], bypass_csp: bool
+) -> None:
+    """Safe twice over: the page's policy would block a script, and none gets made."""
+    report = open_report(bypass_csp=bypass_csp)
+    page = report.page
+    page.locator("#r2 button.flag").click()
+    page.locator("#r2 details.passage").first.click()  # expand the hostile passage too
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    card = page.locator("#r2")
+    text = card.inner_text()
+    assert HOSTILE_TEXT in text
+    assert HOSTILE_QUESTION in text
+    assert "<img src=x onerror=window.__pwned=5> passage" in text
+    assert '"><script>window.__pwned=7</script>' in card.locator("h3").inner_text()
+    # Markup in the data made no elements, and a javascript: URL is not a link.
+    assert card.locator("script, img, svg, i, b").count() == 0
+    assert card.locator("a").count() == 0
+    assert "Source: javascript:window.__pwned=6" in text
+    report.assert_clean()
+
+
+def test_search_narrows_the_list(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    page = report.page
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "search"
+    page.keyboard.type("julius caesar")
+    expect(page.locator("#list > article")).to_have_count(1)
+    assert page.locator("#list h3").inner_text() == "flagged"
+    page.fill("#search", "no such words anywhere")
+    expect(page.locator("#status")).to_have_text("No response matches (5 in all).")
+    page.fill("#search", "")
+    expect(page.locator("#list > article")).to_have_count(5)
+    report.assert_clean()
+
+
+def test_keyboard_moves_between_responses(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    page = report.page
+    for expected in ("r0", "r1", "r2"):
+        page.keyboard.press("j")
+        assert page.evaluate("document.activeElement.id") == expected
+    page.keyboard.press("k")
+    assert page.evaluate("document.activeElement.id") == "r1"
+    report.assert_clean()
+
+
+def test_large_reports_render_one_page(open_report: Callable[..., Opened]) -> None:
+    base = report_records()[1]
+    records = [{**base, "id": f"resp-{n}", "line": n} for n in range(1, 121)]
+    report = open_report(records)
+    page = report.page
+    assert page.locator("#list > article").count() == 50
+    assert page.text_content("#page") == "Page 1 of 3"
+    page.keyboard.press("]")
+    assert page.locator("#list h3").first.inner_text() == "resp-51"
+    page.select_option("#size", "100")
+    assert page.locator("#list > article").count() == 100
+    page.click("#next")
+    assert page.text_content("#status") == "Showing 101–120 of 120 responses"
+    report.assert_clean()
+
+
+def test_regeneration_attempts_side_by_side(open_report: Callable[..., Opened]) -> None:
+    report = open_report()
+    columns = report.page.locator("#r1 .regen-grid > .attempt")
+    assert columns.count() == 2
+    assert columns.nth(0).inner_text().startswith("Original")
+    final = columns.nth(1)
+    assert "Final answer" in final.inner_text()
+    assert "final" in (final.get_attribute("class") or "").split()
+    final.locator("button.cite").click()
+    assert final.locator("blockquote", has_text=TUTOR.text).is_visible()
+    report.assert_clean()
+
+
+def test_print_shows_every_match_with_passages_open(open_report: Callable[..., Opened]) -> None:
+    base = report_records()[0]
+    report = open_report([{**base, "id": f"r{n}"} for n in range(60)])
+    page = report.page
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    assert page.locator("#list > article").count() == 60
+    assert page.locator("#list details:not([open])").count() == 0
+    page.evaluate("window.dispatchEvent(new Event('afterprint'))")
+    assert page.locator("#list > article").count() == 50
+    report.assert_clean()
+
+
+@pytest.mark.slow
+def test_sample_report_screenshot(
+    open_report: Callable[..., Opened], request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """The sample responses checked for real, then reported; the README's screenshot.
+
+    CI checks them against the mini index; ``CEG_UPDATE_SCREENSHOT=1`` checks
+    them against ``$CEG_INDEX`` (the enwiki sample index) and rewrites the
+    committed image.
+    """
+    from ceg_cli.checking import CheckRun, RunSettings
+
+    update = os.environ.get("CEG_UPDATE_SCREENSHOT", "") not in ("", "0")
+    index = Path(os.environ["CEG_INDEX"]) if update else request.getfixturevalue("mini_index")
+    out = tmp_path / "sample-checked.jsonl"
+    settings = RunSettings.resolve(responses=str(REPO / "sample_data" / "responses.jsonl"),
+                                   index=index, out=out)
+    run = CheckRun(settings)
+    try:
+        run.execute()
+        gate = run.finish()
+    finally:
+        run.close()
+    records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    report = open_report(records, summary=run.summary, gate=gate, index=index)
+    page = report.page
+    assert len(report.cards()) == 8
+    # What a reviewer does first: only the nonfactual answers, one citation opened.
+    page.check("#filter-nonfactual")
+    nonfactual = sum(r["label"] == "nonfactual" for r in records)
+    assert len(report.cards()) == nonfactual > 0
+    # The aristotle response cites the Aristotle article, which both indexes hold.
+    page.locator("#list button.cite").first.click()
+    assert page.locator("#list .sources details[open] blockquote").first.is_visible()
+    page.evaluate("window.scrollTo(0, 0)")
+    shot = SCREENSHOT if update else tmp_path / "screenshot.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1280, "height": 1440})
+    page.screenshot(path=str(shot), full_page=False, animations="disabled")
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(data[16:20], "big") == 1280  # the IHDR width
+    report.assert_clean()
