@@ -37,8 +37,12 @@ JudgeFactory = Callable[[str, Mapping[str, Any]], Judge]
 _REGISTRY: dict[str, str | JudgeFactory] = {
     "offline": "ceg_cli.judges.offline:create",
     "nli": "ceg_cli.judges.nli:create",
+    "llm": "ceg_cli.judges.llm:create",
 }
-_NEEDS_ARGUMENT = {"nli": "nli:MODEL (a Hugging Face name or a local path)"}
+_NEEDS_ARGUMENT = {
+    "nli": "nli:MODEL (a Hugging Face name or a local path)",
+    "llm": "llm:MODEL (a model served by an OpenAI-compatible endpoint)",
+}
 
 
 def register(prefix: str, factory: str | JudgeFactory, *, usage: str | None = None) -> None:

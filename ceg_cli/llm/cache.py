@@ -1,0 +1,158 @@
+"""A persistent cache of LLM replies in one SQLite file.
+
+A reply is stored under a digest of everything that decides it: the endpoint,
+the model, the messages and the sampling parameters. The API key is not part
+of the key and is never stored. A re-run of an unchanged file therefore finds
+every reply here and makes no calls.
+
+The file is shared safely: each thread gets its own connection, the database
+runs in WAL mode (readers never block the writer) and waits for locks instead
+of failing, so the threads of one run and two runs at once can use it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = ["CACHE_VERSION", "LLMCache", "cache_key", "default_cache_path"]
+
+#: Part of every key: bump it when what a stored reply means changes, so old
+#: entries are simply never found again.
+CACHE_VERSION = 1
+#: How long a writer waits for another process's lock before giving up.
+_BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS replies (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    reply TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def default_cache_path() -> Path:
+    """`$CEG_CACHE_DIR`/llm.sqlite, else `$XDG_CACHE_HOME`/ceg/llm.sqlite, else ~/.cache/ceg/..."""
+    if os.environ.get("CEG_CACHE_DIR"):
+        return Path(os.environ["CEG_CACHE_DIR"]).expanduser() / "llm.sqlite"
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "ceg" / "llm.sqlite"
+
+
+def cache_key(
+    endpoint: str,
+    model: str,
+    messages: Sequence[Mapping[str, Any]],
+    params: Mapping[str, Any],
+) -> str:
+    """A digest of what decides a reply (never the API key)."""
+    payload = {
+        "v": CACHE_VERSION,
+        "endpoint": endpoint.rstrip("/"),
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "params": {k: v for k, v in params.items() if v is not None},
+    }
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class LLMCache:
+    """Replies (JSON-able dicts) by key, in a SQLite file created on first use."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path).expanduser()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: list[sqlite3.Connection] = []
+        self._closed = False
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored reply for ``key``, or None."""
+        row = self._run(lambda c: c.execute("SELECT reply FROM replies WHERE key = ?", (key,)))
+        found = row.fetchone()
+        if found is None:
+            return None
+        try:
+            value = json.loads(found[0])
+        except json.JSONDecodeError:
+            # A damaged entry is a miss: the call is made again and overwrites it.
+            return None
+        return value if isinstance(value, dict) else None
+
+    def put(self, key: str, model: str, reply: Mapping[str, Any]) -> None:
+        """Store ``reply`` under ``key`` (the last writer wins; equal keys mean equal replies)."""
+        text = json.dumps(dict(reply), ensure_ascii=False)
+        self._run(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO replies (key, model, reply, created) VALUES (?, ?, ?, ?)",
+                (key, model, text, time.time()),
+            )
+        )
+
+    def count(self) -> int:
+        """How many replies are stored."""
+        return int(self._run(lambda c: c.execute("SELECT COUNT(*) FROM replies")).fetchone()[0])
+
+    def close(self) -> None:
+        """Close every thread's connection; the cache cannot be used afterwards."""
+        with self._lock:
+            self._closed = True
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+
+    def _run(self, op: Any) -> Any:
+        try:
+            return op(self._connection())
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(
+                f"LLM cache {self.path}: {exc}; delete the file or pass --no-cache"
+            ) from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            return conn
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the LLM cache is closed")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise UsageError(f"LLM cache {self.path}: cannot create its folder: {exc}") from exc
+            # Autocommit (isolation_level=None): each put is its own short
+            # transaction, so another process never waits long for the lock.
+            conn = None
+            try:
+                conn = sqlite3.connect(
+                    self.path,
+                    timeout=_BUSY_TIMEOUT_S,
+                    isolation_level=None,
+                    check_same_thread=False,
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                # In WAL mode NORMAL cannot corrupt the file; a crash may only
+                # lose the last replies, which a re-run asks for again.
+                conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute(_SCHEMA)
+            except sqlite3.DatabaseError as exc:
+                if conn is not None:
+                    conn.close()
+                raise UsageError(
+                    f"LLM cache {self.path}: {exc}; delete the file or pass --no-cache"
+                ) from exc
+            self._connections.append(conn)
+        self._local.conn = conn
+        return conn

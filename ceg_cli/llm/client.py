@@ -1,0 +1,403 @@
+"""A client for any OpenAI-compatible chat endpoint: retries, cache, usage, concurrency.
+
+OpenAI, vLLM, Ollama and llama.cpp's server all speak the chat-completions
+protocol; the official ``openai`` package talks to each of them. This wrapper
+adds what a batch run needs:
+
+- a preflight that fails with a one-line ``BackendError`` (exit 3) when the
+  endpoint is unreachable, rejects the key or does not serve the model,
+  before any work is done;
+- retries with exponential backoff (and the server's ``Retry-After``) on rate
+  limits, timeouts, dropped connections and server errors; the ``openai``
+  package's own retries are off, so the policy and its counters live here;
+- the persistent reply cache (``LLMCache``);
+- usage counters (calls made, cache hits, retries, tokens) readable after a run;
+- ``map``: run a function over items on a thread pool of ``concurrency``.
+
+The API key is passed to the ``openai`` client and nowhere else: it is not part
+of any message, cache key or ``repr``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..errors import BackendError
+from .cache import LLMCache, cache_key
+from .settings import DEFAULT_BASE_URL, ClientSettings
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "ClientSettings",
+    "Completion",
+    "LLMClient",
+    "MalformedReply",
+    "RequestRejected",
+    "Usage",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+# Statuses worth another try: request timeout, conflict/lock, rate limit, server errors.
+_RETRY_STATUSES = frozenset({408, 409, 429})
+# Statuses that reject one request for what it contains (too long, bad parameter).
+_REJECT_STATUSES = frozenset({400, 413, 422})
+
+
+class RequestRejected(BackendError):
+    """The endpoint refused one request as invalid (HTTP 400/413/422, or a 500 saying so)."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class MalformedReply(BackendError):
+    """The endpoint answered with something that is not a chat completion."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One chat reply: text, why it stopped, token usage, and whether it came from the cache."""
+
+    text: str
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached: bool = False
+
+
+class Usage:
+    """Counters for one client, safe to update from many threads.
+
+    ``calls`` are chat requests the endpoint answered; ``cache_hits`` replies
+    read from the cache instead; ``retries`` repeated attempts; tokens come
+    from the server's ``usage`` field (0 where it sends none).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.calls = 0
+        self.cache_hits = 0
+        self.retries = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def add(self, **counts: int) -> None:
+        with self._lock:
+            for name, n in counts.items():
+                setattr(self, name, getattr(self, name) + n)
+
+    def snapshot(self) -> dict[str, int]:
+        """The counters as a plain dict, for a summary or a JSON report."""
+        with self._lock:
+            return {
+                "calls": self.calls,
+                "cache_hits": self.cache_hits,
+                "retries": self.retries,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens,
+            }
+
+
+class LLMClient:
+    """Chat completions against one endpoint, with retries, a cache and counters."""
+
+    def __init__(
+        self,
+        settings: ClientSettings,
+        *,
+        cache: LLMCache | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import openai
+
+        self.settings = settings
+        self.cache = cache
+        self.usage = Usage()
+        self._sleep = sleep
+        # A local server needs no key, but the openai package insists on one;
+        # servers that ignore Authorization ignore this placeholder too.
+        self._client = openai.OpenAI(
+            base_url=settings.base_url,
+            api_key=settings.api_key or "no-key",
+            timeout=settings.timeout,
+            max_retries=0,
+        )
+
+    @property
+    def base_url(self) -> str:
+        return self.settings.base_url
+
+    # --- preflight -------------------------------------------------------
+
+    def preflight(self, model: str) -> None:
+        """Fail now with a clear ``BackendError`` unless the endpoint answers and serves ``model``.
+
+        Asks ``GET /models``; an endpoint without that route is probed with a
+        one-token chat request instead. Connection failures are not retried:
+        a server that is down should be reported at once.
+        """
+        import openai
+
+        try:
+            served = [m.id for m in self._client.models.list()]
+        except openai.APIConnectionError as exc:
+            raise BackendError(self._unreachable(exc)) from exc
+        except openai.APIStatusError as exc:
+            if exc.status_code not in (404, 405):
+                raise self._status_error(exc, model) from exc
+            served = []
+        if not served:
+            # No model list: one tiny request shows whether the model is served.
+            self._request(model, [{"role": "user", "content": "ping"}], {"max_tokens": 1}, 0)
+            return
+        if model in served or f"{model}:latest" in served:
+            return
+        listed = ", ".join(served[:10]) + (", ..." if len(served) > 10 else "")
+        raise BackendError(
+            f"model {model!r} is not served by the LLM endpoint {self.base_url} "
+            f"(it serves: {listed}); pick one with --judge llm:MODEL"
+        )
+
+    # --- chat ------------------------------------------------------------
+
+    def chat(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """One chat completion, from the cache when the same request was answered before.
+
+        Retries retryable failures; raises ``RequestRejected`` when the endpoint
+        refuses this request as invalid, ``MalformedReply`` when its answer is
+        not a completion, and ``BackendError`` for everything that ends a run
+        (unreachable after the retries, bad key, unknown model).
+        """
+        params = _params(temperature, max_tokens, response_format)
+        key = cache_key(self.base_url, model, messages, params) if self.cache is not None else None
+        hit = self._lookup(key)
+        if hit is not None:
+            return hit
+        response = self._request(model, messages, params, self.settings.max_retries)
+        completion = _completion(response)
+        self.usage.add(
+            calls=1,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+        if self.cache is not None and key is not None:
+            self.cache.put(
+                key, model, {"text": completion.text, "finish_reason": completion.finish_reason}
+            )
+        return completion
+
+    def cached(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, str]],
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion | None:
+        """The cached reply to this exact request, or None; never calls the endpoint."""
+        if self.cache is None:
+            return None
+        params = _params(temperature, max_tokens, response_format)
+        return self._lookup(cache_key(self.base_url, model, messages, params))
+
+    def _lookup(self, key: str | None) -> Completion | None:
+        if self.cache is None or key is None:
+            return None
+        hit = self.cache.get(key)
+        if hit is None or not isinstance(hit.get("text"), str):
+            return None
+        self.usage.add(cache_hits=1)
+        return Completion(hit["text"], hit.get("finish_reason"), cached=True)
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        """``[fn(x) for x in items]`` with up to ``concurrency`` calls at once, in order.
+
+        The first exception is raised and the items not yet started are dropped.
+        """
+        workers = min(self.settings.concurrency, len(items))
+        if workers <= 1:
+            return [fn(x) for x in items]
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ceg-llm")
+        try:
+            futures = [pool.submit(fn, x) for x in items]
+            return [f.result() for f in futures]
+        finally:
+            # On an error or Ctrl-C, do not start the remaining requests.
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        self._client.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    # --- internals -------------------------------------------------------
+
+    def _request(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, str]],
+        params: Mapping[str, Any],
+        retries: int,
+    ) -> Any:
+        import openai
+
+        attempt = 0
+        while True:
+            try:
+                return self._client.chat.completions.create(
+                    model=model,
+                    messages=list(messages),  # type: ignore[arg-type]
+                    **params,
+                )
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status in _REJECT_STATUSES or _is_validation_error(exc):
+                    raise RequestRejected(
+                        f"the LLM endpoint rejected the request (HTTP {status}): "
+                        f"{_error_text(exc)}",
+                        status,
+                    ) from exc
+                if not (status in _RETRY_STATUSES or status >= 500):
+                    raise self._status_error(exc, model) from exc
+                if attempt >= retries:
+                    raise BackendError(
+                        f"the LLM endpoint {self.base_url} failed (HTTP {status}: "
+                        f"{_error_text(exc)}) after {attempt + 1} attempts"
+                    ) from exc
+                delay = _retry_after(exc.response.headers)
+            except openai.APITimeoutError as exc:
+                if attempt >= retries:
+                    raise BackendError(
+                        f"the LLM endpoint {self.base_url} timed out "
+                        f"({self.settings.timeout:g}s) after {attempt + 1} attempts"
+                    ) from exc
+                delay = None
+            except openai.APIConnectionError as exc:
+                if attempt >= retries:
+                    raise BackendError(
+                        f"{self._unreachable(exc)} (after {attempt + 1} attempts)"
+                    ) from exc
+                delay = None
+            except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+                raise MalformedReply(
+                    "the LLM endpoint sent a reply that is not a chat completion: "
+                    + _brief(str(exc))
+                ) from exc
+            if delay is None or delay > self.settings.max_backoff:
+                # Full-size exponential steps with up to 25% jitter, so that
+                # concurrent requests that failed together do not retry together.
+                delay = min(self.settings.backoff * 2**attempt, self.settings.max_backoff)
+                delay *= 1 - 0.25 * random.random()
+            attempt += 1
+            self.usage.add(retries=1)
+            self._sleep(delay)
+
+    def _unreachable(self, exc: BaseException) -> str:
+        cause = exc.__cause__ or exc
+        return (
+            f"cannot reach the LLM endpoint {self.base_url} ({_brief(str(cause))}); "
+            "is the server running? Set --llm-base-url or OPENAI_BASE_URL"
+        )
+
+    def _status_error(self, exc: Any, model: str) -> BackendError:
+        status = exc.status_code
+        if status in (401, 403):
+            return BackendError(
+                f"the LLM endpoint {self.base_url} refused the credentials (HTTP {status}); "
+                "set OPENAI_API_KEY"
+            )
+        if status == 404:
+            return BackendError(
+                f"the LLM endpoint {self.base_url} does not serve model {model!r} "
+                f"or has no chat-completions route (HTTP 404): {_error_text(exc)}"
+            )
+        return BackendError(
+            f"the LLM endpoint {self.base_url} failed (HTTP {status}): {_error_text(exc)}"
+        )
+
+
+def _params(
+    temperature: float, max_tokens: int | None, response_format: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    params: dict[str, Any] = {"temperature": temperature}
+    if max_tokens is not None:
+        params["max_tokens"] = max_tokens
+    if response_format is not None:
+        params["response_format"] = dict(response_format)
+    return params
+
+
+def _completion(response: Any) -> Completion:
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list) or not choices:
+        raise MalformedReply("the LLM endpoint sent a completion without choices")
+    message = getattr(choices[0], "message", None)
+    if message is None:
+        raise MalformedReply("the LLM endpoint sent a completion without a message")
+    content = getattr(message, "content", None)
+    if content is not None and not isinstance(content, str):
+        raise MalformedReply("the LLM endpoint sent a completion whose content is not text")
+    usage = getattr(response, "usage", None)
+    return Completion(
+        text=content or "",
+        finish_reason=getattr(choices[0], "finish_reason", None),
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+    )
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    """The server's requested delay in seconds (``retry-after-ms`` or ``retry-after``)."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) * scale
+        except ValueError:
+            continue
+        if value >= 0:
+            return value
+    return None
+
+
+def _is_validation_error(exc: Any) -> bool:
+    """A server error that is really a rejected request, not worth retrying.
+
+    llama-cpp-python's server answers HTTP 500 when it cannot validate a
+    request (an unsupported ``response_format``, say): retrying that
+    identical request can only fail again.
+    """
+    return exc.status_code == 500 and "validation error" in _error_text(exc).lower()
+
+
+def _error_text(exc: Any) -> str:
+    """The server's own error message, without the ``openai`` package's wrapping."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return _brief(body["message"])
+    return _brief(getattr(exc, "message", "") or str(exc))
+
+
+def _brief(text: str, limit: int = 200) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
