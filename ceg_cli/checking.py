@@ -10,13 +10,21 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from .errors import CegError, UsageError
 from .gate import GateOptions, GateResult, Summary, evaluate_gate
 from .output import RecordWriter, read_finished
-from .pipeline import DEFAULT_QUERY, QUERY_MODES, CheckOptions, ResponseInput, check
+from .pipeline import (
+    DEFAULT_QUERY,
+    QUERY_MODES,
+    CheckedResponse,
+    CheckOptions,
+    ResponseInput,
+    check,
+)
 from .report import from_record, to_record
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
@@ -33,6 +41,11 @@ class RunSettings:
     gate: GateOptions
     resume: bool
     judge_options: dict[str, Any]
+    #: Rewrite nonfactual responses with the LLM, up to ``max_attempts`` times.
+    regenerate: bool = False
+    max_attempts: int = 2
+    #: The LLM that rewrites (``llm:MODEL``); default: the judge, if it is an LLM.
+    rewriter: str | None = None
 
     @classmethod
     def resolve(
@@ -51,6 +64,9 @@ class RunSettings:
         max_responses: int | None = None,
         resume: bool = False,
         judge_options: dict[str, Any] | None = None,
+        regenerate: bool = False,
+        max_attempts: int = 2,
+        rewriter: str | None = None,
     ) -> RunSettings:
         """Settings with explicit precedence: flag, then ``CEG_*`` variable, then default."""
         top_k = top_k if top_k is not None else _env_number("CEG_TOP_K", int, DEFAULT_TOP_K)
@@ -64,6 +80,12 @@ class RunSettings:
             raise UsageError(f"--top-k {top_k}: must be at least 1")
         if not -1.0 <= threshold <= 1.0:
             raise UsageError(f"--threshold {threshold}: a cosine similarity is between -1 and 1")
+        if rewriter is not None and not regenerate:
+            raise UsageError("--rewriter is used only with --regenerate")
+        if rewriter is not None and not rewriter.startswith("llm:"):
+            raise UsageError(f"--rewriter {rewriter}: name an LLM, as llm:MODEL")
+        if regenerate and max_attempts < 1:
+            raise UsageError(f"--max-attempts {max_attempts}: must be at least 1")
         if query not in QUERY_MODES:
             raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
         if resume and out is None:
@@ -83,6 +105,9 @@ class RunSettings:
             gate=GateOptions(max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses),
             resume=resume,
             judge_options=judge_options or {},
+            regenerate=regenerate,
+            max_attempts=max_attempts,
+            rewriter=rewriter,
         )
 
 
@@ -110,6 +135,15 @@ class CheckRun:
         # The judge first: an unknown --judge is reported even when the index is
         # missing, and no index is left open when the judge cannot be created.
         self.judge = create_judge(settings.judge, settings.judge_options)
+        self.rewriter = None
+        self._rewriter_judge: Any = None
+        if settings.regenerate:
+            from .regenerate import LlmRewriter
+
+            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair.
+            if settings.rewriter is not None:
+                self._rewriter_judge = create_judge(settings.rewriter, settings.judge_options)
+            self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.index = open_index(settings.index)
         try:
             # The index's model too: one that cannot be loaded, or gives another
@@ -120,6 +154,9 @@ class CheckRun:
             raise
         self.summary = Summary(judge=self.judge.name, index=str(settings.index))
         self.resumed = 0
+        #: Responses rewritten by --regenerate, and how many came out all supported.
+        self.regenerated = 0
+        self.repaired = 0
         self._junit: Any = None
 
     def execute(
@@ -148,14 +185,41 @@ class CheckRun:
         pending = self._skip_done(read_responses(settings.responses, settings.fields), done)
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
-            for checked in check(self._report_bad(pending), self.index, self.judge, settings.check):
-                record = to_record(checked, judge_info)
+            checked_stream = check(self._report_bad(pending), self.index, self.judge,
+                                   settings.check)
+            for checked, attempts in self._regenerated(checked_stream):
+                record = to_record(checked, judge_info, attempts)
                 writer.write(record)
                 self._count(checked)
                 if on_record is not None:
                     on_record(record)
         finally:
             writer.close()
+
+    def _regenerated(
+        self, stream: Iterable[CheckedResponse]
+    ) -> Iterator[tuple[CheckedResponse, tuple[CheckedResponse, ...] | None]]:
+        """Pairs each result with its regeneration attempts (None without --regenerate)."""
+        if self.rewriter is None:
+            for checked in stream:
+                yield checked, None
+            return
+        from .regenerate import regenerate_batch
+
+        it = iter(stream)
+        # The gate judges the responses as given; regeneration is the repair
+        # CEG proposes, reported beside them.
+        while batch := list(islice(it, self.settings.check.batch_size)):
+            results = regenerate_batch(
+                batch, self.index, self.judge, self.rewriter, self.settings.check,
+                max_attempts=self.settings.max_attempts,
+                concurrency=int(self.settings.judge_options.get("concurrency", 4)),
+            )
+            for checked, regen in zip(batch, results):
+                if regen is not None:
+                    self.regenerated += 1
+                    self.repaired += regen.repaired
+                yield checked, regen.attempts if regen is not None else ()
 
     @staticmethod
     def _skip_done(items: Iterable[ResponseInput], done: Counter[Any]) -> Iterator[ResponseInput]:
@@ -187,5 +251,19 @@ class CheckRun:
             write_markdown_summary(markdown, self.summary, result, append=True)
         return result
 
+    def llm_usage(self) -> dict[str, int] | None:
+        """LLM calls, cache hits and tokens (judge and rewriter), if an LLM was used."""
+        usages = [
+            u for u in (getattr(j, "usage", None) for j in (self.judge, self._rewriter_judge))
+            if isinstance(u, dict)
+        ]
+        if not usages:
+            return None
+        return {k: sum(u.get(k, 0) for u in usages) for k in usages[0]}
+
     def close(self) -> None:
         self.index.close()
+        for judge in (self.judge, self._rewriter_judge):
+            close_judge = getattr(judge, "close", None)
+            if close_judge is not None:
+                close_judge()

@@ -29,6 +29,7 @@ RESERVED_KEYS = (
     "annotated",
     "error",
     "input",
+    "regeneration",
 )
 FLAG = "[NONFACTUAL]"
 NOT_JUDGED_FLAG = "[NOT JUDGED]"
@@ -100,8 +101,45 @@ def segment_dict(r: SegmentResult, numbers: dict[int, int]) -> dict[str, Any]:
     }
 
 
-def to_record(checked: CheckedResponse, judge: dict[str, str]) -> dict[str, Any]:
-    """The output record for one input line (``judge``: its name and method)."""
+def attempt_dict(checked: CheckedResponse, attempt: int) -> dict[str, Any]:
+    """One regeneration attempt: the new answer and how it was judged."""
+    if checked.error is not None:
+        return {"attempt": attempt, "response": checked.input.response, "label": "error",
+                "error": checked.error, "segments": [], "annotated": None}
+    numbers = number_citations(checked.segments)
+    return {
+        "attempt": attempt,
+        "response": checked.input.response,
+        "label": checked.label,
+        "error": None,
+        "segments": [segment_dict(r, numbers) for r in checked.segments],
+        "annotated": annotate(checked.input.response, checked.segments, numbers),
+    }
+
+
+def regeneration_dict(attempts: Sequence[CheckedResponse]) -> dict[str, Any] | None:
+    """The ``regeneration`` value: every attempt, and the final answer."""
+    if not attempts:
+        return None
+    final = attempts[-1]
+    return {
+        "attempts": [attempt_dict(a, n) for n, a in enumerate(attempts, 1)],
+        "final": {"response": final.input.response, "label": final.label,
+                  "annotated": attempt_dict(final, len(attempts))["annotated"]},
+        "repaired": final.label == FACTUAL,
+    }
+
+
+def to_record(
+    checked: CheckedResponse,
+    judge: dict[str, str],
+    regeneration: Sequence[CheckedResponse] | None = None,
+) -> dict[str, Any]:
+    """The output record for one input line (``judge``: its name and method).
+
+    ``regeneration`` is given only for runs with ``--regenerate``: the record
+    then has a ``regeneration`` key, null for a response that needed none.
+    """
     inp = checked.input
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "id": inp.id, "line": inp.line}
     # The checked id, text and question get canonical keys; an input field of
@@ -144,6 +182,8 @@ def to_record(checked: CheckedResponse, judge: dict[str, str]) -> dict[str, Any]
             "error": None,
         }
     )
+    if regeneration is not None:
+        record["regeneration"] = regeneration_dict(regeneration)
     return record
 
 

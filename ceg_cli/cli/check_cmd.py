@@ -16,7 +16,7 @@ def check_command(
     responses: str = typer.Argument(..., help="Responses file (JSONL), or - for stdin."),
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
-    judge: str = typer.Option("offline", "--judge", help="offline | nli:MODEL"),
+    judge: str = typer.Option("offline", "--judge", help="offline | nli:MODEL | llm:MODEL"),
     top_k: int = typer.Option(
         None, "--top-k", "-k", help="Passages retrieved per segment.", show_default=False
     ),
@@ -58,6 +58,30 @@ def check_command(
     resume: bool = typer.Option(
         False, "--resume", help="Continue an interrupted run: keep --out, skip ids already in it."
     ),
+    regenerate: bool = typer.Option(
+        False, "--regenerate", help="Rewrite nonfactual responses with the LLM from the "
+        "evidence and check them again (needs --judge llm:MODEL).",
+    ),
+    max_attempts: int = typer.Option(2, "--max-attempts", help="Rewrites per response."),
+    rewriter: str = typer.Option(
+        None, "--rewriter", help="The LLM that rewrites, as llm:MODEL (default: the judge, "
+        "when it is an LLM).", show_default=False,
+    ),
+    llm_base_url: str = typer.Option(
+        None, "--llm-base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, "
+        "else OpenAI). The key comes from $OPENAI_API_KEY.", show_default=False,
+    ),
+    concurrency: int = typer.Option(4, "--concurrency", help="LLM requests at once."),
+    temperature: float = typer.Option(0.0, "--temperature", help="LLM sampling temperature."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM call cache."),
+    cache_dir: Path = typer.Option(
+        None, "--cache-dir", help="Where the LLM call cache lives (default: $CEG_CACHE_DIR, "
+        "else ~/.cache/ceg).", show_default=False,
+    ),
+    unparsable_as: str = typer.Option(
+        "not_judged", "--unparsable-as", help="An LLM reply that cannot be read counts as "
+        "not_judged (the run fails, exit 3), nonfactual, or factual.",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
@@ -78,6 +102,12 @@ def check_command(
         max_rate=max_rate,
         max_responses=max_responses,
         resume=resume,
+        regenerate=regenerate,
+        max_attempts=max_attempts,
+        rewriter=rewriter,
+        judge_options=_judge_options(
+            llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as
+        ),
     )
     if report is not None and (
         report.is_dir() or (out is not None and report.resolve() == out.resolve())
@@ -112,6 +142,37 @@ def check_command(
     raise typer.Exit(int(result.exit_status))
 
 
+def _judge_options(
+    base_url: str | None,
+    concurrency: int,
+    temperature: float,
+    no_cache: bool,
+    cache_dir: Path | None,
+    unparsable_as: str,
+) -> dict[str, Any]:
+    """What the LLM judge reads; other judges ignore it. The API key is not here:
+    the client reads it from the environment, so it never passes through options."""
+    from ..errors import UsageError
+
+    if concurrency < 1:
+        raise UsageError(f"--concurrency {concurrency}: must be at least 1")
+    if unparsable_as not in ("not_judged", "nonfactual", "factual"):
+        raise UsageError(
+            f"--unparsable-as {unparsable_as}: choose not_judged, nonfactual or factual"
+        )
+    options: dict[str, Any] = {
+        "concurrency": concurrency,
+        "temperature": temperature,
+        "cache": not no_cache,
+        "count_unparsable_as": unparsable_as,
+    }
+    if base_url:
+        options["base_url"] = base_url
+    if cache_dir is not None:
+        options["cache_dir"] = str(cache_dir)
+    return options
+
+
 def _progress(quiet: bool):  # type: ignore[no-untyped-def]
     from tqdm import tqdm
 
@@ -134,6 +195,17 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
     table.add_row("nonfactual rate", f"{s.nonfactual_rate:.1%}")
     table.add_row("time", f"{s.seconds:.1f} s")
     table.add_row("judge", s.judge)
+    usage = run.llm_usage()
+    if usage is not None:
+        table.add_row("LLM calls", str(usage["calls"]))
+        table.add_row("  from cache", str(usage["cache_hits"]))
+        table.add_row("  retries", str(usage["retries"]))
+        table.add_row(
+            "  tokens", f"{usage['prompt_tokens']} in, {usage['completion_tokens']} out"
+        )
+    if run.settings.regenerate:
+        table.add_row("regenerated", str(run.regenerated))
+        table.add_row("  repaired", str(run.repaired))
     err_console.print(table)
     verdict = "[bold green]passed[/]" if result.passed else "[bold red]failed[/]"
     err_console.print(f"gate: {verdict}")
