@@ -1,7 +1,7 @@
 """How right the labels are: ``ceg eval`` on the three shared benchmarks.
 
     .venv/bin/python benchmarks/quality.py [--judge offline] [--enwiki-index DIR]
-        [--only felm,halueval,fever] [--limit N] [--query segment|question+segment]
+        [--only felm,halueval,fever] [--limit N] [--query question+segment|segment]
 
 - **felm**: FELM world knowledge, dev half (wk-dev, 92 responses, 297 labelled
   segments), checked against an index of the responses' own references;
@@ -114,7 +114,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--threshold", type=float, default=None)
-    parser.add_argument("--query", default="segment")
+    parser.add_argument("--query", default="question+segment")
     args = parser.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = set(names) - set(BENCHMARKS)
