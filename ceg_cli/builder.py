@@ -28,7 +28,7 @@ from . import __version__
 from .chunking import chunk_document
 from .corpus import iter_documents, source_kind
 from .embedding import Embedder, load_embedder
-from .errors import UsageError
+from .errors import InputError, UsageError
 from .index import (
     CHUNK_SCHEMA,
     CHUNKS_FILE,
@@ -137,6 +137,10 @@ def build_index(
         )
         db.commit()
         (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+        if total_chunks == 0:
+            # A wrong file or namespace, most likely: never swap in an empty index.
+            names = ", ".join(str(p) for p in todo)
+            raise InputError(f"{names}: no documents with text; nothing written to {target}")
         db.close()
         db = None
         import faiss

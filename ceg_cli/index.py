@@ -14,7 +14,9 @@ read-only (SQLite ``immutable``, FAISS memory-mapped).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,11 +211,49 @@ class Index:
         self.close()
 
 
+#: Attempts to open an index that a build keeps replacing while it is opened.
+_OPEN_ATTEMPTS = 5
+
+
 def open_index(path: Path, *, model: str | None = None, mmap: bool = True) -> Index:
-    """Open the index at ``path`` for reading, checking that its files agree."""
+    """Open the index at ``path`` for reading, checking that its files agree.
+
+    A build may swap a new index in while the three files are being opened,
+    and then they could come from two builds: the directory's identity is read
+    before and after, and the index opened again if it changed. Once opened,
+    the files stay the reader's even when a later build replaces them.
+    """
+    path = Path(path)
+    for attempt in range(1, _OPEN_ATTEMPTS + 1):
+        before = _identity(path)
+        try:
+            index = _open_once(path, model, mmap)
+        except IndexLoadError:
+            # Where a swap is two renames, the index is missing between them,
+            # with the previous one parked beside it.
+            between_renames = before is None and any(path.parent.glob(f".{path.name}.old-*"))
+            changed = _identity(path) != before
+            if not (changed or between_renames) or attempt == _OPEN_ATTEMPTS:
+                raise
+        else:
+            if _identity(path) == before:
+                return index
+            index.close()
+        time.sleep(0.01 * attempt)  # lets a swap in progress finish
+    raise IndexLoadError(f"index at {path} kept being replaced while it was opened; try again")
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
     import faiss
 
-    path = Path(path)
     meta = read_meta(path)
     check_model(meta, model, path)
     flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0

@@ -1,17 +1,21 @@
 """The life of an index directory on disk: digests, temporary build, atomic swap.
 
-An index is built in ``.NAME.building-PID`` beside its target and renamed into
-place only when complete; the previous index moves aside to ``.NAME.old-PID``
-for the moment between two renames. A later build cleans up what a killed
-build left behind, and restores the old index if a build died between the
-renames.
+An index is built in ``.NAME.building-PID`` beside its target and put in place
+only when complete. On Linux the new and the previous directory are exchanged
+in one atomic step (``renameat2(RENAME_EXCHANGE)``), so ``NAME`` always holds a
+whole index, old or new, even if the build is killed at that instant; elsewhere
+the previous index moves aside to ``.NAME.old-PID`` for the moment between two
+renames. A later build cleans up what a killed build left behind, and restores
+the old index if a build died between the renames.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
+import sys
 from pathlib import Path
 
 #: Files that may sit in an index directory without being part of the index
@@ -88,8 +92,42 @@ def swap_into_place(tmp: Path, target: Path) -> None:
     for name in FOREIGN_OK:
         if (target / name).is_file():
             shutil.copy2(target / name, tmp / name)
+    if _exchange(tmp, target):
+        # tmp now holds the previous index. A reader that opened its files
+        # keeps reading them: unlinking does not take them from under it.
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
     old = target.parent / f".{target.name}.old-{os.getpid()}"
     shutil.rmtree(old, ignore_errors=True)
     os.rename(target, old)
     os.rename(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two directories atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``).
+
+    False where the system cannot (another OS, a C library or kernel without
+    it, a file system that does not support it): the caller then renames twice.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    path_t = ctypes.c_char_p
+    renameat2.argtypes = [ctypes.c_int, path_t, ctypes.c_int, path_t, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(b))

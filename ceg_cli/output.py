@@ -88,11 +88,21 @@ class RecordWriter:
             ) from None
 
     def close(self) -> None:
-        if self.path is not None:
-            try:
-                self._fh.flush()
-                os.fsync(self._fh.fileno())
-            except OSError as exc:
-                raise OutputError(f"{self.path}: cannot write ({exc.strerror})") from None
-            finally:
-                self._fh.close()
+        if self.path is None:
+            return
+        failed: OSError | None = None
+        try:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as exc:
+            failed = exc
+        try:
+            # After a failed write (disk full) the buffer still holds the line,
+            # and closing retries it: that must end in this one clear error too.
+            self._fh.close()
+        except OSError as exc:
+            failed = failed or exc
+        if failed is not None:
+            raise OutputError(
+                f"{self.path}: cannot write ({failed.strerror}); the output is incomplete"
+            ) from None

@@ -85,7 +85,8 @@ def response_label(verdicts: Sequence[Verdict]) -> str:
     labels = {v.label for v in verdicts}
     if NONFACTUAL in labels:
         return NONFACTUAL
-    if NOT_JUDGED in labels:
+    # not_judged, or a label no judge should give: never read as factual.
+    if labels - {FACTUAL}:
         return NOT_JUDGED
     return FACTUAL
 

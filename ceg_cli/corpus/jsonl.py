@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Callable, Iterator
 from io import BufferedIOBase
 from pathlib import Path
@@ -15,6 +16,10 @@ from typing import Any
 
 from ceg_cli.errors import InputError
 from ceg_cli.types import Document
+
+# An unpaired UTF-16 surrogate, which JSON can escape ("\ud800") but UTF-8
+# cannot encode: storing or embedding it would crash the build.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _open(path: Path) -> BufferedIOBase:
@@ -66,6 +71,11 @@ def _parse_line(
     if not isinstance(record, dict):
         warn(f"{where}: expected a JSON object, got {type(record).__name__}; line skipped")
         return None
+    for key in ("id", "title", "text", "url"):
+        value = record.get(key)
+        if isinstance(value, str) and _SURROGATE.search(value):
+            warn(f"{where}: field '{key}' holds an unpaired surrogate escape; line skipped")
+            return None
 
     text = record.get("text")
     if not isinstance(text, str):

@@ -213,7 +213,10 @@ def _page_document(
         return None
     if namespace not in namespaces:
         return None
-    if _child_text(page, "redirect") is not None or latest is None:
+    if _child_text(page, "redirect") is not None:
+        return None
+    if latest is None:
+        warn(f"{path}: page {title!r}: no revision, so no text; skipped")
         return None
     wikitext = latest[1]
     if wikitext.lstrip()[: len(_REDIRECT_PREFIX)].casefold() == _REDIRECT_PREFIX:

@@ -1,0 +1,529 @@
+"""Faults: killed runs, full disks, failing judges, concurrent runs; nothing lost.
+
+The random-kill loops run ``ceg`` in subprocesses (the real CLI with the fake
+model injected by a wrapper script, see ``reliability_harness``) and SIGKILL
+them at stratified random moments of a measured uninterrupted run:
+
+- ``ceg check`` with the offline judge, killed, then resumed with ``--resume``
+  (every other time the resumed run is killed too): the final output must be
+  byte-identical to an uninterrupted run's;
+- ``ceg index build`` over an existing index, killed: the index must then be
+  exactly the old one or exactly the new one, open and answer searches, and
+  the next build must clean up after the killed one.
+
+``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
+CI; ``benchmarks/reliability.py`` runs 50). Each test records its row of the
+reliability table.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from reliability_harness import (
+    KILLS,
+    RNG_SEED,
+    ceg_command,
+    clean_up_with_a_build,
+    documents,
+    index_state,
+    kill_and_resume,
+    kill_moments,
+    leftovers,
+    many_responses,
+    run_and_kill,
+    timeline,
+)
+
+from ceg_cli import judges
+from ceg_cli.builder import BuildOptions, build_index
+from ceg_cli.errors import BackendError
+from ceg_cli.index import embed_text, open_index
+from ceg_cli.types import FACTUAL, JUDGE_ERROR, NOT_JUDGED, JudgeItem, Verdict
+
+Row = Callable[[str, int, str], None]
+
+
+@pytest.fixture
+def row(record_property: Callable[[str, object], None]) -> Row:
+    """Record one row of the reliability table."""
+
+    def record(what: str, tries: int, outcome: str) -> None:
+        record_property("reliability", {"what": what, "tries": tries, "outcome": outcome})
+
+    return record
+
+
+@pytest.fixture(scope="module")
+def ceg(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The command that runs ``ceg`` with the fake model, in a subprocess."""
+    return ceg_command(tmp_path_factory.mktemp("wrapper"))
+
+
+@pytest.mark.slow
+def test_check_killed_at_random_then_resumed_equals_an_uninterrupted_run(
+    ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """SIGKILL at random moments (and again during the resume): byte-identical output."""
+    responses = many_responses(tmp_path / "responses.jsonl", 600)
+    cmd = [*ceg, "check", str(responses), "--index", str(hash_index), "--quiet", "--out"]
+    stats, total = kill_and_resume(cmd, tmp_path)
+    assert total == 600
+    row("`ceg check` (offline judge) SIGKILLed at random, then `--resume`d", stats.kill_points,
+        stats.outcome(total))
+
+
+# -- ceg index build, killed at random -----------------------------------------------
+
+
+@pytest.mark.slow
+def test_index_build_killed_at_random_leaves_a_whole_index(
+    ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """SIGKILL a rebuild at random: the index is the old or the new one, whole and usable."""
+    corpus = documents(tmp_path / "docs.jsonl", 3000, "B")
+    new = tmp_path / "new"
+    cmd = [*ceg, "index", "build", str(corpus), "-q", "--index"]
+    _, total, _ = timeline([*cmd, str(new)], new / "meta.json")
+    old_state, new_state = index_state(hash_index), index_state(new)
+    target = tmp_path / "index"
+    outcomes = {"old": 0, "new": 0}
+    with_leftovers = 0
+    for at in kill_moments(KILLS, 0.0, total, random.Random(RNG_SEED)):
+        shutil.copytree(hash_index, target)
+        run_and_kill([*cmd, str(target)], at)
+        state = index_state(target)
+        which = "old" if state == old_state else "new" if state == new_state else None
+        assert which is not None, f"killed at {at:.2f} s: neither the old nor the new index"
+        outcomes[which] += 1
+        with_leftovers += bool(leftovers(target))
+        clean_up_with_a_build(target, tmp_path)
+        shutil.rmtree(target)
+    row("`ceg index build` over an index, SIGKILLed at random", KILLS,
+        f"old index intact {outcomes['old']}, new index complete {outcomes['new']}, "
+        f"neither 0; always opens and searches consistently; {with_leftovers} killed builds "
+        "left a temporary directory, each removed by the next build")
+
+
+SWAP_KILLS = {
+    "before-swap": "old",
+    "after-fsync": "old",
+    "after-exchange": "new",
+    "between-renames": "missing",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("point", list(SWAP_KILLS))
+def test_index_build_killed_at_each_step_of_the_swap(
+    ceg: list[str], hash_index: Path, tmp_path: Path, row: Row, point: str
+) -> None:
+    """A build killed at each step of putting the new index in place."""
+    corpus = documents(tmp_path / "docs.jsonl", 50, "B")
+    target = tmp_path / "index"
+    shutil.copytree(hash_index, target)
+    env = {**os.environ, "CEG_TEST_KILL_AT": point}
+    done = subprocess.run([*ceg, "index", "build", str(corpus), "-q", "--index", str(target)],
+                          env=env, capture_output=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    expected = SWAP_KILLS[point]
+    if expected == "missing":
+        # Without renameat2 a swap is two renames; killed between them, the old
+        # index waits whole beside the target, and the next build puts it back.
+        assert not target.exists()
+        (parked,) = [p for p in target.parent.iterdir() if ".old-" in p.name]
+        assert index_state(parked) == index_state(hash_index)
+        with pytest.raises(Exception, match="no index at"):
+            open_index(target)
+        outcome = "index missing (clear 'no index' error), the old one parked whole beside it"
+    else:
+        reference = hash_index if expected == "old" else None
+        state = index_state(target)
+        if reference is not None:
+            assert state == index_state(reference)
+        else:
+            assert json.loads(state[0])["counts"]["chunks"] == 50
+        outcome = f"the {expected} index in place, whole"
+    clean_up_with_a_build(target, tmp_path)
+    label = {"between-renames": "between the two renames (systems without renameat2)"}
+    row(f"`ceg index build` killed {label.get(point, point.replace('-', ' '))}", 1,
+        f"{outcome}; the next build cleans up")
+
+
+# -- full disk -------------------------------------------------------------------------
+
+
+def checked(run_cli: Any, responses: Path, index: Path, out: Path | str, *args: str) -> Any:
+    return run_cli("check", responses, "--index", index, "--out", out, "--quiet", *args)
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(("error:", "internal error"))]
+
+
+def test_output_to_dev_full(run_cli: Any, hash_model: None, hash_index: Path, tmp_path: Path,
+                            row: Row) -> None:
+    """--out /dev/full: exit 3, one line saying the output is incomplete."""
+    responses = many_responses(tmp_path / "r.jsonl", 20)
+    result = checked(run_cli, responses, hash_index, "/dev/full")
+    assert result.exit_code == 3
+    assert error_lines(result.stderr) == [
+        "error: /dev/full: cannot write (No space left on device); the output is incomplete"
+    ]
+    row("output to /dev/full", 1, "exit 3; one line 'No space left on device; the output is "
+        "incomplete'")
+
+
+class FullDisk(io.RawIOBase):
+    """A file on a disk with ``room`` bytes free: writes past it fail with ENOSPC."""
+
+    def __init__(self, path: Path, mode: str, room: int) -> None:
+        self._fh = open(path, mode.replace("b", "") + "b")  # noqa: SIM115
+        self.room = room
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        part = bytes(data[: self.room])  # a short write first, as a real disk does
+        self._fh.write(part)
+        self._fh.flush()
+        self.room -= len(part)
+        return len(part)
+
+    def fileno(self) -> int:
+        return self._fh.fileno()
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def test_disk_full_at_many_points_then_resume(
+    run_cli: Any, hash_model: None, hash_index: Path, tmp_path: Path, row: Row,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The disk fills at a record boundary, inside a record, at the first byte: exit 3, a
+    prefix that does not end like a finished file; freed and resumed: identical."""
+    import ceg_cli.output
+
+    responses = many_responses(tmp_path / "r.jsonl", 60)
+    reference = tmp_path / "reference.jsonl"
+    assert checked(run_cli, responses, hash_index, reference).exit_code == 2
+    full = reference.read_bytes()
+    ends = [i + 1 for i, b in enumerate(full) if b == ord("\n")]
+    rng = random.Random(RNG_SEED)
+    rooms = [0, ends[0], ends[len(ends) // 2], ends[-2], *(rng.randrange(1, len(full))
+                                                          for _ in range(KILLS))]
+    real_open = open
+    for room in rooms:
+        out = tmp_path / "out.jsonl"
+
+        def full_disk_open(path: Any, mode: str = "r", *args: Any, room: int = room,
+                           **kwargs: Any) -> Any:
+            raw = FullDisk(Path(path), mode, room)
+            return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8")
+
+        monkeypatch.setattr(ceg_cli.output, "open", full_disk_open, raising=False)
+        result = checked(run_cli, responses, hash_index, out)
+        monkeypatch.setattr(ceg_cli.output, "open", real_open, raising=False)
+        assert result.exit_code == 3, result.stderr
+        (line,) = error_lines(result.stderr)
+        assert "No space left on device" in line and "the output is incomplete" in line
+        data = out.read_bytes()
+        assert full.startswith(data) and len(data) < len(full)
+        resumed = checked(run_cli, responses, hash_index, out, "--resume")
+        assert resumed.exit_code == 2
+        assert out.read_bytes() == full
+        out.unlink()
+    row("disk full while writing the output (simulated ENOSPC at record boundaries, "
+        "mid-record, first byte)", len(rooms),
+        "exit 3, one line 'No space left on device; the output is incomplete'; the file a "
+        "strict prefix; after `--resume` byte-identical")
+
+
+def _can_mount() -> bool:
+    return os.geteuid() == 0 and shutil.which("mount") is not None
+
+
+def test_disk_full_on_a_real_tmpfs(
+    run_cli: Any, hash_model: None, hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """A 64 KiB tmpfs fills up: exit 3, a torn or short file; remounted bigger and resumed."""
+    responses = many_responses(tmp_path / "r.jsonl", 60)
+    reference = tmp_path / "reference.jsonl"
+    assert checked(run_cli, responses, hash_index, reference).exit_code == 2
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if not _can_mount():  # not root here: the simulated full disk above stands in
+        row("disk full on a real 64 KiB tmpfs", 0, "not run: mounting needs root")
+        return
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        out = disk / "out.jsonl"
+        result = checked(run_cli, responses, hash_index, out)
+        assert result.exit_code == 3
+        (line,) = error_lines(result.stderr)
+        assert "No space left on device" in line
+        data = out.read_bytes()
+        assert reference.read_bytes().startswith(data) and len(data) < reference.stat().st_size
+        subprocess.run(["mount", "-o", "remount,size=16m", str(disk)], check=True)
+        resumed = checked(run_cli, responses, hash_index, out, "--resume")
+        assert resumed.exit_code == 2
+        assert out.read_bytes() == reference.read_bytes()
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    row("disk full on a real 64 KiB tmpfs", 1,
+        f"exit 3 with {len(data):,} of {reference.stat().st_size:,} bytes written; remounted "
+        "bigger and resumed: byte-identical")
+
+
+@pytest.mark.slow
+def test_index_build_on_a_full_disk_keeps_the_old_index(
+    ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """A rebuild that fills the disk: exit 3, the old index intact, nothing left behind."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if not _can_mount():
+        row("`ceg index build` on a full disk (1 MiB tmpfs)", 0, "not run: mounting needs root")
+        return
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    try:
+        target = disk / "index"
+        shutil.copytree(hash_index, target)
+        corpus = documents(tmp_path / "docs.jsonl", 3000, "B")
+        done = subprocess.run([*ceg, "index", "build", str(corpus), "-q", "--index", str(target)],
+                              capture_output=True, text=True)
+        assert done.returncode == 3
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        assert len(lines) == 1 and "No space left on device" in lines[0], done.stderr
+        assert index_state(target) == index_state(hash_index)
+        assert leftovers(target) == []
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+    row("`ceg index build` on a full disk (1 MiB tmpfs)", 1,
+        "exit 3, one line naming 'No space left on device'; old index intact, no leftovers")
+
+
+# -- the gate never passes by accident ---------------------------------------------------
+
+
+class ScriptedJudge:
+    """Supports every segment with its first passage, or fails the way it is told to."""
+
+    name = "scripted"
+    method = "supports everything, or fails as scripted (tests)"
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.calls = 0
+
+    def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
+        self.calls += 1
+        if self.mode == "backend-down" and self.calls == 2:
+            raise BackendError("judge endpoint http://127.0.0.1:9/v1: connection refused")
+        if self.mode == "bug" and self.calls == 2:
+            raise RuntimeError("a bug in the judge")
+        verdicts = [self.decide(i, item) for i, item in enumerate(items)]
+        if self.mode == "too-few":
+            return verdicts[:-1]
+        return verdicts
+
+    def decide(self, i: int, item: JudgeItem) -> Verdict:
+        if self.mode == "all-not-judged" or (self.mode == "some-not-judged" and i % 3 == 0):
+            return Verdict(NOT_JUDGED, JUDGE_ERROR, 0.0, (), "the judge gave no usable answer")
+        if self.mode == "unknown-label":
+            return Verdict("probably", "supported", 0.5, (), "")
+        return Verdict(FACTUAL, "supported", 0.9, (0,) if item.evidence else (), "passage 1")
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch, hash_model: None) -> None:
+    monkeypatch.setattr(judges, "_REGISTRY", dict(judges._REGISTRY))
+    judges.register("scripted", lambda arg, options: ScriptedJudge(arg or "ok"))
+
+
+GOOD = b'{"id": "a", "response": "Aristotle was Greek. Plato taught him."}\n'
+GATE_CASES = {
+    "an empty responses file": (b"", "ok", 2, "no responses to check"),
+    "blank lines only": (b"\n  \n\t\n", "ok", 2, "no responses to check"),
+    "every line unreadable": (b"{\n[1]\n\xff\n", "ok", 2, "none of the 3 input lines"),
+    "some lines unreadable": (GOOD + b"{oops\n", "ok", 2, "1 of 2 input lines could not"),
+    "some segments not judged": (GOOD * 3, "some-not-judged", 3,
+                                 "2 of 6 segments (in 2 responses) could not be judged"),
+    "no segment judged": (GOOD * 3, "all-not-judged", 3, "none of the 6 segments could be"),
+    "the judge's backend down mid-run": (GOOD * 40, "backend-down", 3, "connection refused"),
+    "the judge crashes (a bug) mid-run": (GOOD * 40, "bug", 3, "internal error"),
+    "the judge returns too few verdicts": (GOOD, "too-few", 3, "returned 1 verdicts for 2"),
+    "the judge returns an unknown label": (GOOD, "unknown-label", 3, "unknown label"),
+}
+
+
+@pytest.mark.parametrize("case", list(GATE_CASES))
+def test_the_gate_never_passes_by_accident(
+    run_cli: Any, scripted: None, hash_index: Path, tmp_path: Path, row: Row, case: str
+) -> None:
+    """Even with the most lenient thresholds, a run that cannot vouch for a result fails."""
+    data, mode, status, words = GATE_CASES[case]
+    responses = tmp_path / "r.jsonl"
+    responses.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    result = run_cli("check", responses, "--index", hash_index, "--judge", f"scripted:{mode}",
+                     "--out", out, "--quiet", "--max-nonfactual-rate", "1",
+                     "--max-nonfactual-responses", str(10**6))
+    assert result.exit_code == status, result.stderr
+    assert words in result.stderr
+    assert "gate: passed" not in result.stderr
+    written = [json.loads(line) for line in out.read_bytes().splitlines()] if out.exists() else []
+    for record in written:  # nothing that was not judged reads as factual
+        for seg in record["segments"]:
+            if seg["verdict"] == JUDGE_ERROR:
+                assert seg["label"] == NOT_JUDGED
+        if any(seg["label"] != FACTUAL for seg in record["segments"]):
+            assert record["label"] != FACTUAL
+    if mode == "backend-down":
+        # What was checked before the failure is kept, and a resume finishes the job.
+        assert len(written) == 16
+        resumed = run_cli("check", responses, "--index", hash_index, "--judge", "scripted:ok",
+                          "--out", out, "--quiet", "--resume")
+        reference = tmp_path / "reference.jsonl"
+        run_cli("check", responses, "--index", hash_index, "--judge", "scripted:ok",
+                "--out", reference, "--quiet")
+        assert resumed.exit_code == 0 and out.read_bytes() == reference.read_bytes()
+    kept = f"; {len(written)} records kept" if mode in ("backend-down", "bug") else ""
+    resumed_note = ", `--resume` then completes it byte-identically" if kept and \
+        mode == "backend-down" else ""
+    row(f"gate: {case} (thresholds at their most lenient)", 1,
+        f"exit {status}, '{words}'{kept}{resumed_note}; nothing unjudged labelled factual")
+
+
+# -- concurrency --------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_two_checks_at_once_against_one_index(
+    ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """Two `ceg check` runs on one index at the same time both finish, each output exact."""
+    responses = many_responses(tmp_path / "r.jsonl", 200)
+    cmd = [*ceg, "check", str(responses), "--index", str(hash_index), "--quiet", "--out"]
+    reference = tmp_path / "reference.jsonl"
+    assert subprocess.run([*cmd, str(reference)], capture_output=True).returncode == 2
+    pairs = max(1, KILLS // 4)
+    for pair in range(pairs):
+        outs = [tmp_path / f"out-{pair}-{i}.jsonl" for i in range(2)]
+        procs = [subprocess.Popen([*cmd, str(o)], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL) for o in outs]
+        assert [p.wait(timeout=300) for p in procs] == [2, 2]
+        for o in outs:
+            assert o.read_bytes() == reference.read_bytes()
+    row("two `ceg check` runs on one index at once", pairs,
+        "both finish with the status of a lone run; both outputs byte-identical to it")
+
+
+@pytest.mark.slow
+def test_a_rebuild_under_a_running_check(
+    ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """`ceg index build` replaces the index mid-check: the check keeps reading the old files."""
+    index = tmp_path / "index"
+    shutil.copytree(hash_index, index)
+    responses = many_responses(tmp_path / "r.jsonl", 80)
+    cmd = [*ceg, "check", str(responses), "--index", str(index), "--quiet", "--out"]
+    reference = tmp_path / "reference.jsonl"
+    assert subprocess.run([*cmd, str(reference)], capture_output=True).returncode == 2
+
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "CEG_TEST_JUDGE_GATE": str(gate)}
+    proc = subprocess.Popen([*cmd, str(out), "--judge", "gated"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 120
+        while not (gate / "waiting").exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        from conftest import HashEmbedder
+
+        build_index([documents(tmp_path / "other.jsonl", 300, "X")], index, BuildOptions(),
+                    embedder=HashEmbedder())
+        (gate / "go").touch()
+        assert proc.wait(timeout=120) == 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+    assert out.read_bytes() == reference.read_bytes()
+    with open_index(index) as rebuilt:
+        assert rebuilt.size == 300
+    row("`ceg index build` replacing the index a running `ceg check` reads", 1,
+        "the check's output byte-identical to a run on the old index; the new index in place")
+
+
+def test_opening_an_index_while_it_is_rebuilt_over_and_over(
+    hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """Readers open the index while builds keep replacing it: every open is one whole index."""
+    from conftest import HashEmbedder
+
+    target = tmp_path / "index"
+    corpora = [documents(tmp_path / f"{p}.jsonl", 40, p) for p in ("A", "B")]  # equal counts
+    build_index([corpora[0]], target, BuildOptions(), embedder=HashEmbedder())
+    stop = threading.Event()
+    builds = [0]
+    errors: list[BaseException] = []
+
+    def rebuild() -> None:
+        try:
+            while not stop.is_set():
+                build_index([corpora[builds[0] % 2]], target, BuildOptions(),
+                            embedder=HashEmbedder())
+                builds[0] += 1
+        except BaseException as exc:  # reported by the main thread
+            errors.append(exc)
+
+    worker = threading.Thread(target=rebuild)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # interleave the threads as finely as possible
+    opens = mixed = 0
+    rng = random.Random(RNG_SEED)
+    worker.start()
+    try:
+        deadline = time.monotonic() + max(3.0, KILLS)
+        while time.monotonic() < deadline:
+            with open_index(target) as index:
+                index.use_embedder(HashEmbedder())
+                opens += 1
+                source = Path(index.meta["sources"][0]["path"]).stem
+                i = rng.randrange(index.size)
+                chunk = index.chunks([i])[i]
+                (hit,) = index.search([embed_text(chunk, index.meta["embed_text"])], 1)[0]
+                mixed += hit.chunk_id != i or not chunk.doc_id.startswith(f"{source}-")
+    finally:
+        stop.set()
+        worker.join()
+        sys.setswitchinterval(switch)
+    assert errors == []
+    assert builds[0] >= 3 and mixed == 0  # swaps did happen while the reader opened
+    row("opening an index while builds keep replacing it (threads)", opens,
+        f"{opens} opens during {builds[0]} rebuilds: 0 errors, 0 mixing files of two builds")
