@@ -1,0 +1,110 @@
+"""How fast ``ceg check`` runs with the default judge, and where the time goes.
+
+    .venv/bin/python benchmarks/check_speed.py --index index [--copies 20] [--repeats 3]
+
+Checks the sample responses (``sample_data/responses.jsonl``), copied
+``--copies`` times with distinct ids, through ``CheckRun`` (exactly what
+``ceg check`` runs) with the offline judge, and reports segments per second
+and the share of the run spent inside the embedding model and the judge. The
+model is loaded before the clock starts (loading is reported apart): a CI run
+pays it once per invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import REPO, command_line, environment, log, markdown_table, median, write_results
+
+
+class Timed:
+    """Wraps an object's method and adds up the seconds spent inside it."""
+
+    def __init__(self, target: Any, method: str) -> None:
+        self.seconds = 0.0
+        inner = getattr(target, method)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                self.seconds += time.perf_counter() - t0
+
+        setattr(target, method, timed)
+
+
+def one_run(index: Path, responses: Path, out: Path) -> dict[str, float]:
+    from ceg_cli.checking import CheckRun, RunSettings
+
+    t0 = time.perf_counter()
+    # Opening the run loads the index's model (so a broken model fails early).
+    run = CheckRun(RunSettings.resolve(responses=str(responses), index=index, out=out))
+    load = time.perf_counter() - t0
+    try:
+        embedder = run.index.embedder()
+        embed = Timed(embedder, "embed")
+        judge = Timed(run.judge, "judge")
+        t0 = time.perf_counter()
+        run.execute()
+        total = time.perf_counter() - t0
+    finally:
+        run.close()
+    return {
+        "load_seconds": load,
+        "seconds": total,
+        "embed_seconds": embed.seconds,
+        "judge_seconds": judge.seconds,
+        "responses": run.summary.responses,
+        "segments": run.summary.segments,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index", type=Path, default=REPO / "index")
+    parser.add_argument("--copies", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    rows = [json.loads(line) for line in (REPO / "sample_data" / "responses.jsonl").open()]
+    with tempfile.TemporaryDirectory() as tmp:
+        responses = Path(tmp) / "responses.jsonl"
+        with responses.open("w", encoding="utf-8") as fh:
+            for copy in range(args.copies):
+                for row in rows:
+                    fh.write(json.dumps({**row, "id": f"{row['id']}-{copy}"}) + "\n")
+        runs = []
+        for n in range(args.repeats):
+            log(f"run {n + 1} of {args.repeats}")
+            runs.append(one_run(args.index, responses, Path(tmp) / f"out{n}.jsonl"))
+
+    seconds = median([r["seconds"] for r in runs])
+    summary = {
+        "responses": runs[0]["responses"],
+        "segments": runs[0]["segments"],
+        "seconds_median": round(seconds, 2),
+        "segments_per_second": round(runs[0]["segments"] / seconds, 1),
+        "responses_per_second": round(runs[0]["responses"] / seconds, 1),
+        "embedding_share": round(median([r["embed_seconds"] / r["seconds"] for r in runs]), 3),
+        "judge_share": round(median([r["judge_seconds"] / r["seconds"] for r in runs]), 3),
+        "startup_seconds": round(median([r["load_seconds"] for r in runs]), 2),
+    }
+    write_results("check_speed", {
+        "command": command_line(), "environment": environment(), "index": str(args.index),
+        "runs": runs, "summary": summary,
+    })
+    print(f"`{command_line()}`\n")
+    print(markdown_table(["measure", "value"], [[k, v] for k, v in summary.items()]))
+
+
+if __name__ == "__main__":
+    main()
