@@ -239,10 +239,20 @@ class LLMClient:
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ceg-llm")
         try:
             futures = [pool.submit(fn, x) for x in items]
-            return [f.result() for f in futures]
-        finally:
-            # On an error or Ctrl-C, do not start the remaining requests.
+            results = [f.result() for f in futures]
+        except KeyboardInterrupt:
+            # The process is ending: do not wait for requests in flight.
             pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        except BaseException:
+            # Do not start the remaining requests, but let those in flight end
+            # (bounded by the request timeout): returning while they still run
+            # would let the caller close the cache under them (a segfault in
+            # SQLite was seen that way).
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return results
 
     def close(self) -> None:
         self._client.close()
