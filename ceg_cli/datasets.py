@@ -22,27 +22,19 @@ change the figures.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from .errors import UsageError
 from .pipeline import ResponseInput
 from .types import Segment
 
-if TYPE_CHECKING:
-    from .embedding import Embedder
-
 FORMATS = ("felm", "halueval", "fever", "jsonl")
-#: Bumped whenever the documents built from a dataset change, so that cached
-#: corpus indexes built the old way are not reused.
-CORPUS_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -402,70 +394,3 @@ _READERS = {
     "fever": _read_fever,
     "jsonl": _read_jsonl,
 }
-
-
-# --- the corpus index carried by a dataset -------------------------------------------
-
-
-def cache_root() -> Path:
-    """``$CEG_CACHE_DIR``, else ``$XDG_CACHE_HOME/ceg``, else ``~/.cache/ceg``."""
-    if os.environ.get("CEG_CACHE_DIR"):
-        return Path(os.environ["CEG_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "ceg"
-
-
-def corpus_cache_dir(dataset: Dataset, root: Path | None = None) -> Path:
-    """Where the corpus index of ``dataset`` is cached: keyed by the file's digest.
-
-    The key also covers the format and ``CORPUS_VERSION``, so a change to how
-    documents are made from a dataset never reuses a stale index.
-    """
-    from .builder import source_digest
-
-    key = hashlib.sha256(
-        f"{source_digest(dataset.path)}|{dataset.format}|{CORPUS_VERSION}".encode()
-    ).hexdigest()[:24]
-    return (root or cache_root()) / "eval" / key
-
-
-def ensure_corpus_index(
-    dataset: Dataset,
-    target: Path | None = None,
-    *,
-    progress: bool = False,
-    embedder: Embedder | None = None,
-) -> tuple[Path, bool]:
-    """Build the index of the dataset's own corpus unless it is already there.
-
-    Returns the index directory and whether it was built now. The documents are
-    written as JSONL beside the index (``<index>.corpus.jsonl``) and indexed
-    with ``build_index``. An existing index is reused only when it was built
-    from exactly that corpus; an explicit ``target`` holding an index of
-    anything else is refused rather than replaced.
-    """
-    from .builder import BuildOptions, build_index, source_digest
-    from .index import META_FILE, read_meta
-
-    if not dataset.has_corpus:
-        raise UsageError(f"{dataset.path}: the {dataset.format} format carries no corpus")
-    index_dir = Path(target) if target is not None else corpus_cache_dir(dataset) / "index"
-    corpus = index_dir.parent / f"{index_dir.name}.corpus.jsonl"
-    corpus.parent.mkdir(parents=True, exist_ok=True)
-    with open(corpus, "w", encoding="utf-8") as fh:
-        for doc in dataset.documents:
-            fh.write(json.dumps(doc, ensure_ascii=False) + "\n")
-    if (index_dir / META_FILE).exists():
-        meta = read_meta(index_dir)
-        digests = [s.get("digest") for s in meta["sources"]]
-        if digests == [source_digest(corpus)] and meta["embed_text"] == dataset.embed_text:
-            return index_dir, False
-        if target is not None:
-            raise UsageError(
-                f"--index {target} holds an index of other sources; building the corpus of "
-                f"{dataset.path.name} there would replace it: choose an empty directory, or "
-                "drop --build-corpus to check against that index"
-            )
-    options = BuildOptions(embed_text=dataset.embed_text, progress=progress)
-    build_index([corpus], index_dir, options, embedder=embedder)
-    return index_dir, True

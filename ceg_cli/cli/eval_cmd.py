@@ -169,8 +169,8 @@ def eval_command(
 
 def _resolve_index(data: Any, index: Path | None, build_corpus: bool | None, quiet: bool) -> Path:
     """Which index to check against (flag, then the data's own corpus, then $CEG_INDEX, ./index)."""
-    from ..datasets import ensure_corpus_index
     from ..errors import UsageError
+    from ..eval_corpus import ensure_corpus_index
     from ..index import META_FILE
 
     if build_corpus is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 import threading
 import time
@@ -44,10 +43,9 @@ CREATE TABLE IF NOT EXISTS replies (
 
 def default_cache_path() -> Path:
     """`$CEG_CACHE_DIR`/llm.sqlite, else `$XDG_CACHE_HOME`/ceg/llm.sqlite, else ~/.cache/ceg/..."""
-    if os.environ.get("CEG_CACHE_DIR"):
-        return Path(os.environ["CEG_CACHE_DIR"]).expanduser() / "llm.sqlite"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "ceg" / "llm.sqlite"
+    from ..eval_corpus import cache_root
+
+    return cache_root() / "llm.sqlite"
 
 
 def cache_key(
