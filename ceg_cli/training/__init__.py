@@ -1,0 +1,1 @@
+"""Verifier training: labelled pairs, synthetic pairs from a corpus, and ``ceg judge train``."""
