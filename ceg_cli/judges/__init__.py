@@ -3,7 +3,8 @@
 A ``Judge`` has one required method, ``judge(items) -> list[Verdict]``, taking
 a batch so that a backend can batch model calls or run requests concurrently
 (the LLM judge) without the pipeline knowing. Judges are created by name from
-a registry: ``offline``, ``nli:MODEL``, ``llm:MODEL``. Built-in judges register
+a registry: ``offline``, ``verifier`` (or ``verifier:DIR``), ``nli:MODEL``,
+``llm:MODEL``. Built-in judges register
 the same way a third party does, and their modules are imported only when
 chosen, so heavy dependencies load only for the judge in use.
 """
@@ -36,6 +37,7 @@ JudgeFactory = Callable[[str, Mapping[str, Any]], Judge]
 # name prefix -> "module:function", imported on first use.
 _REGISTRY: dict[str, str | JudgeFactory] = {
     "offline": "ceg_cli.judges.offline:create",
+    "verifier": "ceg_cli.judges.verifier:create",
     "nli": "ceg_cli.judges.nli:create",
     "llm": "ceg_cli.judges.llm:create",
 }
