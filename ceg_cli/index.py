@@ -17,7 +17,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -200,6 +200,11 @@ class Index:
                 f"in {CHUNKS_FILE}; rebuild the index"
             )
         return found
+
+    def iter_chunks(self) -> Iterator[Chunk]:
+        """Every passage in id order, streamed (a document's passages are adjacent)."""
+        for row in self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks ORDER BY id"):
+            yield _row_to_chunk(row)
 
     def close(self) -> None:
         self._db.close()

@@ -10,6 +10,7 @@ from .. import __version__
 from .check_cmd import check_command
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
+from .judge_cmd import app as judge_app
 from .report_cmd import report_command
 
 app = typer.Typer(
@@ -20,6 +21,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(index_app, name="index")
+app.add_typer(judge_app, name="judge")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)

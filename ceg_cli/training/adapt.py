@@ -1,0 +1,195 @@
+"""``ceg judge train``: adapt the verifier to a user's corpus, with no labels.
+
+The synthetic generator (``synthetic.make_pairs``) runs over the passages of
+the user's index. Its pairs are split by document: 80 % train the
+cross-encoder further, starting from the base verifier's; 20 % are held out
+and scored before and after, with the base verifier's combiner (which was
+calibrated on labelled data and is kept as it is: synthetic pairs teach the
+cross-encoder the corpus's names and wording, not where the decision
+threshold lies). Training is bounded by ``minutes``, checkpoints every few
+minutes, and a run started again with the same arguments resumes. The output
+directory is a complete ``--judge verifier:DIR`` model with a model card.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import UsageError
+from ..judges.verifier import COMBINER_FILE, VerifierJudge
+from .crossenc import CHECKPOINT, train_cross_encoder
+from .sources import Pair, split_of
+from .synthetic import Passage, make_pairs
+
+__all__ = ["AdaptResult", "adapt"]
+
+#: Fewer documents than this, and the held-out pairs are split by passage.
+MIN_DOCUMENTS = 20
+
+
+@dataclass(frozen=True)
+class AdaptResult:
+    out: Path
+    pairs_train: int
+    pairs_held_out: int
+    training: dict[str, Any]
+    before: dict[str, float]
+    after: dict[str, float]
+    split_by_document: bool = True
+
+
+def _score(judge: VerifierJudge, pairs: list[Pair], embed: Callable[..., Any]) -> dict[str, float]:
+    """Balanced accuracy and nonfactual AUC-PR of ``judge`` on held-out synthetic pairs."""
+    import numpy as np
+    from sklearn.metrics import average_precision_score, balanced_accuracy_score
+
+    from .combiner import featurize, items_for
+
+    items = items_for(pairs, embed)
+    X = featurize(items, judge.entailment, window_words=judge.combiner.window_words)
+    p = np.array([judge.combiner.probability(x) for x in X])
+    y = np.array([q.label for q in pairs])
+    pred = (p >= judge.combiner.threshold).astype(int)
+    return {
+        "balanced_accuracy": round(float(balanced_accuracy_score(y, pred)), 4),
+        "auc_pr_nonfactual": round(float(average_precision_score(1 - y, 1 - p)), 4),
+        "n": int(len(y)),
+    }
+
+
+def adapt(
+    index_dir: Path,
+    out: Path,
+    *,
+    base: Path,
+    minutes: float = 30.0,
+    max_pairs: int = 2000,
+    held_out: int = 300,
+    seed: int = 0,
+    log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
+    progress: Callable[[int, int, float], None] | None = None,
+    command: str = "",
+) -> AdaptResult:
+    from ..index import open_index
+
+    if out.exists() and any(out.iterdir()) and not (out / CHECKPOINT).exists():
+        raise UsageError(f"--out {out}: already holds files; choose a new directory")
+    base_judge = VerifierJudge(base)
+    t0 = time.monotonic()
+    with open_index(index_dir) as index:
+        passages = (Passage(c.doc_id, c.title, c.text) for c in index.iter_chunks())
+        pairs = list(make_pairs(passages, seed=seed, source="corpus"))
+        embedder = index.embedder()
+        if not pairs:
+            raise UsageError(f"{index_dir}: no passage has a sentence to make training pairs from")
+        rng = random.Random(seed)
+        # By document; a corpus of a handful of documents is split by passage
+        # instead (the held-out figures then share documents with training).
+        by_doc = len({p.group for p in pairs}) >= MIN_DOCUMENTS
+
+        def key(p: Pair) -> str:
+            return p.group if by_doc else f"{p.group}#{p.evidence[:200]}"
+
+        train = [p for p in pairs if split_of(key(p), 0.2) == "train"]
+        test = [p for p in pairs if split_of(key(p), 0.2) == "val"]
+        if not train or not test:
+            raise UsageError(f"{index_dir}: too few passages to hold some out")
+        train = rng.sample(train, min(max_pairs, len(train)))
+        test = rng.sample(test, min(held_out, len(test)))
+        log(
+            f"{len(pairs)} synthetic pairs from {index_dir}: training on {len(train)}, "
+            f"{len(test)} held out ({time.monotonic() - t0:.0f} s)"
+        )
+        before = _score(base_judge, test, embedder.embed)
+        log(
+            f"before: balanced accuracy {before['balanced_accuracy']:.3f}, "
+            f"nonfactual AUC-PR {before['auc_pr_nonfactual']:.3f} on the held-out pairs"
+        )
+        from .dataset import to_examples
+
+        out.mkdir(parents=True, exist_ok=True)
+        if (out / CHECKPOINT).exists():
+            log(f"resuming from the checkpoint in {out}")
+        info = train_cross_encoder(
+            to_examples(train),
+            out,
+            base=str(base),
+            max_length=base_judge.combiner.max_length,
+            seed=seed,
+            time_limit_s=minutes * 60,
+            progress=progress,
+            save_partial=True,
+        )
+        shutil.copyfile(base / COMBINER_FILE, out / COMBINER_FILE)
+        after = _score(VerifierJudge(out), test, embedder.embed)
+        log(
+            f"after: balanced accuracy {after['balanced_accuracy']:.3f}, "
+            f"nonfactual AUC-PR {after['auc_pr_nonfactual']:.3f}"
+        )
+    result = AdaptResult(out, len(train), len(test), info, before, after, by_doc)
+    _write_card(result, index_dir, base, Counter(p.kind for p in train), command)
+    return result
+
+
+def _write_card(
+    r: AdaptResult, index_dir: Path, base: Path, kinds: Counter[str], command: str
+) -> None:
+    t = r.training
+    state = (
+        "one full pass"
+        if t["finished"]
+        else f"stopped at the time limit after {t['steps']} of {t['steps_total']} steps; "
+        "run the same command again to continue"
+    )
+    lines = [
+        "# Verifier adapted with `ceg judge train`",
+        "",
+        f"- Command: `{command}`" if command else "- Command: (called from Python)",
+        f"- Corpus: the passages of the index at `{index_dir}`",
+        f"- Base model: `{base}` (its cross-encoder, fine-tuned further; its combiner, kept)",
+        f"- Synthetic pairs: {r.pairs_train} for training "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(kinds.items()))}); "
+        f"{r.pairs_held_out} held out from "
+        + (
+            "other documents"
+            if r.split_by_document
+            else "other passages (too few documents to hold whole ones out)"
+        ),
+        f"- Training: {t['steps']} steps of {t['batch_size']}, {t['seconds']:.0f} s, {state}",
+        "",
+        "| held-out synthetic pairs | balanced accuracy | nonfactual AUC-PR |",
+        "|---|---|---|",
+        f"| before | {r.before['balanced_accuracy']:.3f} | {r.before['auc_pr_nonfactual']:.3f} |",
+        f"| after | {r.after['balanced_accuracy']:.3f} | {r.after['auc_pr_nonfactual']:.3f} |",
+        "",
+        "Synthetic pairs are perturbations of the corpus's own sentences (changed numbers, "
+        "swapped names, negations, sentences against other passages): the figures say how well "
+        "the model tells those apart, not how well it judges real chatbot answers.",
+        "",
+        "Use it with `ceg check ... --judge verifier:" + str(r.out) + "`.",
+    ]
+    (r.out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (r.out / "adapt.json").write_text(
+        json.dumps(
+            {
+                "pairs_train": r.pairs_train,
+                "pairs_held_out": r.pairs_held_out,
+                "training": t,
+                "before": r.before,
+                "after": r.after,
+                "command": command,
+            },
+            indent=2,
+        )
+        + "\n",
+        encoding="utf-8",
+    )

@@ -1,0 +1,278 @@
+"""The verifier judge and its training: a tiny real model made here, the real code paths."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ceg_cli.errors import UsageError
+from ceg_cli.judges import create_judge
+from ceg_cli.judges.features import FEATURES
+from ceg_cli.judges.verifier import COMBINER_FILE, Combiner, load_combiner
+from ceg_cli.training.crossenc import ID2LABEL, train_cross_encoder
+from ceg_cli.types import (
+    CONTRADICTED,
+    FACTUAL,
+    NO_CLAIM,
+    NONFACTUAL,
+    SUPPORTED,
+    Evidence,
+    JudgeItem,
+    Segment,
+)
+
+WORDS = (
+    "the louvre opened in paris city museum was built by king river flows through france "
+    "population of rome founded year is not a an and it has many people visit"
+).split()
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    *WORDS,
+    *[str(d) for d in range(10)],
+    ".",
+    ",",
+    ":",
+]
+
+
+def tiny_model(target: Path, bias: tuple[float, float] | None = None) -> Path:
+    """A one-layer BERT with two labels; with ``bias`` its output ignores the input."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    target.mkdir(parents=True)
+    (target / "vocab.txt").write_text("\n".join(VOCAB) + "\n", encoding="utf-8")
+    tok = BertTokenizer.from_pretrained(str(target), local_files_only=True)
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=128,
+        id2label=ID2LABEL,
+        label2id={v: k for k, v in ID2LABEL.items()},
+    )
+    torch.manual_seed(0)
+    model = BertForSequenceClassification(config)
+    if bias is not None:
+        with torch.no_grad():
+            model.classifier.weight.zero_()
+            model.classifier.bias.copy_(torch.tensor(bias))
+    model.save_pretrained(str(target))
+    tok.save_pretrained(str(target))
+    return target
+
+
+def combiner_on(feature: str, weight: float, intercept: float = 0.0) -> Combiner:
+    n = len(FEATURES)
+    coef = [0.0] * n
+    coef[FEATURES.index(feature)] = weight
+    return Combiner(
+        FEATURES, (0.0,) * n, (1.0,) * n, tuple(coef), intercept, 0.5, max_length=64, quantize=False
+    )
+
+
+def write_combiner(directory: Path, c: Combiner) -> None:
+    (directory / COMBINER_FILE).write_text(json.dumps(c.to_json()), encoding="utf-8")
+
+
+def item(text: str, *passages: str, sims: tuple[float, ...] = ()) -> JudgeItem:
+    ev = tuple(
+        Evidence(i, f"d{i}", f"Doc {i}", p, sims[i] if sims else 0.6)
+        for i, p in enumerate(passages)
+    )
+    return JudgeItem(Segment(0, 0, len(text), text), ev)
+
+
+@pytest.fixture(scope="module")
+def lexical_verifier(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A verifier whose decision rests on the share of specifics found alone."""
+    d = tiny_model(tmp_path_factory.mktemp("v") / "lexical", bias=(0.0, 0.0))
+    write_combiner(d, combiner_on("specifics_found", 10.0, intercept=-7.0))
+    return d
+
+
+def test_verdicts_follow_the_combiner_and_keep_reasons(lexical_verifier: Path) -> None:
+    judge = create_judge(f"verifier:{lexical_verifier}")
+    assert judge.name == f"verifier:{lexical_verifier}"
+    evidence = "The Louvre museum opened in 1793 in Paris."
+    good, bad, none, empty = judge.judge(
+        [
+            item("The Louvre opened in 1793.", evidence),
+            item("The Louvre opened in 1812.", evidence),
+            item("Do you want to know more?", evidence),
+            item("The Louvre opened in 1793."),
+        ]
+    )
+    assert (good.label, good.verdict, good.cited) == (FACTUAL, SUPPORTED, (0,))
+    assert "entailment 0.50" in good.reason and "P(supported) 0.95" in good.reason
+    assert bad.label == NONFACTUAL and bad.cited == ()
+    assert bad.reason == (
+        "'1812' not in the evidence; the evidence has '1793' near 'opened' where the segment "
+        "has '1812'; entailment 0.50 over passage [1]; P(supported) 0.12"
+    )
+    assert bad.score < 0.5 < good.score
+    assert (none.label, none.verdict) == (FACTUAL, NO_CLAIM)
+    assert empty.label == NONFACTUAL and "no evidence" in empty.reason
+
+
+def test_entailment_decides_when_the_combiner_says_so(tmp_path: Path) -> None:
+    d = tiny_model(tmp_path / "contra", bias=(6.0, -6.0))  # P(entailment) ~ 0
+    write_combiner(d, combiner_on("entailment_logit", 1.0))
+    v = create_judge(f"verifier:{d}").judge(
+        [item("The Louvre opened in 1793.", "The Louvre opened in 1793.")]
+    )[0]
+    assert v.label == NONFACTUAL
+    # Every word is in the evidence and the model reads it as not entailed.
+    assert v.verdict == CONTRADICTED and v.reason.startswith(
+        "every word found, but entailment 0.00"
+    )
+
+
+def test_combiner_matches_sklearn() -> None:
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from ceg_cli.training.combiner import fit
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, len(FEATURES)))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(scale=0.5, size=200) > 0).astype(int)
+    c = fit(X, y, ["a"] * 100 + ["b"] * 100)
+    mean, scale = X.mean(0), X.std(0)
+    lr = LogisticRegression(max_iter=2000)
+    cells = {(g, t): 0 for g in "ab" for t in (0, 1)}
+    groups = ["a"] * 100 + ["b"] * 100
+    for g, t in zip(groups, y):
+        cells[(g, t)] += 1
+    w = np.array([1 / cells[(g, t)] for g, t in zip(groups, y)])
+    lr.fit((X - mean) / scale, y, sample_weight=w * len(w) / w.sum())
+    expected = lr.predict_proba((X - mean) / scale)[:, 1]
+    got = np.array([c.probability(row) for row in X])
+    assert np.allclose(got, expected, atol=1e-6)
+    assert c.coef[0] > c.coef[1] > 0
+
+
+def test_bad_model_directories_say_what_is_wrong(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="no such directory"):
+        create_judge(f"verifier:{tmp_path / 'missing'}")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="not a verifier model directory"):
+        create_judge(f"verifier:{tmp_path / 'empty'}")
+    d = tmp_path / "other"
+    d.mkdir()
+    raw = combiner_on("coverage", 1.0).to_json()
+    raw["features"] = ["coverage"]
+    (d / COMBINER_FILE).write_text(json.dumps(raw))
+    with pytest.raises(UsageError, match="made for features"):
+        load_combiner(d)
+
+
+def test_training_resumes_to_the_same_model(tmp_path: Path) -> None:
+    import torch
+    from safetensors.torch import load_file
+
+    base = tiny_model(tmp_path / "base")
+    examples = [
+        (
+            f"the louvre opened in {1700 + i}",
+            f"the louvre opened in {1700 + i % 7}",
+            int(i % 7 == i),
+        )
+        for i in range(48)
+    ]
+    whole = train_cross_encoder(
+        examples,
+        tmp_path / "whole",
+        base=str(base),
+        batch_size=4,
+        max_length=32,
+        checkpoint_every_s=0,
+    )
+    assert whole["finished"] and whole["steps"] == 12
+
+    class Killed(Exception):
+        pass
+
+    def kill_at_5(step: int, total: int, loss: float) -> None:
+        if step == 5:
+            raise Killed
+
+    with pytest.raises(Killed):
+        train_cross_encoder(
+            examples,
+            tmp_path / "split",
+            base=str(base),
+            batch_size=4,
+            max_length=32,
+            checkpoint_every_s=0,
+            progress=kill_at_5,
+        )
+    assert (tmp_path / "split" / "checkpoint.pt").exists()
+    resumed = train_cross_encoder(
+        examples,
+        tmp_path / "split",
+        base=str(base),
+        batch_size=4,
+        max_length=32,
+        checkpoint_every_s=0,
+    )
+    assert resumed["finished"] and resumed["steps"] == 12
+    a = load_file(str(tmp_path / "whole" / "model.safetensors"))
+    b = load_file(str(tmp_path / "split" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not (tmp_path / "split" / "checkpoint.pt").exists()
+    # Another data set is refused rather than mixed into the checkpoint's run.
+    with pytest.raises(Killed):
+        train_cross_encoder(
+            examples,
+            tmp_path / "third",
+            base=str(base),
+            batch_size=4,
+            max_length=32,
+            checkpoint_every_s=0,
+            progress=kill_at_5,
+        )
+    with pytest.raises(ValueError, match="other training data"):
+        train_cross_encoder(examples[:20], tmp_path / "third", base=str(base), batch_size=4)
+
+
+def test_judge_train_adapts_to_an_index(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "adapted"
+    r = run_cli(
+        "judge",
+        "train",
+        "--index",
+        hash_index,
+        "--out",
+        out,
+        "--base",
+        lexical_verifier,
+        "--pairs",
+        "40",
+        "--held-out",
+        "20",
+        "--minutes",
+        "5",
+    )
+    assert r.exit_code == 0, r.stderr
+    assert "before: balanced accuracy" in r.stderr and "after: balanced accuracy" in r.stderr
+    card = (out / "MODEL_CARD.md").read_text()
+    assert "40 for training" in card and "20 held out from other passages" in card
+    assert json.loads((out / "adapt.json").read_text())["training"]["finished"] is True
+    judge = create_judge(f"verifier:{out}")
+    assert judge.judge([item("The Louvre opened in 1793.", "The Louvre opened in 1793.")])[0].label
+    again = run_cli(
+        "judge", "train", "--index", hash_index, "--out", out, "--base", lexical_verifier
+    )
+    assert again.exit_code == 2 and "already holds files" in again.stderr
