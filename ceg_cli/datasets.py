@@ -70,6 +70,9 @@ class Dataset:
     documents: list[dict[str, str]] = field(default_factory=list)
     #: What the corpus documents embed: HaluEval passages have no title worth embedding.
     embed_text: str = "title+text"
+    #: FELM rows whose ``response`` was not text (NaN, null, a number: FELM's own
+    #: ``eval/all.jsonl`` has such rows) and was rebuilt from their segments.
+    rebuilt_responses: list[int] = field(default_factory=list)
 
     @property
     def has_corpus(self) -> bool:
@@ -215,9 +218,13 @@ def _read_felm(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: 
                 known.add(url)
     if not keep:
         return
-    response = _get(record, "response", str, where)
     texts = _get(record, "segmented_response", list, where)
     labels = _get(record, "labels", list, where)
+    response = record.get("response")
+    if not isinstance(response, str) or not response.strip():
+        # The segments are what is checked; the response only gives offsets.
+        response = ""
+        ds.rebuilt_responses.append(line)
     if len(texts) != len(labels):
         raise UsageError(
             f"{where}: {len(texts)} segments in 'segmented_response' but {len(labels)} 'labels'"

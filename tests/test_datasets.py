@@ -295,3 +295,26 @@ def test_corpus_index_is_built_once_and_reused(
         ensure_corpus_index(other, path, embedder=hash_embedder)
     target, built = ensure_corpus_index(other, tmp_path / "felm-index", embedder=hash_embedder)
     assert built and read_meta(target)["counts"]["documents"] == 1
+
+
+def test_felm_rows_with_nan_response_are_checked_from_their_segments(tmp_path: Path) -> None:
+    # FELM's published eval/all.jsonl has wk rows whose response is the JSON number NaN.
+    path = tmp_path / "all.jsonl"
+    nan_row = (
+        '{"index": 3, "source": "quora", "prompt": "Who wrote Hamlet?", "response": NaN, '
+        '"segmented_response": ["Hamlet was written by Shakespeare.", "It premiered in 1620."], '
+        '"labels": [true, false], "comment": ["", "1600s"], "type": ["", "knowledge_error"], '
+        '"ref": [], "ref_contents": [], "domain": "wk"}\n'
+    )
+    null_row = json.dumps(dict(FELM_ROWS[2], index="10", response=None)) + "\n"
+    path.write_text(json.dumps(FELM_ROWS[0]) + "\n" + nan_row + null_row, encoding="utf-8")
+    ds = load_dataset(path)
+    assert ds.rebuilt_responses == [2, 3]
+    assert len(ds.examples) == 3
+    ex = ds.examples[1]
+    assert ex.input.response == "Hamlet was written by Shakespeare. It premiered in 1620."
+    assert [ex.input.response[s.start : s.end] for s in ex.input.segments] == [
+        "Hamlet was written by Shakespeare.",
+        "It premiered in 1620.",
+    ]
+    assert ex.segment_labels == (True, False)

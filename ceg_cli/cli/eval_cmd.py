@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from .common import QuietOption, err_console, handle_errors
+from .common import QuietOption, err_console, handle_errors, warn
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -139,6 +139,13 @@ def eval_command(
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     started = time.perf_counter()
     data = load_dataset(dataset, format, limit=limit)
+    if data.rebuilt_responses:
+        lines = data.rebuilt_responses
+        shown = ", ".join(str(n) for n in lines[:5]) + (" ..." if len(lines) > 5 else "")
+        warn(
+            f"{dataset}: {len(lines)} rows have no response text (lines {shown}); "
+            "their 'segmented_response' segments, joined by spaces, are checked instead"
+        )
     index_dir = _resolve_index(data, index, build_corpus, quiet)
     checker = create_judge(judge, {})
     options = CheckOptions(RetrievalOptions(top_k, threshold), query=query)
