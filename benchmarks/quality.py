@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/quality.py [--judge offline] [--enwiki-index DIR]
         [--only felm,halueval,fever] [--limit N] [--query question+segment|segment]
+        [--results-name quality]
 
 - **felm**: FELM world knowledge, dev half (wk-dev, 92 responses, 297 labelled
   segments), checked against an index of the responses' own references;
@@ -115,6 +116,9 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--query", default="question+segment")
+    parser.add_argument(
+        "--results-name", default="quality", help="results/NAME.json (one file per judge)"
+    )
     args = parser.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = set(names) - set(BENCHMARKS)
@@ -144,7 +148,7 @@ def main() -> None:
     )
     print(markdown_table(["benchmark", "metric", "ceg", "paper (full benchmark)"], table(results)))
     path = write_results(
-        "quality",
+        args.results_name,
         {"command": command_line(), "environment": environment(), "benchmarks": results},
     )
     log(f"wrote {path}")

@@ -56,14 +56,16 @@ def main() -> int:
     )
     ap.add_argument("--held-out-cap", type=int, default=1500)
     ap.add_argument("--no-quantize", action="store_true")
+    ap.add_argument("--val-cap", type=int, default=None, help="pairs per source (smoke runs)")
     args = ap.parse_args()
     t0 = time.monotonic()
+    caps = {k: args.val_cap or v for k, v in VAL_CAPS.items()}
 
     val = load_pairs(
         args.data / "train",
         corpus=args.data / "wiki" / "enwiki-sample.xml.bz2",
         split="val",
-        caps=VAL_CAPS,
+        caps=caps,
         seed=1,
     )
     held = held_out_pairs(args.data / "train")
