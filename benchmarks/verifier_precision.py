@@ -70,8 +70,8 @@ def main() -> None:
     pb = np.array([combiner.probability(x) for x in feats["int8"]])
     summary = {
         "pairs": len(windows),
-        "entailment mean |float32 - int8|": round(float(np.abs(a - b).mean()), 4),
-        "entailment max |float32 - int8|": round(float(np.abs(a - b).max()), 4),
+        "entailment, mean absolute difference": round(float(np.abs(a - b).mean()), 4),
+        "entailment, largest absolute difference": round(float(np.abs(a - b).max()), 4),
         "entailment Pearson r": round(float(np.corrcoef(a, b)[0, 1]), 4),
         "entailment >= 0.5 agreement": round(float(((a >= 0.5) == (b >= 0.5)).mean()), 4),
         "verifier label agreement": round(

@@ -653,3 +653,27 @@ def test_fever_gate_follows_the_records(run_cli, mini_index: Path, tmp_path: Pat
                           repr(rate * 0.99))
     assert below.exit_code == 1
     assert "exceeds --max-nonfactual-rate" in below.stderr
+
+
+@pytest.mark.slow
+def test_fever_claims_with_the_shipped_verifier(run_cli, mini_index: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    result = run_cli("check", FEVER, "--index", mini_index, "--judge", "verifier", "--quiet",
+                     "--response-field", "claim", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    got = records(out.read_bytes())
+    assert len(got) == 12
+    labels = set()
+    for record in got:
+        assert record["judge"]["name"] == "verifier"
+        assert "cross-encoder" in record["judge"]["method"]
+        for s in record["segments"]:
+            labels.add(s["label"])
+            assert 0.0 <= s["score"] <= 1.0
+            assert "P(supported)" in s["reason"] and "entailment" in s["reason"]
+            assert (s["label"] == FACTUAL) == (s["score"] >= 0.5)
+            if s["label"] == FACTUAL:
+                assert s["citations"] and all(c["title"] == "Aristotle" for c in s["citations"])
+            else:
+                assert s["citations"] == []
+    assert labels == {FACTUAL, NONFACTUAL}, "12 claims, half of them false: both labels expected"

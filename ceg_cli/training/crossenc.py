@@ -146,7 +146,7 @@ def train_cross_encoder(
         optim.zero_grad()
         step += 1
         if progress:
-            progress(step, steps_total, float(loss))
+            progress(step, steps_total, float(loss.detach()))
         if time.monotonic() - last_ckpt >= checkpoint_every_s:
             save_checkpoint()
             last_ckpt = time.monotonic()
