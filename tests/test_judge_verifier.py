@@ -176,26 +176,17 @@ def test_bad_model_directories_say_what_is_wrong(tmp_path: Path) -> None:
 
 
 def test_training_resumes_to_the_same_model(tmp_path: Path) -> None:
+    import functools
+
     import torch
     from safetensors.torch import load_file
 
     base = tiny_model(tmp_path / "base")
-    examples = [
-        (
-            f"the louvre opened in {1700 + i}",
-            f"the louvre opened in {1700 + i % 7}",
-            int(i % 7 == i),
-        )
-        for i in range(48)
-    ]
-    whole = train_cross_encoder(
-        examples,
-        tmp_path / "whole",
-        base=str(base),
-        batch_size=4,
-        max_length=32,
-        checkpoint_every_s=0,
-    )
+    examples = [(f"the louvre opened in {1700 + i}", f"the louvre opened in {1700 + i % 7}",
+                 int(i % 7 == i)) for i in range(48)]
+    train = functools.partial(train_cross_encoder, base=str(base), batch_size=4, max_length=32,
+                              checkpoint_every_s=0)
+    whole = train(examples, tmp_path / "whole")
     assert whole["finished"] and whole["steps"] == 12
 
     class Killed(Exception):
@@ -206,24 +197,9 @@ def test_training_resumes_to_the_same_model(tmp_path: Path) -> None:
             raise Killed
 
     with pytest.raises(Killed):
-        train_cross_encoder(
-            examples,
-            tmp_path / "split",
-            base=str(base),
-            batch_size=4,
-            max_length=32,
-            checkpoint_every_s=0,
-            progress=kill_at_5,
-        )
+        train(examples, tmp_path / "split", progress=kill_at_5)
     assert (tmp_path / "split" / "checkpoint.pt").exists()
-    resumed = train_cross_encoder(
-        examples,
-        tmp_path / "split",
-        base=str(base),
-        batch_size=4,
-        max_length=32,
-        checkpoint_every_s=0,
-    )
+    resumed = train(examples, tmp_path / "split")
     assert resumed["finished"] and resumed["steps"] == 12
     a = load_file(str(tmp_path / "whole" / "model.safetensors"))
     b = load_file(str(tmp_path / "split" / "model.safetensors"))
@@ -232,17 +208,9 @@ def test_training_resumes_to_the_same_model(tmp_path: Path) -> None:
     assert not (tmp_path / "split" / "checkpoint.pt").exists()
     # Another data set is refused rather than mixed into the checkpoint's run.
     with pytest.raises(Killed):
-        train_cross_encoder(
-            examples,
-            tmp_path / "third",
-            base=str(base),
-            batch_size=4,
-            max_length=32,
-            checkpoint_every_s=0,
-            progress=kill_at_5,
-        )
+        train(examples, tmp_path / "third", progress=kill_at_5)
     with pytest.raises(ValueError, match="other training data"):
-        train_cross_encoder(examples[:20], tmp_path / "third", base=str(base), batch_size=4)
+        train(examples[:20], tmp_path / "third")
 
 
 def test_judge_train_adapts_to_an_index(

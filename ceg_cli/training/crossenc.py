@@ -41,6 +41,22 @@ def _set_threads() -> None:
     )
 
 
+def encode(tok: Any, pairs: Sequence[tuple[str, ...]], max_length: int) -> Any:
+    """One padded batch of (claim, window) pairs, the same at training and at check time.
+
+    ``longest_first`` cuts the longer side first, so a claim longer than the
+    whole budget is cut too instead of failing.
+    """
+    return tok(
+        [p[0] for p in pairs],
+        [p[1] for p in pairs],
+        truncation="longest_first",
+        max_length=max_length,
+        padding=True,
+        return_tensors="pt",
+    )
+
+
 def train_cross_encoder(
     examples: Sequence[tuple[str, str, int]],
     out_dir: Path,
@@ -129,14 +145,7 @@ def train_cross_encoder(
             finished = False
             break
         idx = order[step * batch_size : (step + 1) * batch_size]
-        batch = tok(
-            [examples[i][0] for i in idx],
-            [examples[i][1] for i in idx],
-            truncation="longest_first",
-            max_length=max_length,
-            padding=True,
-            return_tensors="pt",
-        )
+        batch = encode(tok, [examples[i][:2] for i in idx], max_length)
         labels = torch.tensor([examples[i][2] for i in idx])
         loss = model(**batch, labels=labels).loss
         loss.backward()
@@ -216,14 +225,7 @@ def score_pairs(
     with torch.inference_mode():
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
-            enc = tok(
-                [pairs[i][0] for i in idx],
-                [pairs[i][1] for i in idx],
-                truncation="longest_first",
-                max_length=max_length,
-                padding=True,
-                return_tensors="pt",
-            )
+            enc = encode(tok, [pairs[i] for i in idx], max_length)
             probs = torch.softmax(model(**enc).logits.float(), dim=-1)[:, 1].tolist()
             for i, p in zip(idx, probs):
                 out[i] = float(p)
