@@ -32,8 +32,8 @@ def main() -> None:
     import numpy as np
 
     from ceg_cli.embedding import load_embedder
-    from ceg_cli.judges.verifier import load_combiner
-    from ceg_cli.training.combiner import featurize, items_for
+    from ceg_cli.judges.verifier import assess, load_combiner
+    from ceg_cli.training.combiner import items_for
     from ceg_cli.training.crossenc import load_cross_encoder, score_pairs
     from ceg_cli.training.dataset import VAL_CAPS, load_pairs
 
@@ -48,17 +48,15 @@ def main() -> None:
     }
     scores: dict[str, list[float]] = {k: [] for k in models}
     rates: dict[str, list[float]] = {k: [] for k in models}
-    feats: dict[str, list[tuple[float, ...]]] = {}
-    for name, (tok, model) in models.items():
-        feats[name] = featurize(
-            items, lambda ps, t=tok, m=model: score_pairs(t, m, ps, max_length=combiner.max_length)
+    found = {
+        name: assess(
+            items,
+            lambda ps, t=tok, m=model: score_pairs(t, m, ps, max_length=combiner.max_length),
+            window_words=combiner.window_words,
         )
-    from ceg_cli.judges.window import select_window
-
-    windows = [
-        (it.segment.text, select_window(it.segment.text, [e.text for e in it.evidence]).text)
-        for it in items
-    ]
+        for name, (tok, model) in models.items()
+    }
+    windows = [(it.segment.text, m.window.text) for it, m in zip(items, found["float32"])]
     for at in range(0, len(windows), 32):
         batch = windows[at : at + 32]
         for name, (tok, model) in models.items():
@@ -66,8 +64,8 @@ def main() -> None:
             scores[name] += score_pairs(tok, model, batch, max_length=combiner.max_length)
             rates[name].append(len(batch) / (time.perf_counter() - t0))
     a, b = np.array(scores["float32"]), np.array(scores["int8"])
-    pa = np.array([combiner.probability(x) for x in feats["float32"]])
-    pb = np.array([combiner.probability(x) for x in feats["int8"]])
+    pa = np.array([combiner.probability(m.features.values) for m in found["float32"]])
+    pb = np.array([combiner.probability(m.features.values) for m in found["int8"]])
     summary = {
         "pairs": len(windows),
         "entailment, mean absolute difference": round(float(np.abs(a - b).mean()), 4),

@@ -23,24 +23,28 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-from sklearn.metrics import average_precision_score, balanced_accuracy_score
 from sklearn.model_selection import GroupKFold
 
 from ceg_cli.embedding import load_embedder
 from ceg_cli.judges.features import FEATURES
-from ceg_cli.judges.verifier import COMBINER_FILE, VerifierJudge
-from ceg_cli.training.combiner import featurize, fit, items_for
+from ceg_cli.judges.verifier import COMBINER_FILE
+from ceg_cli.training.combiner import evaluate, featurize, fit, items_for
+from ceg_cli.training.crossenc import load_cross_encoder, score_pairs
 from ceg_cli.training.dataset import VAL_CAPS, counts, held_out_pairs, load_pairs
 
 
-def metrics(y: np.ndarray, p: np.ndarray, threshold: float = 0.5) -> dict[str, float]:
-    pred = (p >= threshold).astype(int)
-    out = {"n": int(len(y)), "nonfactual_share": round(float(1 - y.mean()), 4)}
-    if len(set(y.tolist())) == 2:
-        out["balanced_accuracy"] = round(float(balanced_accuracy_score(y, pred)), 4)
-        out["auc_pr_nonfactual"] = round(float(average_precision_score(1 - y, 1 - p)), 4)
-    out["accuracy"] = round(float((pred == y).mean()), 4)
-    return out
+def lexical_score(X: np.ndarray) -> np.ndarray:
+    """The offline judge's score for AUC-PR: its verdict, ties broken by its shares."""
+    col = FEATURES.index
+    return (
+        0.5 * X[:, col("lexical_support")]
+        + 0.25 * X[:, col("coverage")]
+        + 0.25 * X[:, col("specifics_found")]
+    )
+
+
+def entailment_of(X: np.ndarray) -> np.ndarray:
+    return 1 / (1 + np.exp(-X[:, FEATURES.index("entailment_logit")]))
 
 
 def log(msg: str) -> None:
@@ -78,25 +82,15 @@ def main() -> int:
     log(f"{len(val)} validation pairs; held out: {shown}")
 
     embedder = load_embedder(None)
-    # A stand-in combiner file lets the judge load the cross-encoder as it will at check time.
-    combiner_path = args.model / COMBINER_FILE
-    if not combiner_path.exists():
-        stub = {
-            "format": 1,
-            "features": list(FEATURES),
-            "mean": [0] * len(FEATURES),
-            "scale": [1] * len(FEATURES),
-            "coef": [0] * len(FEATURES),
-            "intercept": 0,
-            "threshold": 0.5,
-            "quantize": not args.no_quantize,
-        }
-        combiner_path.write_text(json.dumps(stub), encoding="utf-8")
-    judge = VerifierJudge(args.model)
+    # The cross-encoder as ``ceg check`` runs it (int8 unless --no-quantize).
+    quantize = not args.no_quantize
+    tok, model = load_cross_encoder(args.model, quantize=quantize)
+
+    def entailment(pairs: list[tuple[str, str]]) -> list[float]:
+        return score_pairs(tok, model, pairs)
 
     def features_of(pairs: list) -> np.ndarray:
-        items = items_for(pairs, embedder.embed)
-        return np.asarray(featurize(items, judge.entailment))
+        return np.asarray(featurize(items_for(pairs, embedder.embed), entailment))
 
     X = features_of(val)
     y = np.array([p.label for p in val])
@@ -104,14 +98,9 @@ def main() -> int:
     groups = [p.group for p in val]
     log(f"validation features in {time.monotonic() - t0:.0f} s")
 
-    ent = 1 / (1 + np.exp(-X[:, FEATURES.index("entailment_logit")]))
+    ent = entailment_of(X)
     lex = X[:, FEATURES.index("lexical_support")]
-    # The lexical judge's own score for AUC-PR: its verdict, then its shares.
-    lex_score = (
-        0.5 * lex
-        + 0.25 * X[:, FEATURES.index("coverage")]
-        + 0.25 * X[:, FEATURES.index("specifics_found")]
-    )
+    lex_score = lexical_score(X)
 
     cv = np.zeros(len(y))
     for tr, te in GroupKFold(n_splits=5).split(X, y, groups):
@@ -122,7 +111,7 @@ def main() -> int:
         out: dict[str, dict] = {}
         for s in sorted(set(mask_src)):
             m = np.array([x == s for x in mask_src])
-            out[s] = {k: metrics(yy[m], v[m], 0.5) for k, v in scores.items()}
+            out[s] = {k: evaluate(yy[m], v[m], 0.5) for k, v in scores.items()}
         return out
 
     report: dict = {
@@ -140,7 +129,7 @@ def main() -> int:
         c = fit(X[keep], y[keep], [src[i] for i in keep])
         p = np.array([c.probability(row) for row in X])
         loso[s] = {
-            t: metrics(y[np.array(src) == t], p[np.array(src) == t])["balanced_accuracy"]
+            t: evaluate(y[np.array(src) == t], p[np.array(src) == t])["balanced_accuracy"]
             for t in sorted(set(src))
         }
     report["combiner_without_source"] = loso
@@ -158,27 +147,25 @@ def main() -> int:
         for k, ix in sorted(kinds.items())
     }
 
-    final = fit(X, y, src, quantize=judge.combiner.quantize)
-    combiner_path.write_text(json.dumps(final.to_json(), indent=2) + "\n", encoding="utf-8")
+    final = fit(X, y, src, quantize=quantize)
+    (args.model / COMBINER_FILE).write_text(
+        json.dumps(final.to_json(), indent=2) + "\n", encoding="utf-8"
+    )
     report["combiner"] = final.to_json()
     overall = np.array([final.probability(r) for r in X])
-    report["validation_all_in_sample"] = metrics(y, overall)
+    report["validation_all_in_sample"] = evaluate(y, overall)
 
     held_report = {}
     for name, pairs in held.items():
         Xh = features_of(pairs)
         yh = np.array([p.label for p in pairs])
         ph = np.array([final.probability(r) for r in Xh])
-        eh = 1 / (1 + np.exp(-Xh[:, FEATURES.index("entailment_logit")]))
-        lh = (
-            0.5 * Xh[:, FEATURES.index("lexical_support")]
-            + 0.25 * Xh[:, FEATURES.index("coverage")]
-            + 0.25 * Xh[:, FEATURES.index("specifics_found")]
-        )
+        eh = entailment_of(Xh)
+        lh = lexical_score(Xh)
         held_report[name] = {
-            "lexical": metrics(yh, lh),
-            "cross_encoder": metrics(yh, eh),
-            "verifier": metrics(yh, ph),
+            "lexical": evaluate(yh, lh),
+            "cross_encoder": evaluate(yh, eh),
+            "verifier": evaluate(yh, ph),
         }
     report["held_out_test_only"] = held_report
     report["seconds"] = round(time.monotonic() - t0, 1)

@@ -341,13 +341,26 @@ def _is_year(value: str) -> bool:
     return value.isdigit() and len(value) == 4 and 1000 <= int(value) <= 2100
 
 
-def decide(item: JudgeItem, analysis: Analysis | None = None) -> Verdict:
-    """The verdict on one item."""
+def verdict_without_evidence(item: JudgeItem) -> Verdict | None:
+    """The verdict a segment gets before any evidence is weighed, or None.
+
+    A segment with no factual claim (or a bare list number) is factual; one
+    with no retrieved passage is nonfactual. Judges that weigh evidence (this
+    one, the verifier) share the rule.
+    """
     text = clean(item.segment.text).strip()
     if not has_claim(text) or _LIST_NUMBER.match(text):
         return Verdict(FACTUAL, NO_CLAIM, 1.0, (), "no factual claim to check")
     if not item.evidence:
         return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0, (), "no evidence was retrieved")
+    return None
+
+
+def decide(item: JudgeItem, analysis: Analysis | None = None) -> Verdict:
+    """The verdict on one item."""
+    early = verdict_without_evidence(item)
+    if early is not None:
+        return early
     a = analysis or analyse(item)
     if not a.content:
         reason = "only function words: nothing the evidence could contradict"
@@ -355,7 +368,7 @@ def decide(item: JudgeItem, analysis: Analysis | None = None) -> Verdict:
     coverage, found = a.coverage, a.specifics_found
     missing = a.missing
     if not missing and coverage >= MIN_COVERAGE:
-        cited = _cite(a)
+        cited = cite(a)
         shown = [f"'{sp.text}'" for sp in a.specifics]
         if len(shown) > MAX_NAMED:
             shown = [f"all {len(shown)} numbers and names"]
@@ -364,10 +377,10 @@ def decide(item: JudgeItem, analysis: Analysis | None = None) -> Verdict:
         reason += " found in the cited passage" + ("s" if len(cited) > 1 else "")
         return Verdict(FACTUAL, SUPPORTED, round(0.5 + 0.5 * coverage, 4), tuple(cited), reason)
     score = round(0.5 * (found + coverage) / 2, 4)
-    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, min(score, 0.4999), (), _missing_reason(a))
+    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, min(score, 0.4999), (), missing_reason(a))
 
 
-def _cite(a: Analysis) -> list[int]:
+def cite(a: Analysis) -> list[int]:
     """Passages that together hold the segment's specifics and most of its words (greedy)."""
     todo_specs = {i for i in range(len(a.specifics))}
     todo_words = {t.key for t, c in zip(a.content, a.covered) if c}
@@ -386,7 +399,7 @@ def _cite(a: Analysis) -> list[int]:
     return sorted(cited)
 
 
-def _missing_reason(a: Analysis) -> str:
+def missing_reason(a: Analysis) -> str:
     names = [s.text for s in a.missing]
     in_specifics = {k for s in a.missing for k in s.keys}
     names += [

@@ -27,18 +27,16 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError, UsageError
-from ..segment import has_claim
 from ..types import (
     CONTRADICTED,
     FACTUAL,
-    NO_CLAIM,
     NONFACTUAL,
     NOT_ENOUGH_EVIDENCE,
     SUPPORTED,
@@ -46,10 +44,11 @@ from ..types import (
     Verdict,
 )
 from . import offline
-from .features import FEATURES, compute
-from .window import DEFAULT_WINDOW_WORDS, select_window
+from .features import FEATURES, Features, compute
+from .window import DEFAULT_WINDOW_WORDS, Window, select_window
 
-__all__ = ["SHIPPED", "Combiner", "VerifierJudge", "create", "load_combiner"]
+__all__ = ["SHIPPED", "Assessment", "Combiner", "VerifierJudge", "assess", "create",
+           "load_combiner"]
 
 SHIPPED = Path(__file__).resolve().parent.parent / "models" / "verifier"
 COMBINER_FILE = "combiner.json"
@@ -121,6 +120,46 @@ def load_combiner(directory: Path) -> Combiner:
     )
 
 
+@dataclass(frozen=True)
+class Assessment:
+    """What the verifier measured on one item, before the combiner weighs it."""
+
+    window: Window
+    analysis: offline.Analysis
+    entailment: float
+    features: Features
+
+
+def assess(
+    items: Sequence[JudgeItem],
+    entailment: Callable[[list[tuple[str, str]]], list[float]],
+    *,
+    window_words: int = DEFAULT_WINDOW_WORDS,
+) -> list[Assessment]:
+    """Window, cross-encoder, lexical analysis and features of each item (with evidence).
+
+    The one path from an item to its features: ``ceg check`` runs it, and the
+    combiner is fitted on what it returns (``ceg_cli.training.combiner``).
+    """
+    windows = [
+        select_window(
+            it.segment.text,
+            [e.text for e in it.evidence],
+            max_words=window_words,
+            titles=[e.title for e in it.evidence],
+        )
+        for it in items
+    ]
+    ents = entailment([(it.segment.text, w.text) for it, w in zip(items, windows)])
+    out = []
+    for it, w, ent in zip(items, windows, ents):
+        a = offline.analyse(it)
+        lexical = offline.decide(it, a).label == FACTUAL
+        feats = compute(a, ent, w.overlap, [e.similarity for e in it.evidence], lexical)
+        out.append(Assessment(w, a, ent, feats))
+    return out
+
+
 @lru_cache(maxsize=2)
 def _cross_encoder(directory: str, quantize: bool) -> tuple[Any, Any]:
     from ..training.crossenc import load_cross_encoder
@@ -159,50 +198,24 @@ class VerifierJudge:
         )
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        out: list[Verdict | None] = [None] * len(items)
-        todo: list[int] = []
-        for i, item in enumerate(items):
-            text = offline.clean(item.segment.text).strip()
-            if not has_claim(text) or offline._LIST_NUMBER.match(text):
-                out[i] = Verdict(FACTUAL, NO_CLAIM, 1.0, (), "no factual claim to check")
-            elif not item.evidence:
-                out[i] = Verdict(
-                    NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0, (), "no evidence was retrieved"
-                )
-            else:
-                todo.append(i)
-        windows = {
-            i: select_window(
-                items[i].segment.text,
-                [e.text for e in items[i].evidence],
-                max_words=self.combiner.window_words,
-                titles=[e.title for e in items[i].evidence],
-            )
-            for i in todo
-        }
-        probs = self.entailment([(items[i].segment.text, windows[i].text) for i in todo])
-        for i, ent in zip(todo, probs):
-            out[i] = self._decide(
-                items[i], windows[i].text, windows[i].sources, windows[i].overlap, ent
-            )
+        out = [offline.verdict_without_evidence(item) for item in items]
+        todo = [i for i, v in enumerate(out) if v is None]
+        found = assess(
+            [items[i] for i in todo], self.entailment, window_words=self.combiner.window_words
+        )
+        for i, assessment in zip(todo, found):
+            out[i] = self._decide(assessment)
         return [v for v in out if v is not None]
 
-    def _decide(
-        self, item: JudgeItem, window: str, sources: Sequence[int], overlap: float, ent: float
-    ) -> Verdict:
-        a = offline.analyse(item)
-        lexical = offline.decide(item, a)
-        feats = compute(
-            a, ent, overlap, [e.similarity for e in item.evidence], lexical.label == FACTUAL
-        )
-        p = self.combiner.probability(feats.values)
-        where = _passages_named(sources)
-        tail = f"entailment {ent:.2f} over {where}; P(supported) {p:.2f}"
+    def _decide(self, m: Assessment) -> Verdict:
+        a, ent, sources = m.analysis, m.entailment, m.window.sources
+        p = self.combiner.probability(m.features.values)
+        tail = f"entailment {ent:.2f} over {_passages_named(sources)}; P(supported) {p:.2f}"
         if p >= self.combiner.threshold:
-            cited = tuple(offline._cite(a)) or tuple(sorted(set(sources)))[: offline.MAX_CITED]
-            return Verdict(FACTUAL, SUPPORTED, round(p, 4), cited, f"{tail}")
+            cited = tuple(offline.cite(a)) or tuple(sorted(set(sources)))[: offline.MAX_CITED]
+            return Verdict(FACTUAL, SUPPORTED, round(p, 4), cited, tail)
         if a.missing or a.coverage < 1.0:
-            reason = f"{offline._missing_reason(a)}; {tail}"
+            reason = f"{offline.missing_reason(a)}; {tail}"
         else:
             reason = f"every word found, but {tail}"
         contradicted = ent < 0.1 and not a.missing and a.coverage >= 0.8

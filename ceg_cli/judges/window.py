@@ -70,13 +70,12 @@ def select_window(
     for sp in specifics(segment, seg_tokens):
         for k in sp.keys:
             weights[k] = 2.0
-    candidates: list[tuple[int, int, str, frozenset[str]]] = []  # (passage, order, text, keys)
-    order = 0
-    for p, text in enumerate(passages):
-        for sentence in _pieces(text):
-            keys = frozenset(t.key for t in tokenize(sentence) if is_content(t))
-            candidates.append((p, order, sentence, keys))
-            order += 1
+    sentences = [(p, sentence) for p, text in enumerate(passages) for sentence in _pieces(text)]
+    # (passage, position in the evidence, text, content keys)
+    candidates = [
+        (p, o, sentence, frozenset(t.key for t in tokenize(sentence) if is_content(t)))
+        for o, (p, sentence) in enumerate(sentences)
+    ]
     todo = dict(weights)
     chosen: list[tuple[int, int, str]] = []
     used = 0

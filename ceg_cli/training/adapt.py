@@ -49,21 +49,13 @@ class AdaptResult:
 
 def _score(judge: VerifierJudge, pairs: list[Pair], embed: Callable[..., Any]) -> dict[str, float]:
     """Balanced accuracy and nonfactual AUC-PR of ``judge`` on held-out synthetic pairs."""
-    import numpy as np
-    from sklearn.metrics import average_precision_score, balanced_accuracy_score
+    from .combiner import evaluate, featurize, items_for
 
-    from .combiner import featurize, items_for
-
-    items = items_for(pairs, embed)
-    X = featurize(items, judge.entailment, window_words=judge.combiner.window_words)
-    p = np.array([judge.combiner.probability(x) for x in X])
-    y = np.array([q.label for q in pairs])
-    pred = (p >= judge.combiner.threshold).astype(int)
-    return {
-        "balanced_accuracy": round(float(balanced_accuracy_score(y, pred)), 4),
-        "auc_pr_nonfactual": round(float(average_precision_score(1 - y, 1 - p)), 4),
-        "n": int(len(y)),
-    }
+    X = featurize(
+        items_for(pairs, embed), judge.entailment, window_words=judge.combiner.window_words
+    )
+    p = [judge.combiner.probability(x) for x in X]
+    return evaluate([q.label for q in pairs], p, judge.combiner.threshold)
 
 
 def adapt(

@@ -4,10 +4,9 @@ A training pair has a claim and an evidence text (a sentence, a passage or a
 whole document). To give the combiner the features it will see at check time,
 the evidence is cut into ~100-word passages as the index builder cuts a
 document, the passages are ranked by the embedding model's cosine similarity
-to the claim, and the CEG retrieval rule keeps the top ``k`` (the top one
-always, the others at or above the threshold). The claim and those passages
-then go through exactly the judge's code: window, cross-encoder, lexical
-analysis, features.
+to the claim, and the CEG retrieval rule (``retrieve.apply_threshold``) keeps
+the top ``k``. The claim and those passages then go through the judge's own
+code (``verifier.assess``): window, cross-encoder, lexical analysis, features.
 """
 
 from __future__ import annotations
@@ -17,43 +16,47 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..chunking import chunk_document
-from ..judges import offline
-from ..judges.features import FEATURES, compute
-from ..judges.verifier import Combiner
-from ..judges.window import DEFAULT_WINDOW_WORDS, select_window
-from ..types import FACTUAL, Document, Evidence, JudgeItem, Segment
+from ..index import Hit
+from ..judges.features import FEATURES
+from ..judges.verifier import Combiner, assess
+from ..judges.window import DEFAULT_WINDOW_WORDS
+from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, apply_threshold, to_evidence
+from ..types import Chunk, Document, JudgeItem, Segment
 from .sources import Pair
 
-__all__ = ["fit", "items_for", "featurize"]
+__all__ = ["evaluate", "featurize", "fit", "items_for"]
 
 
 def items_for(
     pairs: Sequence[Pair],
     embed: Callable[[list[str]], Any],
     *,
-    top_k: int = 5,
-    threshold: float = 0.35,
+    top_k: int = DEFAULT_TOP_K,
+    threshold: float = DEFAULT_THRESHOLD,
 ) -> list[JudgeItem]:
     """One ``JudgeItem`` per pair: the claim and its evidence passages, retrieved by rank."""
     import numpy as np
 
-    chunks: list[list[str]] = []
+    chunks = []
     for i, p in enumerate(pairs):
         doc = Document(f"pair{i}", "", p.evidence)
-        chunks.append([c.text for c in chunk_document(doc)] or [p.evidence])
-    flat = [t for cs in chunks for t in cs]
+        chunks.append(chunk_document(doc) or [doc_as_chunk(doc)])
     qv = embed([p.claim for p in pairs])
-    pv = embed(flat)
+    pv = embed([c.text for cs in chunks for c in cs])
     items = []
     at = 0
     for i, (p, cs) in enumerate(zip(pairs, chunks)):
         sims = pv[at : at + len(cs)] @ qv[i]
         at += len(cs)
-        order = np.argsort(-sims)[:top_k]
-        kept = [int(j) for r, j in enumerate(order) if r == 0 or sims[j] >= threshold]
-        ev = tuple(Evidence(j, f"pair{i}", "", cs[j], float(sims[j])) for j in kept)
-        items.append(JudgeItem(Segment(0, 0, len(p.claim), p.claim), ev))
+        hits = [Hit(int(j), float(sims[j]), cs[j]) for j in np.argsort(-sims)[:top_k]]
+        evidence = tuple(to_evidence(h) for h in apply_threshold(hits, threshold))
+        items.append(JudgeItem(Segment(0, 0, len(p.claim), p.claim), evidence))
     return items
+
+
+def doc_as_chunk(doc: Document) -> Chunk:
+    """The whole of a document the chunker cut nothing from (no sentence in it)."""
+    return Chunk(doc.id, doc.title, 0, 0, len(doc.text), doc.text)
 
 
 def featurize(
@@ -62,22 +65,25 @@ def featurize(
     *,
     window_words: int = DEFAULT_WINDOW_WORDS,
 ) -> list[tuple[float, ...]]:
-    """The feature vector of each item, computed as the verifier judge computes it."""
-    windows = [
-        select_window(
-            it.segment.text,
-            [e.text for e in it.evidence],
-            max_words=window_words,
-            titles=[e.title for e in it.evidence],
-        )
-        for it in items
-    ]
-    ents = entailment([(it.segment.text, w.text) for it, w in zip(items, windows)])
-    out = []
-    for it, w, ent in zip(items, windows, ents):
-        a = offline.analyse(it)
-        lexical = offline.decide(it, a).label == FACTUAL
-        out.append(compute(a, ent, w.overlap, [e.similarity for e in it.evidence], lexical).values)
+    """The feature vector of each item, computed by the judge's own ``assess``."""
+    return [m.features.values for m in assess(items, entailment, window_words=window_words)]
+
+
+def evaluate(y: Sequence[int], p: Sequence[float], threshold: float = 0.5) -> dict[str, float]:
+    """Balanced accuracy and nonfactual AUC-PR (when both labels occur), accuracy, counts.
+
+    ``y`` is 1 for supported; ``p`` is P(supported).
+    """
+    import numpy as np
+    from sklearn.metrics import average_precision_score, balanced_accuracy_score
+
+    ya, pa = np.asarray(y), np.asarray(p, dtype=np.float64)
+    pred = (pa >= threshold).astype(int)
+    out = {"n": int(len(ya)), "nonfactual_share": round(float(1 - ya.mean()), 4)}
+    if len(set(ya.tolist())) == 2:
+        out["balanced_accuracy"] = round(float(balanced_accuracy_score(ya, pred)), 4)
+        out["auc_pr_nonfactual"] = round(float(average_precision_score(1 - ya, 1 - pa)), 4)
+    out["accuracy"] = round(float((pred == ya).mean()), 4)
     return out
 
 

@@ -27,20 +27,6 @@ ID2LABEL = {0: "not_entailment", 1: "entailment"}
 CHECKPOINT = "checkpoint.pt"
 
 
-def _set_threads() -> None:
-    import torch
-
-    torch.set_num_threads(
-        max(
-            1,
-            min(
-                os.cpu_count() or 1,
-                int(os.environ.get("CEG_THREADS", "0")) or (os.cpu_count() or 1),
-            ),
-        )
-    )
-
-
 def encode(tok: Any, pairs: Sequence[tuple[str, ...]], max_length: int) -> Any:
     """One padded batch of (claim, window) pairs, the same at training and at check time.
 
@@ -81,7 +67,6 @@ def train_cross_encoder(
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    _set_threads()
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
     tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
@@ -188,7 +173,6 @@ def load_cross_encoder(path: str | Path, *, quantize: bool = True) -> tuple[Any,
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    _set_threads()
     tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     model = AutoModelForSequenceClassification.from_pretrained(
         str(path), local_files_only=True, dtype=torch.float32

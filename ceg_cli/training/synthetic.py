@@ -160,12 +160,9 @@ def make_pairs(
     """
     rng = random.Random(seed)
     pool: list[str] = []  # names seen in earlier documents
-    doc_names: list[str] = []
-    doc: list[Passage] = []
-    prev_sentence: str | None = None
-    for batch in _by_document(passages):
-        doc = batch
-        doc_names = []
+    prev_sentence: str | None = None  # a sentence of the previous document
+    for doc in _by_document(passages):
+        doc_names: list[str] = []
         for p in doc:
             sentence = _claim_sentence(p, rng)
             if sentence is None:
