@@ -6,7 +6,6 @@ what the command runs; the CLI only parses flags and renders the summary.
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,14 +67,11 @@ class RunSettings:
         max_attempts: int = 2,
         rewriter: str | None = None,
     ) -> RunSettings:
-        """Settings with explicit precedence: flag, then ``CEG_*`` variable, then default."""
-        top_k = top_k if top_k is not None else _env_number("CEG_TOP_K", int, DEFAULT_TOP_K)
-        threshold = (
-            threshold
-            if threshold is not None
-            else _env_number("CEG_THRESHOLD", float, DEFAULT_THRESHOLD)
-        )
-        query = query or os.environ.get("CEG_QUERY") or DEFAULT_QUERY
+        """Checked settings; ``None`` takes the library's default (the CLI reads
+        ``CEG_TOP_K``, ``CEG_THRESHOLD`` and ``CEG_QUERY`` before it gets here)."""
+        top_k = DEFAULT_TOP_K if top_k is None else top_k
+        threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+        query = query or DEFAULT_QUERY
         if top_k < 1:
             raise UsageError(f"--top-k {top_k}: must be at least 1")
         if not -1.0 <= threshold <= 1.0:
@@ -109,16 +105,6 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
         )
-
-
-def _env_number(name: str, kind: type, default: Any) -> Any:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        return kind(raw)
-    except ValueError:
-        raise UsageError(f"${name}={raw!r}: not a {kind.__name__}") from None
 
 
 class CheckRun:

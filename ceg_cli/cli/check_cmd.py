@@ -8,7 +8,19 @@ from typing import Any
 
 import typer
 
-from .common import IndexOption, QuietOption, err_console, handle_errors, warn
+from .common import (
+    IndexOption,
+    JudgeOption,
+    QueryMode,
+    QueryOption,
+    QuietOption,
+    ThresholdOption,
+    TopKOption,
+    UnparsableAs,
+    err_console,
+    handle_errors,
+    warn,
+)
 
 
 @handle_errors
@@ -16,36 +28,33 @@ def check_command(
     responses: str = typer.Argument(..., help="Responses file (JSONL), or - for stdin."),
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
-    judge: str = typer.Option("offline", "--judge", help="offline | nli:MODEL | llm:MODEL"),
-    top_k: int = typer.Option(
-        None, "--top-k", "-k", help="Passages retrieved per segment.", show_default=False
+    judge: str = JudgeOption,
+    top_k: int = TopKOption,
+    threshold: float = ThresholdOption,
+    query: QueryMode = QueryOption,
+    response_field: str = typer.Option(
+        "response", "--response-field", help="The field holding the text to check."
     ),
-    threshold: float = typer.Option(
-        None,
-        "--threshold",
-        help="Similarity below which passages after the first are dropped (the CEG rule).",
-        show_default=False,
-    ),
-    query: str = typer.Option(
-        None,
-        "--query",
-        help="Search with the 'segment' or 'question+segment'.",
-        show_default=False,
-    ),
-    response_field: str = typer.Option("response", "--response-field"),
     question_field: str = typer.Option(
-        None, "--question-field", help="(default: question, then prompt)", show_default=False
+        None,
+        "--question-field",
+        help="The field holding the question (default: question, then prompt).",
+        show_default=False,
     ),
     max_rate: float = typer.Option(
         None,
         "--max-nonfactual-rate",
-        help="Fail (exit 1) when the share of nonfactual segments exceeds this.",
+        min=0.0,
+        max=1.0,
+        help="Fail (exit 1) when the share of nonfactual segments exceeds this "
+        "(default: no limit).",
         show_default=False,
     ),
     max_responses: int = typer.Option(
         None,
         "--max-nonfactual-responses",
-        help="Fail (exit 1) when more responses than this are nonfactual.",
+        min=0,
+        help="Fail (exit 1) when more responses than this are nonfactual (default: no limit).",
         show_default=False,
     ),
     junit: Path = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
@@ -62,7 +71,7 @@ def check_command(
         False, "--regenerate", help="Rewrite nonfactual responses with the LLM from the "
         "evidence and check them again (needs --judge llm:MODEL).",
     ),
-    max_attempts: int = typer.Option(2, "--max-attempts", help="Rewrites per response."),
+    max_attempts: int = typer.Option(2, "--max-attempts", min=1, help="Rewrites per response."),
     rewriter: str = typer.Option(
         None, "--rewriter", help="The LLM that rewrites, as llm:MODEL (default: the judge, "
         "when it is an LLM).", show_default=False,
@@ -71,16 +80,18 @@ def check_command(
         None, "--llm-base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, "
         "else OpenAI). The key comes from $OPENAI_API_KEY.", show_default=False,
     ),
-    concurrency: int = typer.Option(4, "--concurrency", help="LLM requests at once."),
-    temperature: float = typer.Option(0.0, "--temperature", help="LLM sampling temperature."),
+    concurrency: int = typer.Option(4, "--concurrency", min=1, help="LLM requests at once."),
+    temperature: float = typer.Option(
+        0.0, "--temperature", min=0.0, max=2.0, help="LLM sampling temperature."
+    ),
     no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM call cache."),
     cache_dir: Path = typer.Option(
         None, "--cache-dir", help="Where the LLM call cache lives (default: $CEG_CACHE_DIR, "
         "else ~/.cache/ceg).", show_default=False,
     ),
-    unparsable_as: str = typer.Option(
-        "not_judged", "--unparsable-as", help="An LLM reply that cannot be read counts as "
-        "not_judged (the run fails, exit 3), nonfactual, or factual.",
+    unparsable_as: UnparsableAs = typer.Option(
+        "not_judged", "--unparsable-as", help="What an LLM reply that cannot be read counts "
+        "as (not_judged fails the run, exit 3).",
     ),
     quiet: bool = QuietOption,
 ) -> None:
@@ -96,7 +107,7 @@ def check_command(
         judge=judge,
         top_k=top_k,
         threshold=threshold,
-        query=query,
+        query=query.value,
         response_field=response_field,
         question_field=question_field,
         max_rate=max_rate,
@@ -106,7 +117,7 @@ def check_command(
         max_attempts=max_attempts,
         rewriter=rewriter,
         judge_options=_judge_options(
-            llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as
+            llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value
         ),
     )
     if report is not None and (
@@ -152,14 +163,6 @@ def _judge_options(
 ) -> dict[str, Any]:
     """What the LLM judge reads; other judges ignore it. The API key is not here:
     the client reads it from the environment, so it never passes through options."""
-    from ..errors import UsageError
-
-    if concurrency < 1:
-        raise UsageError(f"--concurrency {concurrency}: must be at least 1")
-    if unparsable_as not in ("not_judged", "nonfactual", "factual"):
-        raise UsageError(
-            f"--unparsable-as {unparsable_as}: choose not_judged, nonfactual or factual"
-        )
     options: dict[str, Any] = {
         "concurrency": concurrency,
         "temperature": temperature,

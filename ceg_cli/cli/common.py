@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
+from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from ..errors import CegError, ExitStatus, exit_code_for
+from ..judges.llm import UNPARSABLE_CHOICES
+from ..pipeline import DEFAULT_QUERY, QUERY_MODES
+from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,17 +27,59 @@ IndexOption = typer.Option(
     Path("index"),
     "--index",
     envvar="CEG_INDEX",
-    help="Index directory (default ./index, or $CEG_INDEX).",
-    show_default=False,
+    help="Index directory.",
 )
-QuietOption = typer.Option(False, "--quiet", "-q", help="No progress bars.")
+QuietOption = typer.Option(False, "--quiet", "-q", help="No progress output.")
+
+# Retrieval options shared by `check` and `eval`. Defaults come from the
+# library's constants, so `--help`, the code and the README (pinned by
+# tests/test_cli_options.py) cannot drift apart.
+QueryMode = Enum("QueryMode", {mode: mode for mode in QUERY_MODES}, type=str)  # type: ignore[misc]
+UnparsableAs = Enum(  # type: ignore[misc]
+    "UnparsableAs", {choice: choice for choice in UNPARSABLE_CHOICES}, type=str
+)
+
+TopKOption = typer.Option(
+    DEFAULT_TOP_K,
+    "--top-k",
+    "-k",
+    envvar="CEG_TOP_K",
+    min=1,
+    help="Passages retrieved per segment.",
+)
+ThresholdOption = typer.Option(
+    DEFAULT_THRESHOLD,
+    "--threshold",
+    envvar="CEG_THRESHOLD",
+    min=-1.0,
+    max=1.0,
+    help="Cosine similarity below which passages after the first are dropped (the CEG rule).",
+)
+QueryOption = typer.Option(
+    DEFAULT_QUERY,
+    "--query",
+    envvar="CEG_QUERY",
+    help="What is searched: the segment alone, or the question and the segment.",
+)
+JudgeOption = typer.Option(
+    "offline",
+    "--judge",
+    help="offline, verifier, verifier:DIR, nli:MODEL or llm:MODEL.",
+)
+
+
+#: Set by the ``ceg`` callback from ``--debug`` on every invocation.
+_debug_flag = False
+
+
+def set_debug(enabled: bool) -> None:
+    """Record ``ceg --debug`` (the callback runs before any command)."""
+    global _debug_flag
+    _debug_flag = enabled
 
 
 def _debug_enabled() -> bool:
-    ctx = click.get_current_context(silent=True)
-    if ctx is not None and ctx.find_root().params.get("debug"):
-        return True
-    return os.environ.get("CEG_DEBUG", "") not in ("", "0")
+    return _debug_flag
 
 
 def handle_errors(func: F) -> F:
@@ -45,7 +89,7 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (typer.Exit, click.exceptions.Exit, click.ClickException):
+        except (typer.Exit, typer.Abort, typer.TyperException):
             raise
         except KeyboardInterrupt:
             err_console.print("[yellow]interrupted[/]")

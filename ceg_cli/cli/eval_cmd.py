@@ -16,7 +16,17 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from .common import QuietOption, err_console, handle_errors, warn
+from .common import (
+    JudgeOption,
+    QueryMode,
+    QueryOption,
+    QuietOption,
+    ThresholdOption,
+    TopKOption,
+    err_console,
+    handle_errors,
+    warn,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -91,19 +101,10 @@ def eval_command(
         "knowledge (default: when --index is not given)",
         show_default=False,
     ),
-    judge: str = typer.Option("offline", "--judge", help="Judge: offline, nli:MODEL, ..."),
-    top_k: int = typer.Option(
-        None, "--top-k", "-k", help="Passages per segment (default: 5)", show_default=False
-    ),
-    threshold: float = typer.Option(
-        None,
-        "--threshold",
-        help="Similarity below which passages after the first are dropped (default: 0.5)",
-        show_default=False,
-    ),
-    query: str = typer.Option(
-        "question+segment", "--query", help="Search with the 'segment' or 'question+segment'."
-    ),
+    judge: str = JudgeOption,
+    top_k: int = TopKOption,
+    threshold: float = ThresholdOption,
+    query: QueryMode = QueryOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
     ),
@@ -111,7 +112,8 @@ def eval_command(
         None, "--json", help="Write the metrics (JSON).", show_default=False
     ),
     limit: int = typer.Option(
-        None, "--limit", help="Check only the first N records.", show_default=False
+        None, "--limit", min=1, help="Check only the first N records (default: all).",
+        show_default=False,
     ),
     quiet: bool = QuietOption,
 ) -> None:
@@ -122,17 +124,9 @@ def eval_command(
     from ..evaluate import prediction_record, run_evaluation
     from ..index import open_index
     from ..judges import create_judge
-    from ..pipeline import QUERY_MODES, CheckOptions
-    from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
+    from ..pipeline import CheckOptions
+    from ..retrieve import RetrievalOptions
 
-    if query not in QUERY_MODES:
-        raise UsageError(f"--query {query}: choose one of: {', '.join(QUERY_MODES)}")
-    top_k = DEFAULT_TOP_K if top_k is None else top_k
-    threshold = DEFAULT_THRESHOLD if threshold is None else threshold
-    if top_k < 1:
-        raise UsageError(f"--top-k {top_k}: must be at least 1")
-    if limit is not None and limit < 1:
-        raise UsageError(f"--limit {limit}: must be at least 1")
     for flag, path in (("--out", out), ("--json", json_out)):
         # Fail before a long run, not after it.
         if path is not None and not path.resolve().parent.is_dir():
@@ -148,7 +142,7 @@ def eval_command(
         )
     index_dir = _resolve_index(data, index, build_corpus, quiet)
     checker = create_judge(judge, {})
-    options = CheckOptions(RetrievalOptions(top_k, threshold), query=query)
+    options = CheckOptions(RetrievalOptions(top_k, threshold), query=query.value)
     if not quiet:
         err_console.print(
             f"{dataset.name}: {len(data.examples)} responses ({data.format}), index {index_dir}, "

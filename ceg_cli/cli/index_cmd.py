@@ -29,11 +29,11 @@ def build(
     model: str = typer.Option(
         None,
         "--model",
-        help="sentence-transformers model name or local path "
-        "(default: all-MiniLM-L6-v2, shipped offline)",
+        help="sentence-transformers model: a local directory, or a name in the local "
+        "cache (default: all-MiniLM-L6-v2, shipped offline)",
         show_default=False,
     ),
-    chunk_words: int = typer.Option(100, "--chunk-words", help="Words per passage."),
+    chunk_words: int = typer.Option(100, "--chunk-words", min=1, help="Words per passage."),
     namespace: list[int] = typer.Option(
         [0], "--namespace", "-n", help="MediaWiki namespaces to index (repeatable)."
     ),
@@ -45,7 +45,9 @@ def build(
     append: bool = typer.Option(
         False, "--append", help="Add to the existing index; unchanged sources are skipped."
     ),
-    batch_size: int = typer.Option(64, "--batch-size", help="Passages per model batch."),
+    batch_size: int = typer.Option(
+        64, "--batch-size", min=1, help="Passages per model batch."
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -115,15 +117,12 @@ def info(
 def search(
     query: str = typer.Argument(..., help="The text to search for."),
     index: Path = IndexOption,
-    k: int = typer.Option(5, "-k", "--top-k", help="Number of passages."),
+    k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
     """Print the passages most similar to QUERY, best first, with their cosine score."""
-    from ..errors import UsageError
     from ..index import open_index
 
-    if k < 1:
-        raise UsageError(f"-k {k}: must be at least 1")
     with open_index(index) as idx:
         hits = idx.search([query], k)[0]
     for rank, hit in enumerate(hits, 1):

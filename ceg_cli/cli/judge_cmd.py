@@ -23,8 +23,12 @@ def train_command(
         "verifier", "--base", help="Model to start from: verifier (the shipped one) or a DIR."
     ),
     minutes: float = typer.Option(30.0, "--minutes", help="Stop training after this long."),
-    pairs: int = typer.Option(2000, "--pairs", help="Synthetic pairs to train on, at most."),
-    held_out: int = typer.Option(300, "--held-out", help="Held-out pairs scored before/after."),
+    pairs: int = typer.Option(
+        2000, "--pairs", min=1, help="Synthetic pairs to train on, at most."
+    ),
+    held_out: int = typer.Option(
+        300, "--held-out", min=1, help="Held-out pairs scored before/after."
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed for pair generation and training order."),
     quiet: bool = QuietOption,
 ) -> None:
@@ -38,8 +42,8 @@ def train_command(
     from ..judges.verifier import SHIPPED
     from ..training.adapt import adapt
 
-    if minutes <= 0 or pairs <= 0 or held_out <= 0:
-        raise UsageError("--minutes, --pairs and --held-out must be positive")
+    if minutes <= 0:
+        raise UsageError(f"--minutes {minutes}: must be more than 0")
     base_dir = SHIPPED if base == "verifier" else Path(base).expanduser()
     if not base_dir.is_dir():
         raise UsageError(f"--base {base}: no such model directory")

@@ -8,6 +8,7 @@ import typer
 
 from .. import __version__
 from .check_cmd import check_command
+from .common import set_debug
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
@@ -35,12 +36,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def main(
-    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    debug: bool = typer.Option(
+        False, "--debug", envvar="CEG_DEBUG", help="Show tracebacks for errors."
+    ),
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
 ) -> None:
     """ceg: Citation-Enhanced Generation as a batch fact-checker."""
+    set_debug(debug)
     # ceg draws its own progress bars; the model libraries' "Loading weights"
     # bars would only add noise to stderr. Read when those libraries import.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
