@@ -197,12 +197,15 @@ def enwiki_index(given: Path | None) -> Path:
     if (target / "meta.json").exists():
         return target
     from ceg_cli.builder import BuildOptions, build_index
+    from ceg_cli.progress import PlainProgress
 
     source = (
         ENWIKI_SAMPLE if ENWIKI_SAMPLE.exists() else SHARED_DATA / "wiki" / "enwiki-sample.xml.bz2"
     )
     log(f"building the enwiki sample index into {target} (about 4 minutes)")
-    build_index([source], target, BuildOptions(progress=True))
+    progress = PlainProgress(lambda line: print(line, file=sys.stderr, flush=True))
+    build_index([source], target, BuildOptions(), progress=progress)
+    progress.close()
     return target
 
 

@@ -40,6 +40,7 @@ from .index import (
     read_meta,
 )
 from .indexdir import FOREIGN_OK, source_digest, swap_into_place, temp_dir
+from .progress import NO_PROGRESS, Progress
 from .types import Chunk
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
@@ -56,7 +57,6 @@ class BuildOptions:
     embed_text: str = DEFAULT_EMBED_TEXT
     batch_size: int = 64
     append: bool = False
-    progress: bool = False
 
 
 @dataclass
@@ -79,8 +79,12 @@ def build_index(
     *,
     embedder: Embedder | None = None,
     on_warning: Callable[[str], None] | None = None,
+    progress: Progress = NO_PROGRESS,
 ) -> BuildReport:
-    """Build (or with ``options.append``, extend) the index at ``target``."""
+    """Build (or with ``options.append``, extend) the index at ``target``.
+
+    ``progress`` gets three counters: pages read, passages, passages embedded.
+    """
     started = time.perf_counter()
     target = Path(target)
     report = BuildReport(target)
@@ -133,7 +137,7 @@ def build_index(
             tmp, target if old_meta else None, replaced_keys, old_sources, embedder.dimension
         )
         new_sources = _fill(
-            todo, kinds, digests, options, embedder, vectors, db, report, on_warning
+            todo, kinds, digests, options, embedder, vectors, db, report, on_warning, progress
         )
         db.commit()
         (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
@@ -239,10 +243,9 @@ def _fill(
     db: sqlite3.Connection,
     report: BuildReport,
     on_warning: Callable[[str], None] | None,
+    progress: Progress,
 ) -> list[dict[str, Any]]:
     """Stream every source in ``todo`` into ``vectors`` and ``db``."""
-    from tqdm import tqdm
-
     per_source: dict[str, dict[str, Any]] = {}
     for path in todo:
         per_source[str(path.resolve())] = {
@@ -256,36 +259,33 @@ def _fill(
         if kinds[path] == "mediawiki":
             per_source[str(path.resolve())]["namespaces"] = sorted(options.namespaces)
 
-    bars = _Bars(tqdm, enabled=options.progress)
+    bars = _Bars(progress)
     next_id = vectors.ntotal
-    try:
-        for batch in _produce_in_background(todo, options, per_source, bars, on_warning):
-            t0 = time.perf_counter()
-            vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
-            report.embed_seconds += time.perf_counter() - t0
-            vectors.add(vecs)
-            db.executemany(
-                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    for batch in _produce_in_background(todo, options, per_source, bars, on_warning):
+        t0 = time.perf_counter()
+        vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
+        report.embed_seconds += time.perf_counter() - t0
+        vectors.add(vecs)
+        db.executemany(
+            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
                 (
-                    (
-                        next_id + i,
-                        c.doc_id,
-                        c.title,
-                        c.ordinal,
-                        c.start,
-                        c.end,
-                        c.text,
-                        c.url,
-                        c.source,
-                    )
-                    for i, c in enumerate(batch)
-                ),
-            )
-            next_id += len(batch)
-            report.chunks += len(batch)
-            bars.embedded.update(len(batch))
-    finally:
-        bars.close()
+                    next_id + i,
+                    c.doc_id,
+                    c.title,
+                    c.ordinal,
+                    c.start,
+                    c.end,
+                    c.text,
+                    c.url,
+                    c.source,
+                )
+                for i, c in enumerate(batch)
+            ),
+        )
+        next_id += len(batch)
+        report.chunks += len(batch)
+        bars.embedded.update(len(batch))
     report.documents = sum(s["documents"] for s in per_source.values())
     return list(per_source.values())
 
@@ -368,15 +368,12 @@ def _with_source(chunk: Chunk, source: str) -> Chunk:
 
 
 class _Bars:
-    def __init__(self, tqdm: Any, *, enabled: bool) -> None:
-        opts = {"disable": not enabled, "leave": True, "dynamic_ncols": True}
-        self.pages = tqdm(desc="pages read", unit=" pages", position=0, **opts)
-        self.passages = tqdm(desc="passages", unit=" passages", position=1, **opts)
-        self.embedded = tqdm(desc="embedded", unit=" passages", position=2, **opts)
+    """The build's three counters, updated by the reader thread and the embedder."""
 
-    def close(self) -> None:
-        for bar in (self.pages, self.passages, self.embedded):
-            bar.close()
+    def __init__(self, progress: Progress) -> None:
+        self.pages = progress.counter("pages read", "pages")
+        self.passages = progress.counter("passages", "passages")
+        self.embedded = progress.counter("embedded", "passages")
 
 
 def _size(path: Path) -> int:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .datasets import Dataset
 from .errors import UsageError
+from .progress import NO_PROGRESS, Progress
 
 if TYPE_CHECKING:
     from .embedding import Embedder
@@ -50,7 +51,7 @@ def ensure_corpus_index(
     dataset: Dataset,
     target: Path | None = None,
     *,
-    progress: bool = False,
+    progress: Progress = NO_PROGRESS,
     embedder: Embedder | None = None,
 ) -> tuple[Path, bool]:
     """Build the index of the dataset's own corpus unless it is already there.
@@ -83,6 +84,6 @@ def ensure_corpus_index(
                 f"{dataset.path.name} there would replace it: choose an empty directory, or "
                 "drop --build-corpus to check against that index"
             )
-    options = BuildOptions(embed_text=dataset.embed_text, progress=progress)
-    build_index([corpus], index_dir, options, embedder=embedder)
+    options = BuildOptions(embed_text=dataset.embed_text)
+    build_index([corpus], index_dir, options, embedder=embedder, progress=progress)
     return index_dir, True

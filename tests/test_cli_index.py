@@ -194,4 +194,5 @@ def test_search_json_lines(run_cli, mini_index: Path) -> None:
 def test_search_rejects_k_below_one(run_cli, tmp_path: Path) -> None:
     result = run_cli("index", "search", QUESTION, "-k", "0", "--index", tmp_path)
     assert result.exit_code == 2
-    _assert_one_line_error(result.stderr, "-k 0")
+    assert "Invalid value for '--top-k' / '-k'" in result.stderr
+    assert "greater than or equal to" in result.stderr

@@ -21,6 +21,7 @@ from .common import (
     handle_errors,
     warn,
 )
+from .progress import cli_progress
 
 
 @handle_errors
@@ -130,13 +131,14 @@ def check_command(
     builder = ReportBuilder() if report is not None and out is None else None
 
     def on_record(record: dict[str, Any]) -> None:
-        bar.update(1)
+        checked.update(1)
         if builder is not None:
             builder.add(record)
 
     started = time.perf_counter()
     try:
-        with _progress(quiet) as bar:
+        with cli_progress(quiet) as progress:
+            checked = progress.counter("checked", "responses")
             run.execute(on_record=on_record, junit=junit)
         run.summary.seconds = time.perf_counter() - started
         result = run.finish(markdown=summary_file)
@@ -174,12 +176,6 @@ def _judge_options(
     if cache_dir is not None:
         options["cache_dir"] = str(cache_dir)
     return options
-
-
-def _progress(quiet: bool):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
-    return tqdm(desc="responses", unit=" responses", disable=quiet, dynamic_ncols=True)
 
 
 def _render(run, result) -> None:  # type: ignore[no-untyped-def]

@@ -27,9 +27,12 @@ from .common import (
     handle_errors,
     warn,
 )
+from .progress import cli_progress
 
 if TYPE_CHECKING:
     from rich.table import Table
+
+    from ..progress import Progress
 
 out_console = Console(highlight=False, soft_wrap=True)
 
@@ -140,21 +143,20 @@ def eval_command(
             f"{dataset}: {len(lines)} rows have no response text (lines {shown}); "
             "their 'segmented_response' segments, joined by spaces, are checked instead"
         )
-    index_dir = _resolve_index(data, index, build_corpus, quiet)
-    checker = create_judge(judge, {})
-    options = CheckOptions(RetrievalOptions(top_k, threshold), query=query.value)
-    if not quiet:
-        err_console.print(
-            f"{dataset.name}: {len(data.examples)} responses ({data.format}), index {index_dir}, "
-            f"judge {checker.name}"
-        )
-    from tqdm import tqdm
-
-    with (
-        open_index(index_dir) as idx,
-        tqdm(total=len(data.examples), desc="checked", unit=" responses", disable=quiet) as bar,
-    ):
-        evaluation = run_evaluation(data, idx, checker, options, on_result=lambda _r: bar.update())
+    with cli_progress(quiet) as progress:
+        index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
+        checker = create_judge(judge, {})
+        options = CheckOptions(RetrievalOptions(top_k, threshold), query=query.value)
+        if not quiet:
+            err_console.print(
+                f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
+                f"index {index_dir}, judge {checker.name}"
+            )
+        checked = progress.counter("checked", "responses", total=len(data.examples))
+        with open_index(index_dir) as idx:
+            evaluation = run_evaluation(
+                data, idx, checker, options, on_result=lambda _r: checked.update()
+            )
     metrics = evaluation.metrics
     metrics["run"]["seconds"] = round(time.perf_counter() - started, 1)
     if out is not None:
@@ -168,7 +170,9 @@ def eval_command(
     out_console.print(render_table(metrics))
 
 
-def _resolve_index(data: Any, index: Path | None, build_corpus: bool | None, quiet: bool) -> Path:
+def _resolve_index(
+    data: Any, index: Path | None, build_corpus: bool | None, quiet: bool, progress: Progress
+) -> Path:
     """Which index to check against (flag, then the data's own corpus, then $CEG_INDEX, ./index)."""
     from ..errors import UsageError
     from ..eval_corpus import ensure_corpus_index
@@ -183,7 +187,7 @@ def _resolve_index(data: Any, index: Path | None, build_corpus: bool | None, qui
             )
         if not quiet:
             err_console.print(f"corpus of {data.path.name}: {len(data.documents)} documents")
-        path, built = ensure_corpus_index(data, index, progress=not quiet)
+        path, built = ensure_corpus_index(data, index, progress=progress)
         if not quiet:
             err_console.print(f"{'built' if built else 'reusing'} corpus index {path}")
         return path

@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .common import IndexOption, QuietOption, err_console, handle_errors, warn
+from .progress import cli_progress
 
 app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
 out_console = Console(highlight=False, soft_wrap=True)
@@ -60,9 +61,9 @@ def build(
         embed_text="title+text" if embed_title else "text",
         batch_size=batch_size,
         append=append,
-        progress=not quiet,
     )
-    report = build_index(sources, index, options, on_warning=warn)
+    with cli_progress(quiet) as progress:
+        report = build_index(sources, index, options, on_warning=warn, progress=progress)
     for path in report.unchanged:
         err_console.print(f"unchanged, skipped: {path}")
     for path in report.replaced:

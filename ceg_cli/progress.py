@@ -1,0 +1,110 @@
+"""Progress of the long stages, as counters the caller decides how to show.
+
+Library code (the index builder, the check and eval loops) only counts: it
+asks a ``Progress`` for named counters and updates them, from any thread. The
+command line chooses what the counts become: live bars on a terminal
+(``ceg_cli.cli.progress``), a few plain lines in a log (``PlainProgress``), or
+nothing (``NO_PROGRESS``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+#: Seconds between the plain progress lines written to a log.
+PLAIN_INTERVAL = 30.0
+
+
+class Counter(Protocol):
+    def update(self, n: int = 1) -> None: ...
+
+
+class Progress(Protocol):
+    def counter(self, label: str, unit: str, total: int | None = None) -> Counter:
+        """A new counter, shown under ``label`` and counting ``unit`` (plural)."""
+        ...
+
+
+class _NullCounter:
+    def update(self, n: int = 1) -> None:
+        pass
+
+
+class NoProgress:
+    """Counts nothing and shows nothing (``--quiet``, library callers)."""
+
+    def counter(self, label: str, unit: str, total: int | None = None) -> Counter:
+        return _NullCounter()
+
+
+NO_PROGRESS: Progress = NoProgress()
+
+
+@dataclass
+class _PlainCounter:
+    owner: PlainProgress
+    label: str
+    unit: str
+    total: int | None
+    started: float
+    count: int = 0
+
+    def update(self, n: int = 1) -> None:
+        self.owner._advance(self, n)
+
+    def describe(self, now: float) -> str:
+        done = f"{self.count:,}" if self.total is None else f"{self.count:,}/{self.total:,}"
+        seconds = now - self.started
+        rate = f", {self.count / seconds:,.1f}/s" if seconds > 0 and self.count else ""
+        return f"{self.label} {done} {self.unit}{rate}"
+
+
+@dataclass
+class PlainProgress:
+    """Progress as whole lines, for a log rather than a terminal.
+
+    A line when a counter starts, one line with every counter each
+    ``interval`` seconds while they move, and each counter's total when
+    ``close`` is called: no carriage returns, no escape sequences, and a
+    CI log of a long build stays a few dozen lines long.
+    """
+
+    emit: Callable[[str], None]
+    interval: float = PLAIN_INTERVAL
+    clock: Callable[[], float] = time.monotonic
+    _counters: list[_PlainCounter] = field(default_factory=list)
+    _last: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def counter(self, label: str, unit: str, total: int | None = None) -> Counter:
+        with self._lock:
+            now = self.clock()
+            if not self._counters:
+                self._last = now
+            counter = _PlainCounter(self, label, unit, total, now)
+            self._counters.append(counter)
+        of = "" if total is None else f" ({total:,} {unit})"
+        self.emit(f"{label}: started{of}")
+        return counter
+
+    def _advance(self, counter: _PlainCounter, n: int) -> None:
+        with self._lock:
+            counter.count += n
+            now = self.clock()
+            if now - self._last < self.interval:
+                return
+            self._last = now
+            line = " · ".join(c.describe(now) for c in self._counters)
+        self.emit(f"progress: {line}")
+
+    def close(self) -> None:
+        with self._lock:
+            now = self.clock()
+            finished, self._counters = self._counters, []
+        for counter in finished:
+            self.emit(f"{counter.label}: {counter.count:,} {counter.unit} in "
+                      f"{now - counter.started:.1f} s")
