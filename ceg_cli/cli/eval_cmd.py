@@ -189,7 +189,7 @@ def _resolve_index(data: Any, index: Path | None, build_corpus: bool | None, qui
             )
         if not quiet:
             err_console.print(f"corpus of {data.path.name}: {len(data.documents)} documents")
-        path, built = ensure_corpus_index(data, index, progress=not quiet)
+        path, built = ensure_corpus_index(data, index, progress=not quiet, on_warning=warn)
         if not quiet:
             err_console.print(f"{'built' if built else 'reusing'} corpus index {path}")
         return path
