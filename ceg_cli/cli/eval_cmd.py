@@ -146,6 +146,7 @@ def eval_command(
             f"{dataset}: {len(lines)} rows have no response text (lines {shown}); "
             "their 'segmented_response' segments, joined by spaces, are checked instead"
         )
+    _report_bad_rows(dataset, data.bad_rows)
     index_dir = _resolve_index(data, index, build_corpus, quiet)
     checker = create_judge(judge, {})
     options = CheckOptions(RetrievalOptions(top_k, threshold), query=query)
@@ -172,6 +173,14 @@ def eval_command(
             json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     out_console.print(render_table(metrics))
+
+
+def _report_bad_rows(dataset: Path, bad_rows: list[str], shown: int = 20) -> None:
+    """One warning per row left out (the first ``shown``), then how many more."""
+    for message in bad_rows[:shown]:
+        warn(f"{message}; row left out")
+    if len(bad_rows) > shown:
+        warn(f"{dataset}: {len(bad_rows) - shown} more rows left out (not shown)")
 
 
 def _resolve_index(data: Any, index: Path | None, build_corpus: bool | None, quiet: bool) -> Path:
