@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .datasets import Dataset
 from .errors import UsageError
@@ -83,7 +83,6 @@ def ensure_corpus_index(
     warn = on_warning or _python_warning
     index_dir = Path(target) if target is not None else corpus_cache_dir(dataset) / "index"
     corpus = index_dir.parent / f"{index_dir.name}.corpus.jsonl"
-    corpus.parent.mkdir(parents=True, exist_ok=True)
     with hold_corpus_lock(index_dir, on_wait=warn):
         _write_atomically(corpus, dataset.documents)
         if (index_dir / META_FILE).exists():
@@ -115,23 +114,33 @@ def hold_corpus_lock(
     False and another process holds it (nothing is held then)."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(corpus_lock_path(index_dir)))
+    path = corpus_lock_path(index_dir)
+    lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=_LOCK_NOTICE_S if wait else 0)
+        _acquire(lock, path, _LOCK_NOTICE_S if wait else 0)
     except Timeout:
         if not wait:
             yield False
             return
         if on_wait is not None:
-            on_wait(
-                f"another run is building the corpus index {index_dir}; waiting for it "
-                f"(lock {corpus_lock_path(index_dir)})"
-            )
-        lock.acquire()
+            on_wait(f"another run is building the corpus index {index_dir}; waiting for it")
+        _acquire(lock, path, -1)
     try:
         yield True
     finally:
         lock.release()
+
+
+def _acquire(lock: Any, path: Path, timeout: float) -> None:
+    while True:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire(timeout=timeout)
+            return
+        except FileNotFoundError:
+            # `ceg cache prune` removed the folder, lock file and all, while this
+            # run waited: make it again and take a fresh lock.
+            continue
 
 
 def _write_atomically(path: Path, documents: Iterable[dict[str, str]]) -> None:
