@@ -178,3 +178,48 @@ def test_the_lock_sits_beside_the_index_and_is_released(
 @pytest.fixture(autouse=True)
 def _no_stray_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
+
+
+HOLD_THEN_PRUNE = r"""
+import shutil, sys
+from pathlib import Path
+from filelock import FileLock
+lock = FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+sys.stdin.readline()
+shutil.rmtree(Path(sys.argv[1]).parent)  # what `ceg cache prune` does, lock file and all
+lock.release()
+"""
+
+
+def test_a_run_waiting_while_its_folder_is_pruned_takes_a_fresh_lock(tmp_path: Path) -> None:
+    import threading
+
+    from ceg_cli.eval_corpus import hold_corpus_lock
+
+    index_dir = tmp_path / "eval" / "key" / "index"
+    index_dir.parent.mkdir(parents=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_THEN_PRUNE, str(corpus_lock_path(index_dir))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    seen: list[object] = []
+    waiting = threading.Event()
+
+    def wait_then_hold() -> None:
+        try:
+            with hold_corpus_lock(index_dir, on_wait=lambda _m: waiting.set()) as held:
+                seen.append((held, corpus_lock_path(index_dir).exists()))
+        except BaseException as exc:  # handed to the test thread
+            seen.append(exc)
+
+    waiter = threading.Thread(target=wait_then_hold)
+    waiter.start()
+    assert waiting.wait(timeout=30)  # the run is waiting for the lock now
+    holder.communicate("\n", timeout=30)
+    waiter.join(timeout=30)
+    assert seen == [(True, True)]
