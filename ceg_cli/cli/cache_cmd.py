@@ -101,11 +101,12 @@ def prune(
         f"{report.replies_removed} LLM replies and {report.indexes_removed} eval corpus "
         f"indexes older than {older_than:g} days"
     )
-    done = (
-        f"would remove {what} (at least {freed})"
-        if dry_run
-        else f"removed {what}, {freed} freed"
-    )
+    if not dry_run:
+        done = f"removed {what}, {freed} freed"
+    elif report.indexes_removed:
+        done = f"would remove {what} (the indexes hold {freed})"
+    else:
+        done = f"would remove {what}"
     err_console.print(
         f"{root}: {done}; kept {report.replies_kept} replies and {report.indexes_kept} indexes"
     )
