@@ -387,6 +387,7 @@ def _retry_after(headers: Mapping[str, str], now: float | None = None) -> float 
         raw = headers.get(name)
         if raw is None:
             continue
+        value: float | None
         try:
             value = float(raw) * scale
         except ValueError:
