@@ -15,14 +15,18 @@ Four formats, one ``Example`` type:
   response ``label``; optional ``id``, ``question``/``prompt``, ``pair``,
   ``evidence_ids`` and ``evidence_titles``.
 
-A labelled benchmark is read whole and must be well formed: a bad line stops
-the run with the file, line and field, because a silently skipped line would
-change the figures.
+A labelled benchmark is read whole. A line that is not JSON, or a FELM or
+generic row that is malformed, stops the run with the file, line and field. A
+HaluEval or FEVER row whose text field holds no text (null, NaN, an empty list:
+what converted copies of those benchmarks carry) is left out with a one-line
+message in ``Dataset.bad_rows``, and the other rows run; a list of strings is
+joined and a number is written out, as the text they stand for.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -73,6 +77,8 @@ class Dataset:
     #: FELM rows whose ``response`` was not text (NaN, null, a number: FELM's own
     #: ``eval/all.jsonl`` has such rows) and was rebuilt from their segments.
     rebuilt_responses: list[int] = field(default_factory=list)
+    #: Rows left out, one message each naming file, line and field (``RowError``).
+    bad_rows: list[str] = field(default_factory=list)
 
     @property
     def has_corpus(self) -> bool:
@@ -98,10 +104,18 @@ def load_dataset(path: Path, format: str | None = None, *, limit: int | None = N
     reader = _READERS[format]
     dataset = Dataset(path, format, [])
     for n, (line, record) in enumerate(records):
-        reader(dataset, n, line, record, keep=limit is None or n < limit)
+        try:
+            reader(dataset, n, line, record, keep=limit is None or n < limit)
+        except RowError as exc:
+            dataset.bad_rows.append(str(exc))
     if not dataset.examples:
-        raise UsageError(f"{path}: no labelled examples in {format} format")
+        first = f" (first row left out: {dataset.bad_rows[0]})" if dataset.bad_rows else ""
+        raise UsageError(f"{path}: no labelled examples in {format} format{first}")
     return dataset
+
+
+class RowError(UsageError):
+    """One row cannot be read; ``load_dataset`` leaves it out and reads on."""
 
 
 def detect_format(path: Path, line: int, record: Mapping[str, Any]) -> str:
@@ -150,6 +164,52 @@ def _get(record: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
         got = "missing" if value is None else f"of type {type(value).__name__}"
         raise UsageError(f"{where}: field '{key}' is {got}; expected a {kind.__name__}")
     return value
+
+
+def _text(record: Mapping[str, Any], key: str, where: str) -> str:
+    """The text of ``record[key]``; a list of strings is joined by spaces and a
+    number written out; anything else that is not text is a ``RowError``."""
+    value = record.get(key)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        value = " ".join(v.strip() for v in value if v.strip())
+    elif isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    elif isinstance(value, float) and math.isfinite(value):
+        value = str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, str) and value.strip():
+        return value
+    got = "missing" if key not in record else _describe(record[key])
+    raise RowError(f"{where}: field '{key}' is {got}; expected text")
+
+
+def _row_id(record: Mapping[str, Any], line: int, where: str) -> str | int:
+    """A row's ``id``: a string or an integer as given (an integral float becomes
+    an integer), the line number when it is missing, null or empty."""
+    value = record.get("id")
+    if value is None or value == "":
+        return line
+    if isinstance(value, str) or isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise RowError(f"{where}: field 'id' is {_describe(value)}; expected a string or an integer")
+
+
+def _describe(value: Any) -> str:
+    """What a JSON value is, for a message: null, NaN, empty, a list, ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "infinite"
+    if isinstance(value, str):
+        return "empty"
+    if isinstance(value, list):
+        return "a list" if value else "an empty list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"of type {type(value).__name__}"
 
 
 def _optional_str(record: Mapping[str, Any], key: str, where: str) -> str | None:
@@ -263,20 +323,24 @@ def title_from_url(url: str) -> str:
 
 def _read_halueval(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: bool) -> None:
     where = f"{ds.path}:{line}"
-    knowledge = _get(record, "knowledge", str, where)
+    knowledge = _text(record, "knowledge", where)
     doc_id = str(n)
     # The title is the id: the passages have none, so the index embeds text only.
     ds.documents.append({"id": doc_id, "title": doc_id, "text": knowledge})
     ds.embed_text = "text"
     if not keep:
         return
-    question = _get(record, "question", str, where)
+    question = _text(record, "question", where)
     pair = str(n)
-    for role, key, gold in (
-        ("right", "right_answer", True),
-        ("hallucinated", "hallucinated_answer", False),
-    ):
-        answer = _get(record, key, str, where)
+    # Both answers are read before either is kept: a pair is whole or left out.
+    answers = [
+        (role, _text(record, key, where), gold)
+        for role, key, gold in (
+            ("right", "right_answer", True),
+            ("hallucinated", "hallucinated_answer", False),
+        )
+    ]
+    for role, answer, gold in answers:
         ds.examples.append(
             Example(
                 ResponseInput(f"{n}-{role}", line, answer, question, {"pair": pair, "role": role}),
@@ -298,24 +362,29 @@ def _read_fever(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep:
     if not keep:
         return
     where = f"{ds.path}:{line}"
-    claim = _get(record, "claim", str, where).strip()
-    label = _get(record, "label", str, where)
+    label = record.get("label")
     if label == "NOT ENOUGH INFO":
         ds.skipped += 1
         return
-    if label not in _FEVER_GOLD:
-        raise UsageError(
-            f"{where}: field 'label' is {label!r}; expected SUPPORTS, REFUTES or NOT ENOUGH INFO"
+    if not isinstance(label, str) or label not in _FEVER_GOLD:
+        got = "missing" if "label" not in record else _describe(label)
+        got = repr(label) if isinstance(label, str) else got
+        raise RowError(
+            f"{where}: field 'label' is {got}; expected SUPPORTS, REFUTES or NOT ENOUGH INFO"
         )
+    claim = _text(record, "claim", where).strip()
+    rid = _row_id(record, line, where)
     titles = set()
-    for evidence_set in record.get("evidence") or []:
+    evidence = record.get("evidence")
+    # NOT ENOUGH INFO rows have [[[annotation, null, null, null]]]; others nest lists.
+    for evidence_set in evidence if isinstance(evidence, list) else []:
         for item in evidence_set if isinstance(evidence_set, list) else []:
             if isinstance(item, list) and len(item) >= 3 and isinstance(item[2], str):
                 titles.add(normalize_title(item[2]))
     segment = Segment(0, 0, len(claim), claim)
     ds.examples.append(
         Example(
-            ResponseInput(record.get("id", line), line, claim, None, {}, (segment,)),
+            ResponseInput(rid, line, claim, None, {}, (segment,)),
             _FEVER_GOLD[label],
             (_FEVER_GOLD[label],),
             evidence_titles=frozenset(titles),

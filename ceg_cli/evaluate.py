@@ -214,6 +214,8 @@ def run_evaluation(
         "threshold": options.retrieval.threshold,
         "query": options.query,
         "skipped": dataset.skipped,
+        # Rows that could not be read (no text where text is expected).
+        "rows_left_out": len(dataset.bad_rows),
     }
     return Evaluation(dataset, results, metrics, retrieved)
 

@@ -234,3 +234,19 @@ def test_eval_halueval_builds_its_corpus_once(
     again = run(data, "--judge", "fake", "--quiet")
     assert again.exit_code == 0 and again.stderr == ""
     assert list((tmp_path / "cache" / "eval").iterdir())  # the cache was used
+
+
+def test_fever_rows_without_text_are_named_and_the_rest_run(
+    tmp_path: Path, hash_index: Path, hash_model: None, fake_judge: None, no_default_index: None
+) -> None:
+    data = Path(__file__).parent / "data" / "benchmarks" / "fever-odd-rows.jsonl"
+    metrics_file = tmp_path / "metrics.json"
+    result = run(data, "--index", hash_index, "--judge", "fake", "--json", metrics_file, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    stderr = " ".join(result.stderr.split())  # the console may wrap long lines
+    for line, field in ((4, "claim"), (5, "id"), (6, "label")):
+        assert f"fever-odd-rows.jsonl:{line}: field '{field}'" in stderr, stderr
+    assert stderr.count("row left out") == 3
+    metrics = json.loads(metrics_file.read_text(encoding="utf-8"))
+    assert metrics["responses"]["count"] == 3
+    assert metrics["run"]["rows_left_out"] == 3 and metrics["run"]["skipped"] == 1

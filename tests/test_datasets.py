@@ -318,3 +318,59 @@ def test_felm_rows_with_nan_response_are_checked_from_their_segments(tmp_path: P
         "It premiered in 1620.",
     ]
     assert ex.segment_labels == (True, False)
+
+
+BENCHMARKS = Path(__file__).parent / "data" / "benchmarks"
+
+
+def test_halueval_rows_with_numbers_lists_and_nulls(tmp_path: Path) -> None:
+    path = BENCHMARKS / "halueval-qa-odd-rows.jsonl"
+    ds = load_dataset(path)
+    assert ds.format == "halueval"
+    answers = {e.input.id: e.input.response for e in ds.examples}
+    # A number is the text it stands for; a list of strings is joined.
+    assert answers["1-right"] == "1981"
+    assert answers["5-right"] == "the Black Forest the Black Sea"
+    assert ds.documents[2]["text"] == (
+        "Mount Elbrus is a dormant volcano in the Caucasus. "
+        "It is the highest peak in Russia and in Europe."
+    )
+    # A row with no text where text is expected is left out whole (both answers),
+    # with one line naming file, line and field; the other rows run.
+    assert ds.bad_rows == [
+        f"{path}:4: field 'hallucinated_answer' is NaN; expected text",
+        f"{path}:5: field 'question' is null; expected text",
+        f"{path}:7: field 'knowledge' is an empty list; expected text",
+    ]
+    assert sorted({e.pair for e in ds.examples}) == ["0", "1", "2", "5"]
+    assert all(isinstance(e.input.response, str) for e in ds.examples)
+    # The corpus keeps the knowledge of rows whose answers were left out.
+    assert [d["id"] for d in ds.documents] == ["0", "1", "2", "3", "4", "5"]
+
+
+def test_fever_rows_with_float_ids_nulls_and_lists(tmp_path: Path) -> None:
+    path = BENCHMARKS / "fever-odd-rows.jsonl"
+    ds = load_dataset(path)
+    assert ds.format == "fever" and ds.skipped == 1
+    got = [(e.input.id, e.input.response, e.label) for e in ds.examples]
+    assert got == [
+        (91198, "Aristotle was born in Stagira.", True),
+        (64721, "Aristotle was born in Rome.", False),  # 64721.0, as pandas writes ids
+        (60461, "Aristotle studied at Plato's Academy.", True),
+    ]
+    assert ds.examples[2].evidence_titles == frozenset()  # evidence: null
+    assert ds.bad_rows == [
+        f"{path}:4: field 'claim' is null; expected text",
+        f"{path}:5: field 'id' is NaN; expected a string or an integer",
+        f"{path}:6: field 'label' is null; expected SUPPORTS, REFUTES or NOT ENOUGH INFO",
+    ]
+
+
+def test_a_file_of_only_bad_rows_stops_with_the_first(tmp_path: Path) -> None:
+    rows = [dict(HALUEVAL_ROWS[0], right_answer=None), dict(HALUEVAL_ROWS[1], question={})]
+    first = r"no labelled examples .*:1: field 'right_answer' is null"
+    with pytest.raises(UsageError, match=first):
+        load_dataset(write_jsonl(tmp_path / "qa.jsonl", rows))
+    fever = [dict(FEVER_ROWS[0], label=["SUPPORTS"])]
+    with pytest.raises(UsageError, match=r":1: field 'label' is a list; expected SUPPORTS"):
+        load_dataset(write_jsonl(tmp_path / "v.jsonl", fever), "fever")

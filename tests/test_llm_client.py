@@ -10,7 +10,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
+from email.utils import formatdate
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from ceg_cli.llm import (
     default_cache_path,
     regenerate_response,
 )
+from ceg_cli.llm.client import _retry_after
 from ceg_cli.types import Evidence
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -124,6 +127,32 @@ def test_a_rate_limit_is_retried_after_the_servers_delay(fake: FakeOpenAI) -> No
     assert fake.chat_calls == 2
     assert sleeps == [0.25]
     assert client.usage.retries == 1 and client.usage.calls == 1
+
+
+def test_retry_after_as_an_http_date_is_waited_for(fake: FakeOpenAI) -> None:
+    # RFC 9110 allows Retry-After: <HTTP-date>; some gateways send only that form.
+    due = int(time.time()) + 20  # an HTTP date has whole seconds
+    fake.script = [Action(status=429, headers={"Retry-After": formatdate(due, usegmt=True)})]
+    sleeps = Sleeps()
+    client = make_client(fake.base_url, sleeps=sleeps, backoff=0.5)
+    started = time.time()
+    client.chat("fake-model", HELLO)
+    ended = time.time()
+    assert fake.chat_calls == 2
+    # The wait is the time left until that date (not the 0.5 s backoff).
+    assert len(sleeps) == 1 and due - ended <= sleeps[0] <= due - started
+
+
+def test_retry_after_forms() -> None:
+    now = 1_700_000_000.0  # 2023-11-14 22:13:20 GMT
+    assert _retry_after({"retry-after": "Tue, 14 Nov 2023 22:13:50 GMT"}, now) == 30.0
+    assert _retry_after({"retry-after": "Tue, 14 Nov 2023 22:13:50"}, now) == 30.0
+    assert _retry_after({"retry-after": "Tue, 14 Nov 2023 22:00:00 GMT"}, now) == 0.0
+    assert _retry_after({"retry-after": "7"}, now) == 7.0
+    assert _retry_after({"retry-after-ms": "250", "retry-after": "9"}, now) == 0.25
+    assert _retry_after({"retry-after": "soon"}, now) is None
+    assert _retry_after({"retry-after": "-3"}, now) is None
+    assert _retry_after({}, now) is None
 
 
 def test_server_errors_back_off_exponentially(fake: FakeOpenAI) -> None:

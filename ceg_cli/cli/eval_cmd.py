@@ -143,6 +143,7 @@ def eval_command(
             f"{dataset}: {len(lines)} rows have no response text (lines {shown}); "
             "their 'segmented_response' segments, joined by spaces, are checked instead"
         )
+    _report_bad_rows(dataset, data.bad_rows)
     with cli_progress(quiet) as progress:
         index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
         checker = create_judge(judge, {})
@@ -170,6 +171,14 @@ def eval_command(
     out_console.print(render_table(metrics))
 
 
+def _report_bad_rows(dataset: Path, bad_rows: list[str], shown: int = 20) -> None:
+    """One warning per row left out (the first ``shown``), then how many more."""
+    for message in bad_rows[:shown]:
+        warn(f"{message}; row left out")
+    if len(bad_rows) > shown:
+        warn(f"{dataset}: {len(bad_rows) - shown} more rows left out (not shown)")
+
+
 def _resolve_index(
     data: Any, index: Path | None, build_corpus: bool | None, quiet: bool, progress: Progress
 ) -> Path:
@@ -187,7 +196,7 @@ def _resolve_index(
             )
         if not quiet:
             err_console.print(f"corpus of {data.path.name}: {len(data.documents)} documents")
-        path, built = ensure_corpus_index(data, index, progress=progress)
+        path, built = ensure_corpus_index(data, index, progress=progress, on_warning=warn)
         if not quiet:
             err_console.print(f"{'built' if built else 'reusing'} corpus index {path}")
         return path

@@ -7,6 +7,7 @@ import os
 import typer
 
 from .. import __version__
+from .cache_cmd import app as cache_app
 from .check_cmd import check_command
 from .common import set_debug
 from .eval_cmd import eval_command
@@ -23,6 +24,7 @@ app = typer.Typer(
 )
 app.add_typer(index_app, name="index")
 app.add_typer(judge_app, name="judge")
+app.add_typer(cache_app, name="cache")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)

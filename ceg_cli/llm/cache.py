@@ -103,6 +103,36 @@ class LLMCache:
         """How many replies are stored."""
         return int(self._run(lambda c: c.execute("SELECT COUNT(*) FROM replies")).fetchone()[0])
 
+    def span(self) -> tuple[int, float | None, float | None]:
+        """How many replies are stored, and when the oldest and the newest were (epoch s)."""
+        row = self._run(
+            lambda c: c.execute("SELECT COUNT(*), MIN(created), MAX(created) FROM replies")
+        ).fetchone()
+        return int(row[0]), row[1], row[2]
+
+    def prune(self, before: float, *, dry_run: bool = False) -> int:
+        """Delete the replies stored before ``before`` (epoch s); returns how many.
+
+        One short transaction: a run using the cache at the same time waits for
+        it (or it for the run) and at worst asks the endpoint again for a reply
+        it had not read yet. The freed pages are then given back to the file
+        system when no other connection is in the way (``VACUUM``); otherwise
+        SQLite reuses them for later replies.
+        """
+        if dry_run:
+            query = "SELECT COUNT(*) FROM replies WHERE created < ?"
+            return int(self._run(lambda c: c.execute(query, (before,))).fetchone()[0])
+        cursor = self._run(lambda c: c.execute("DELETE FROM replies WHERE created < ?", (before,)))
+        removed = int(cursor.rowcount)
+        if removed:
+            try:
+                conn = self._connection()
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.OperationalError:
+                pass  # busy: the space is reused instead of returned
+        return removed
+
     def close(self) -> None:
         """Close every thread's connection; the cache cannot be used afterwards."""
         with self._lock:

@@ -7,9 +7,10 @@ adds what a batch run needs:
 - a preflight that fails with a one-line ``BackendError`` (exit 3) when the
   endpoint is unreachable, rejects the key or does not serve the model,
   before any work is done;
-- retries with exponential backoff (and the server's ``Retry-After``) on rate
-  limits, timeouts, dropped connections and server errors; the ``openai``
-  package's own retries are off, so the policy and its counters live here;
+- retries with exponential backoff (and the server's ``Retry-After``, in seconds
+  or as an HTTP date) on rate limits, timeouts, dropped connections and server
+  errors; the ``openai`` package's own retries are off, so the policy and its
+  counters live here;
 - the persistent reply cache (``LLMCache``);
 - usage counters (calls made, cache hits, retries, tokens) readable after a run;
 - ``map``: run a function over items on a thread pool of ``concurrency``.
@@ -27,6 +28,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timezone
 from typing import Any, TypeVar
 
 from ..errors import BackendError
@@ -375,19 +377,38 @@ def _completion(response: Any) -> Completion:
     )
 
 
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    """The server's requested delay in seconds (``retry-after-ms`` or ``retry-after``)."""
+def _retry_after(headers: Mapping[str, str], now: float | None = None) -> float | None:
+    """The server's requested delay in seconds (``retry-after-ms`` or ``retry-after``).
+
+    ``Retry-After`` may be delta-seconds or an HTTP date (RFC 9110 section 10.2.3);
+    a date is turned into the seconds from ``now`` (default: the clock), 0 when past.
+    """
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         raw = headers.get(name)
         if raw is None:
             continue
+        value: float | None
         try:
             value = float(raw) * scale
         except ValueError:
-            continue
-        if value >= 0:
+            value = _seconds_until(raw, now) if name == "retry-after" else None
+        if value is not None and value >= 0:
             return value
     return None
+
+
+def _seconds_until(http_date: str, now: float | None) -> float | None:
+    """Seconds from ``now`` to an HTTP date (at least 0), or None when it is not one."""
+    from email.utils import parsedate_to_datetime
+
+    try:
+        when = parsedate_to_datetime(http_date)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        # An HTTP date is always GMT; a zone-less one is read as UTC, not local time.
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def _is_validation_error(exc: Any) -> bool:

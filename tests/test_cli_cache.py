@@ -1,0 +1,194 @@
+"""``ceg cache info`` and ``ceg cache prune`` through the real CLI, on a real cache.
+
+The cache holds real entries: an LLM reply store made by ``LLMCache`` and eval
+corpus indexes built by ``ensure_corpus_index`` (with the free fake model).
+Ages are set the way time sets them: the reply's stored date, the corpus
+file's modification time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import CliRun
+
+from ceg_cli.datasets import load_dataset
+from ceg_cli.eval_corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
+from ceg_cli.llm.cache import LLMCache
+
+DAY = 86400.0
+NOW = time.time()
+
+
+def make_dataset(path: Path, topic: str) -> Path:
+    row = {
+        "knowledge": f"{topic} is described in this passage.",
+        "question": f"What is {topic}?",
+        "right_answer": topic,
+        "hallucinated_answer": f"Not {topic}.",
+    }
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hash_embedder: Any) -> dict[str, Any]:
+    """3 replies (2 stored 40 days ago) and 2 corpus indexes (one last used 40 days ago)."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv("CEG_CACHE_DIR", str(root))
+    store = LLMCache(root / "llm.sqlite")
+    for key in ("old-1", "old-2", "new-1"):
+        store.put(key, "m", {"text": key * 200})
+    store.close()
+    with sqlite3.connect(root / "llm.sqlite") as db:
+        db.execute("UPDATE replies SET created = ? WHERE key LIKE 'old-%'", (NOW - 40 * DAY,))
+    old = load_dataset(make_dataset(tmp_path / "old.jsonl", "Lake Malawi"))
+    new = load_dataset(make_dataset(tmp_path / "new.jsonl", "Mount Elbrus"))
+    old_index, _ = ensure_corpus_index(old, embedder=hash_embedder)
+    new_index, _ = ensure_corpus_index(new, embedder=hash_embedder)
+    stale = NOW - 40 * DAY
+    os.utime(old_index.parent / "index.corpus.jsonl", (stale, stale))
+    return {"root": root, "old": old, "new": new, "old_index": old_index, "new_index": new_index}
+
+
+def info(run_cli: CliRun) -> dict[str, Any]:
+    result = run_cli("cache", "info", "--json")
+    assert result.exit_code == 0, result.stderr
+    return {k["kind"]: k for k in json.loads(result.stdout)["kinds"]}
+
+
+def day(epoch: float) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(epoch))
+
+
+def test_info_says_where_how_many_how_large_how_old(
+    run_cli: CliRun, cache: dict[str, Any]
+) -> None:
+    kinds = info(run_cli)
+    llm, ev = kinds["LLM replies"], kinds["eval corpus indexes"]
+    assert llm["path"] == str(cache["root"] / "llm.sqlite") and llm["entries"] == 3
+    assert llm["bytes"] >= 3 * 1000  # three replies of ~1 KB each
+    assert llm["oldest"].startswith(day(NOW - 40 * DAY)) and llm["newest"].startswith(day(NOW))
+    assert ev["path"] == str(cache["root"] / "eval") and ev["entries"] == 2
+    assert ev["bytes"] > 0
+    assert ev["oldest"].startswith(day(NOW - 40 * DAY)) and ev["newest"].startswith(day(NOW))
+
+    table = run_cli("cache", "info")
+    assert table.exit_code == 0
+    assert f"cache {cache['root']}" in table.stdout
+    assert "LLM replies" in table.stdout and "eval corpus indexes" in table.stdout
+
+
+def test_info_on_an_empty_cache_creates_nothing(run_cli: CliRun, tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    result = run_cli("cache", "info", "--json", "--cache-dir", empty)
+    assert result.exit_code == 0
+    assert [k["entries"] for k in json.loads(result.stdout)["kinds"]] == [0, 0]
+    assert not empty.exists()
+
+
+def test_prune_removes_what_is_old_and_keeps_what_is_used(
+    run_cli: CliRun, cache: dict[str, Any], hash_embedder: Any
+) -> None:
+    dry = run_cli("cache", "prune", "--older-than", "30", "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    assert "would remove 2 LLM replies and 1 eval corpus indexes" in " ".join(dry.stderr.split())
+    assert [k["entries"] for k in info(run_cli).values()] == [3, 2]
+
+    result = run_cli("cache", "prune", "--older-than", "30")
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "removed 2 LLM replies and 1 eval corpus indexes older than 30 days" in said
+    assert "kept 1 replies and 1 indexes" in said
+    assert [k["entries"] for k in info(run_cli).values()] == [1, 1]
+    store = LLMCache(cache["root"] / "llm.sqlite")
+    assert store.get("new-1") is not None and store.get("old-1") is None
+    store.close()
+    assert not corpus_cache_dir(cache["old"]).exists()
+    # The kept index is reused as it was; the pruned one is simply built again.
+    assert ensure_corpus_index(cache["new"], embedder=hash_embedder) == (cache["new_index"], False)
+    assert ensure_corpus_index(cache["old"], embedder=hash_embedder) == (cache["old_index"], True)
+
+
+HOLD = r"""
+import sys
+from filelock import FileLock
+lock = FileLock(sys.argv[1])
+lock.acquire()
+print("held", flush=True)
+sys.stdin.readline()
+lock.release()
+"""
+
+
+def test_prune_leaves_an_index_that_a_run_is_building(
+    run_cli: CliRun, cache: dict[str, Any]
+) -> None:
+    # Another process (a ceg eval building this corpus) holds the index's lock.
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(corpus_lock_path(cache["old_index"]))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        result = run_cli("cache", "prune", "--older-than", "30")
+        assert result.exit_code == 0, result.stderr
+        said = " ".join(result.stderr.split())
+        assert "a ceg eval is building this corpus index now; left alone" in said
+        assert "and 0 eval corpus indexes" in said
+        assert (cache["old_index"] / "meta.json").exists()
+    finally:
+        holder.communicate("\n", timeout=30)
+    result = run_cli("cache", "prune", "--older-than", "30")
+    assert "and 1 eval corpus indexes" in " ".join(result.stderr.split())
+    assert not cache["old_index"].exists()
+
+
+WRITER = r"""
+import sys
+from ceg_cli.llm.cache import LLMCache
+store = LLMCache(sys.argv[1])
+print("writing", flush=True)
+for n in range(300):
+    store.put(f"fresh-{n}", "m", {"text": "x" * 500})
+store.close()
+"""
+
+
+def test_prune_beside_a_run_that_writes_replies(run_cli: CliRun, cache: dict[str, Any]) -> None:
+    # A check run storing replies while the cache is pruned: no error on either
+    # side, every fresh reply kept, every old one gone.
+    path = cache["root"] / "llm.sqlite"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)}
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert writer.stdout is not None and writer.stdout.readline().strip() == "writing"
+    result = run_cli("cache", "prune", "--older-than", "30")
+    _, err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, err
+    assert result.exit_code == 0, result.stderr
+    with sqlite3.connect(path) as db:
+        keys = {k for (k,) in db.execute("SELECT key FROM replies")}
+    assert {f"fresh-{n}" for n in range(300)} <= keys
+    assert not {"old-1", "old-2"} & keys and "new-1" in keys
+
+
+def test_prune_needs_a_non_negative_age(run_cli: CliRun, cache: dict[str, Any]) -> None:
+    result = run_cli("cache", "prune", "--older-than", "-1")
+    assert result.exit_code == 2
+    assert [k["entries"] for k in info(run_cli).values()] == [3, 2]
