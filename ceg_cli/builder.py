@@ -36,10 +36,11 @@ from .index import (
     META_FILE,
     VECTORS_FILE,
     check_model,
+    check_vectors_file,
     embed_text,
     read_meta,
 )
-from .indexdir import FOREIGN_OK, source_digest, swap_into_place, temp_dir
+from .indexdir import FOREIGN_OK, sampled_digest, source_digest, swap_into_place, temp_dir
 from .types import Chunk
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
@@ -91,6 +92,7 @@ def build_index(
     old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
     if old_meta is not None:
         check_model(old_meta, options.model, target)
+        check_vectors_file(target, old_meta)
         _check_same_settings(old_meta, options, target)
 
     digests = {path: source_digest(path) for path in kinds}
@@ -150,6 +152,8 @@ def build_index(
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
+        meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
+        meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         _write_json(tmp / META_FILE, meta)
         swap_into_place(tmp, target)
     finally:

@@ -2,7 +2,8 @@
 
 Layout of an index directory::
 
-    meta.json       format version, model, dimension, chunker, sources, counts
+    meta.json       format version, model, dimension, chunker, sources, counts,
+                    size and sampled digest of vectors.faiss
     vectors.faiss   inner product over L2-normalized vectors (= cosine)
     chunks.sqlite   one row per passage; row id == FAISS vector id
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .embedding import Embedder, load_embedder, resolve_model
 from .errors import IndexLoadError, UsageError
+from .indexdir import sampled_digest
 from .types import Chunk
 
 if TYPE_CHECKING:
@@ -101,6 +103,25 @@ def read_meta(path: Path) -> dict[str, Any]:
                 f"'ceg index build SOURCE --index {path}'"
             )
     return meta
+
+
+def check_vectors_file(path: Path, meta: dict[str, Any]) -> None:
+    """Fail when ``vectors.faiss`` is not the file this index's build wrote.
+
+    A vectors file of another index with the same count and dimension would
+    otherwise pass every other check and return other passages' neighbours.
+    Indexes built before the digest was recorded are not checked.
+    """
+    recorded = (meta.get("faiss") or {}).get("file_digest")
+    if recorded is None:
+        return
+    file = path / VECTORS_FILE
+    if file.stat().st_size != meta["faiss"].get("file_size") or sampled_digest(file) != recorded:
+        raise IndexLoadError(
+            f"{file} is not the vectors file this index was built with (its size or digest "
+            f"differs from {META_FILE}: copied from another index, or damaged); rebuild the "
+            f"index with 'ceg index build SOURCE --index {path}'"
+        )
 
 
 def check_model(meta: dict[str, Any], requested: str | None, where: Path) -> None:
@@ -261,6 +282,7 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
 
     meta = read_meta(path)
     check_model(meta, model, path)
+    check_vectors_file(path, meta)
     flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
     try:
         vectors = faiss.read_index(str(path / VECTORS_FILE), flags)

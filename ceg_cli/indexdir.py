@@ -42,6 +42,32 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: A vectors file is recognised by its size and a digest of a sample: the
+#: first and last block and ``SAMPLE_BLOCKS`` blocks evenly spaced between, so
+#: opening a large index reads about 1 MiB of it, not all of it.
+SAMPLE_BLOCK = 64 * 1024
+SAMPLE_BLOCKS = 16
+
+
+def sampled_digest(path: Path) -> str:
+    """sha256 of a file's size and sampled blocks (the whole file when it is small)."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(f"{size}\n".encode("ascii"))
+    with open(path, "rb") as fh:
+        for offset in _sample_offsets(size):
+            fh.seek(offset)
+            digest.update(fh.read(SAMPLE_BLOCK))
+    return "sha256-sampled:" + digest.hexdigest()
+
+
+def _sample_offsets(size: int) -> list[int]:
+    if size <= SAMPLE_BLOCK * (SAMPLE_BLOCKS + 2):
+        return list(range(0, size, SAMPLE_BLOCK))
+    last = size - SAMPLE_BLOCK
+    step = last // (SAMPLE_BLOCKS + 1)
+    return [0, *(step * i for i in range(1, SAMPLE_BLOCKS + 1)), last]
+
+
 def temp_dir(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     stale_dirs = [
