@@ -13,6 +13,7 @@ untouched and never a half index that looks whole.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import sqlite3
@@ -28,7 +29,7 @@ from . import __version__
 from .chunking import chunk_document
 from .corpus import iter_documents, source_kind
 from .embedding import Embedder, load_embedder
-from .errors import InputError, UsageError
+from .errors import DiskFullError, InputError, UsageError
 from .index import (
     CHUNK_SCHEMA,
     CHUNKS_FILE,
@@ -40,7 +41,14 @@ from .index import (
     embed_text,
     read_meta,
 )
-from .indexdir import FOREIGN_OK, sampled_digest, source_digest, swap_into_place, temp_dir
+from .indexdir import (
+    FOREIGN_OK,
+    disk_full_errno,
+    sampled_digest,
+    source_digest,
+    swap_into_place,
+    temp_dir,
+)
 from .types import Chunk
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
@@ -128,9 +136,12 @@ def build_index(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
-    tmp = temp_dir(target)
+    tmp: Path | None = None
     db = None
+    vectors = None
+    filled = False
     try:
+        tmp = temp_dir(target)
         vectors, db, kept_sources = _start(
             tmp, target if old_meta else None, replaced_keys, old_sources, embedder.dimension
         )
@@ -138,6 +149,7 @@ def build_index(
             todo, kinds, digests, options, embedder, vectors, db, report, on_warning
         )
         db.commit()
+        filled = True
         (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
         if total_chunks == 0:
             # A wrong file or namespace, most likely: never swap in an empty index.
@@ -156,13 +168,58 @@ def build_index(
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         _write_json(tmp / META_FILE, meta)
         swap_into_place(tmp, target)
+    except (OSError, sqlite3.Error, RuntimeError) as exc:
+        code = disk_full_errno(exc)
+        if code is None:
+            raise
+        raise _disk_full(exc, code, target, tmp, vectors, filled) from exc
     finally:
         if db is not None:
             db.close()
-        if tmp.exists():
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _disk_full(
+    exc: BaseException, code: int, target: Path, tmp: Path | None, vectors: Any, filled: bool
+) -> DiskFullError:
+    """Say where the disk filled up and how much room the new index needs there."""
+    where = target.parent.resolve()
+    if isinstance(exc, sqlite3.Error):
+        file = CHUNKS_FILE
+    elif isinstance(exc, OSError) and exc.filename:
+        file = Path(exc.filename).name
+    else:
+        file = VECTORS_FILE  # FAISS, the only writer that raises RuntimeError
+    count = int(vectors.ntotal) if vectors is not None else 0
+    dimension = int(vectors.d) if vectors is not None else 0
+    vector_bytes = count * dimension * 4
+    store = tmp / CHUNKS_FILE if tmp is not None else None
+    store_bytes = store.stat().st_size if store is not None and store.exists() else 0
+    # Until every passage is read, the count is a floor: more were coming.
+    need = f"about {_bytes(vector_bytes + store_bytes)}" if filled else (
+        f"more than {_bytes(vector_bytes + store_bytes)}"
+    )
+    # The partial build is removed next; the room it holds is the user's again.
+    partial = sum(f.stat().st_size for f in tmp.iterdir()) if tmp is not None else 0
+    free = shutil.disk_usage(where).free + partial
+    kept = "the previous index is untouched" if (target / META_FILE).exists() else "nothing kept"
+    return DiskFullError(
+        f"disk full ({os.strerror(code)}) while writing {file} of the new index for "
+        f"{target}: it needs {need} in {where} ({count:,} vectors x {dimension} dimensions "
+        f"x 4 bytes = {_bytes(vector_bytes)}, and {_bytes(store_bytes)} of passages"
+        f"{'' if filled else ' so far'}), {_bytes(free)} is free there without the partial "
+        f"build; {kept}: free some space, or build elsewhere with --index"
+    )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{max(1, round(n / 1024)) if n else 0} KiB"
 
 
 def _check_target(target: Path) -> None:

@@ -15,6 +15,7 @@ import errno
 import hashlib
 import os
 import shutil
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -66,6 +67,24 @@ def _sample_offsets(size: int) -> list[int]:
     last = size - SAMPLE_BLOCK
     step = last // (SAMPLE_BLOCKS + 1)
     return [0, *(step * i for i in range(1, SAMPLE_BLOCKS + 1)), last]
+
+
+def disk_full_errno(exc: BaseException) -> int | None:
+    """ENOSPC or EDQUOT when ``exc`` says a write found no room, whoever raised it.
+
+    The OS, SQLite ("database or disk is full") and FAISS (a RuntimeError that
+    quotes the OS message) each report it their own way.
+    """
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return exc.errno
+    if isinstance(exc, sqlite3.Error):
+        full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        return errno.ENOSPC if full else None
+    if isinstance(exc, RuntimeError):
+        for code in (errno.ENOSPC, errno.EDQUOT):
+            if os.strerror(code) in str(exc):
+                return code
+    return None
 
 
 def temp_dir(target: Path) -> Path:

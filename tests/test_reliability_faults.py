@@ -18,6 +18,7 @@ reliability table.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -29,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -313,13 +314,118 @@ def test_index_build_on_a_full_disk_keeps_the_old_index(
                               capture_output=True, text=True)
         assert done.returncode == 3
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        assert len(lines) == 1 and "No space left on device" in lines[0], done.stderr
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith("error: disk full (No space left on device) while writing")
         assert index_state(target) == index_state(hash_index)
         assert leftovers(target) == []
     finally:
         subprocess.run(["umount", str(disk)], check=True)
     row("`ceg index build` on a full disk (1 MiB tmpfs)", 1,
         "exit 3, one line naming 'No space left on device'; old index intact, no leftovers")
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A real RAM disk of ``size`` mounted at ``path`` (needs root, as the tests here have)."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                   check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+@pytest.fixture
+def build_cli(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``ceg index build`` in-process with the free fake model for every model name."""
+    from conftest import HashEmbedder
+
+    import ceg_cli.builder
+
+    monkeypatch.setattr(ceg_cli.builder, "load_embedder", lambda *a, **k: HashEmbedder())
+    return lambda *args: run_cli("index", "build", *args, "-q")
+
+
+def _room_needed(corpus: Path, tmp_path: Path) -> str:
+    """What the index of ``corpus`` takes: its vectors and its chunk store, built elsewhere."""
+    from conftest import HashEmbedder
+
+    from ceg_cli.builder import _bytes
+
+    roomy = tmp_path / "roomy"
+    build_index([corpus], roomy, BuildOptions(), embedder=HashEmbedder())
+    with open_index(roomy) as idx:
+        vector_bytes = idx.size * idx.dimension * 4
+    return _bytes(vector_bytes + (roomy / "chunks.sqlite").stat().st_size)
+
+
+def test_index_build_on_a_full_tmpfs_says_where_and_how_much_it_needs(
+    build_cli: Any, hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """The vectors do not fit: exit 3, one line naming the place and the room needed."""
+    corpus = documents(tmp_path / "docs.jsonl", 600, "B")
+    needed = _room_needed(corpus, tmp_path)
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        target = disk / "index"
+        shutil.copytree(hash_index, target)
+        result = build_cli(corpus, "--index", target)
+        assert result.exit_code == 3
+        (line,) = error_lines(result.stderr)
+        assert line.startswith(
+            f"error: disk full (No space left on device) while writing vectors.faiss of the "
+            f"new index for {target}: it needs about {needed} in {disk} (600 vectors x 384 "
+            "dimensions x 4 bytes = 900 KiB, and ")
+        assert line.endswith("the previous index is untouched: free some space, or build "
+                             "elsewhere with --index")
+        assert "internal error" not in result.stderr
+        assert index_state(target) == index_state(hash_index)
+        assert leftovers(target) == []
+    row("`ceg index build` whose vectors do not fit (1 MiB tmpfs)", 1,
+        f"exit 3, one line: disk full, where, needs about {needed}; old index intact")
+
+
+def test_index_build_whose_chunk_store_fills_the_disk(
+    build_cli: Any, tmp_path: Path, row: Row
+) -> None:
+    """SQLite finds the disk full: the same one line, with a floor on the room needed."""
+    corpus = documents(tmp_path / "docs.jsonl", 3000, "B")
+    with tmpfs(tmp_path / "disk", "128k") as disk:
+        result = build_cli(corpus, "--index", disk / "index")
+        assert result.exit_code == 3
+        (line,) = error_lines(result.stderr)
+        assert line.startswith("error: disk full (No space left on device) while writing "
+                               f"chunks.sqlite of the new index for {disk / 'index'}: it "
+                               "needs more than ")
+        assert "of passages so far)" in line
+        assert line.endswith("nothing kept: free some space, or build elsewhere with --index")
+        assert list(disk.iterdir()) == []
+    row("`ceg index build` whose chunk store fills the disk (128 KiB tmpfs)", 1,
+        "exit 3, one line: disk full while writing chunks.sqlite, needs more than N; "
+        "nothing left behind")
+
+
+def test_index_build_with_no_room_for_meta_json(
+    build_cli: Any, hash_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOSPC from an ordinary file write is reported the same way."""
+    import ceg_cli.builder
+
+    def full(path: Path, data: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(ceg_cli.builder, "_write_json", full)
+    target = tmp_path / "index"
+    shutil.copytree(hash_index, target)
+    corpus = documents(tmp_path / "docs.jsonl", 20, "B")
+    result = build_cli(corpus, "--index", target)
+    assert result.exit_code == 3
+    (line,) = error_lines(result.stderr)
+    assert line.startswith("error: disk full (No space left on device) while writing "
+                           f"meta.json of the new index for {target}: it needs about ")
+    assert "(20 vectors x 384 dimensions x 4 bytes = 30 KiB, and " in line
+    assert index_state(target) == index_state(hash_index)
+    assert leftovers(target) == []
 
 
 # -- the gate never passes by accident ---------------------------------------------------
