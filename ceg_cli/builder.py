@@ -43,6 +43,7 @@ from .index import (
 )
 from .indexdir import (
     FOREIGN_OK,
+    build_lock,
     disk_full_errno,
     sampled_digest,
     source_digest,
@@ -89,14 +90,31 @@ def build_index(
     embedder: Embedder | None = None,
     on_warning: Callable[[str], None] | None = None,
 ) -> BuildReport:
-    """Build (or with ``options.append``, extend) the index at ``target``."""
+    """Build (or with ``options.append``, extend) the index at ``target``.
+
+    One build of an index at a time: a second one fails at once, naming the
+    lock (``build_lock``), rather than racing the first to the swap.
+    """
     started = time.perf_counter()
     target = Path(target)
-    report = BuildReport(target)
     kinds = {Path(s): source_kind(Path(s)) for s in sources}  # fails early on a bad path
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_target(target)
+    with build_lock(target):
+        report = _build(kinds, target, options, embedder, on_warning)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _build(
+    kinds: dict[Path, str],
+    target: Path,
+    options: BuildOptions,
+    embedder: Embedder | None,
+    on_warning: Callable[[str], None] | None,
+) -> BuildReport:
+    report = BuildReport(target)
     old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
     if old_meta is not None:
         check_model(old_meta, options.model, target)
@@ -119,7 +137,6 @@ def build_index(
         # Every source is already indexed as it is: nothing to embed or rewrite.
         report.total_chunks = old_meta["counts"]["chunks"]
         report.total_documents = old_meta["counts"]["documents"]
-        report.seconds = time.perf_counter() - started
         return report
     if embedder is None:
         embedder = load_embedder(
@@ -178,7 +195,6 @@ def build_index(
             db.close()
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    report.seconds = time.perf_counter() - started
     return report
 
 

@@ -17,7 +17,11 @@ import os
 import shutil
 import sqlite3
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from .errors import IndexBusyError
 
 #: Files that may sit in an index directory without being part of the index
 #: (the checkout's ``index/README.md``); they are carried over on rebuild.
@@ -87,6 +91,41 @@ def disk_full_errno(exc: BaseException) -> int | None:
     return None
 
 
+def lock_path(target: Path) -> Path:
+    return target.parent / f".{target.name}.lock"
+
+
+@contextmanager
+def build_lock(target: Path) -> Iterator[Path]:
+    """Hold the lock file beside ``target`` while building it; fail at once if taken.
+
+    Failing, not waiting: a second build would redo the first's work and then
+    replace its result, and a CI job waiting on a lock cannot say for how
+    long. The lock is the operating system's (``flock``): it goes with the
+    process that holds it, so a killed build never leaves a stale lock.
+    """
+    from filelock import FileLock, Timeout
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_path(target)
+    lock = FileLock(str(path), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        pids = [_pid_of(p) for p in target.parent.glob(f".{target.name}.building-*")]
+        live = [pid for pid in pids if pid is not None and _pid_alive(pid)]
+        holder = f" (process {live[0]})" if live else ""
+        raise IndexBusyError(
+            f"another 'ceg index build' is writing the index at {target}{holder}: it holds "
+            f"the lock {path}; run this build again when that one has finished (the lock "
+            "goes when its process ends, even if it is killed)"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
 def temp_dir(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     stale_dirs = [
@@ -94,8 +133,8 @@ def temp_dir(target: Path) -> Path:
         *target.parent.glob(f".{target.name}.old-*"),
     ]
     for stale in stale_dirs:
-        pid = stale.name.rsplit("-", 1)[-1]
-        if not pid.isdigit() or _pid_alive(int(pid)):
+        pid = _pid_of(stale)
+        if pid is None or _pid_alive(pid):
             continue
         if ".old-" in stale.name and not target.exists():
             # A build died between its two renames: the old index is whole; restore it.
@@ -106,6 +145,12 @@ def temp_dir(target: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     return tmp
+
+
+def _pid_of(leftover: Path) -> int | None:
+    """The process id that ends a ``.NAME.building-PID`` or ``.NAME.old-PID`` name."""
+    tail = leftover.name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def _pid_alive(pid: int) -> bool:

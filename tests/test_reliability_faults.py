@@ -399,7 +399,7 @@ def test_index_build_whose_chunk_store_fills_the_disk(
                                "needs more than ")
         assert "of passages so far)" in line
         assert line.endswith("nothing kept: free some space, or build elsewhere with --index")
-        assert list(disk.iterdir()) == []
+        assert [p.name for p in disk.iterdir()] == [".index.lock"]
     row("`ceg index build` whose chunk store fills the disk (128 KiB tmpfs)", 1,
         "exit 3, one line: disk full while writing chunks.sqlite, needs more than N; "
         "nothing left behind")
@@ -633,3 +633,85 @@ def test_opening_an_index_while_it_is_rebuilt_over_and_over(
     assert builds[0] >= 3 and mixed == 0  # swaps did happen while the reader opened
     row("opening an index while builds keep replacing it (threads)", opens,
         f"{opens} opens during {builds[0]} rebuilds: 0 errors, 0 mixing files of two builds")
+
+
+def build_cmd(ceg: list[str], corpus: Path, target: Path, *extra: str) -> list[str]:
+    return [*ceg, "index", "build", str(corpus), "-q", "--index", str(target), *extra]
+
+
+@pytest.fixture
+def old_index(hash_index: Path, tmp_path: Path) -> Path:
+    """A copy of ``hash_index`` at ``tmp_path / "index"``, for builds to replace."""
+    shutil.copytree(hash_index, tmp_path / "index")
+    return tmp_path / "index"
+
+
+@contextlib.contextmanager
+def held_build(
+    ceg: list[str], corpus: Path, target: Path, gate: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A `ceg index build` process that holds the lock, waiting at its model until
+    ``gate/go`` exists; killed on exit if it is still running."""
+    gate.mkdir()
+    env = {**os.environ, "CEG_TEST_EMBED_GATE": str(gate)}
+    with open(gate / "stderr", "wb") as stderr:
+        proc = subprocess.Popen(build_cmd(ceg, corpus, target), env=env,
+                                stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            deadline = time.monotonic() + 120
+            while not (gate / "waiting").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    (gate / "stderr").read_text())
+                time.sleep(0.02)
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+def test_a_second_build_of_one_index_fails_at_once_naming_the_lock(
+    ceg: list[str], hash_index: Path, old_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """Two real processes build one index: the second, plain or --append, stops at once."""
+    target = old_index
+    second_corpus = documents(tmp_path / "second.jsonl", 20, "S")
+    corpus = documents(tmp_path / "first.jsonl", 30, "F")
+    with held_build(ceg, corpus, target, tmp_path / "gate") as first:
+        for extra in ([], ["--append"]):
+            second = subprocess.run(build_cmd(ceg, second_corpus, target, *extra),
+                                    capture_output=True, text=True, timeout=120)
+            assert second.returncode == 3, second.stderr
+            assert second.stderr.strip() == (
+                f"error: another 'ceg index build' is writing the index at {target} (process "
+                f"{first.pid}): it holds the lock {tmp_path / '.index.lock'}; run this build "
+                "again when that one has finished (the lock goes when its process ends, even "
+                "if it is killed)")
+            assert index_state(target) == index_state(hash_index)
+        (tmp_path / "gate" / "go").touch()
+        assert first.wait(timeout=120) == 0
+    with open_index(target) as index:
+        assert index.size == 30  # the first build's index, untouched by the second
+    assert leftovers(target) == []
+    row("two `ceg index build` (or `--append`) of one index at once", 2,
+        "the second exits 3 at once, naming the lock and the first build's process; the "
+        "first finishes and its index is in place")
+
+
+def test_a_killed_build_leaves_no_stale_lock(
+    ceg: list[str], old_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """SIGKILL the build that holds the lock: the next build takes it and succeeds."""
+    target = old_index
+    corpus = documents(tmp_path / "docs.jsonl", 30, "F")
+    with held_build(ceg, corpus, target, tmp_path / "gate") as first:
+        first.kill()
+    assert (tmp_path / ".index.lock").exists()
+    again = subprocess.run(build_cmd(ceg, corpus, target), capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr
+    with open_index(target) as index:
+        assert index.size == 30
+    assert leftovers(target) == []
+    row("a build SIGKILLed while holding the lock", 1,
+        "no stale lock: the next build takes it at once and succeeds")
