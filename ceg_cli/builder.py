@@ -214,20 +214,24 @@ def _disk_full(
     vector_bytes = count * dimension * 4
     store = tmp / CHUNKS_FILE if tmp is not None else None
     store_bytes = store.stat().st_size if store is not None and store.exists() else 0
-    # Until every passage is read, the count is a floor: more were coming.
-    need = f"about {_bytes(vector_bytes + store_bytes)}" if filled else (
-        f"more than {_bytes(vector_bytes + store_bytes)}"
-    )
     # The partial build is removed next; the room it holds is the user's again.
     partial = sum(f.stat().st_size for f in tmp.iterdir()) if tmp is not None else 0
-    free = shutil.disk_usage(where).free + partial
+    free = _bytes(shutil.disk_usage(where).free + partial)
+    if count or store_bytes:
+        # Until every passage is read, the count is a floor: more were coming.
+        total = _bytes(vector_bytes + store_bytes)
+        needs = (
+            f"{'about' if filled else 'more than'} {total} in {where} ({count:,} vectors x "
+            f"{dimension} dimensions x 4 bytes = {_bytes(vector_bytes)}, and "
+            f"{_bytes(store_bytes)} of passages{'' if filled else ' so far'}), {free} is free "
+            "there without the partial build"
+        )
+    else:
+        needs = f"more room in {where} than the {free} free there"
     kept = "the previous index is untouched" if (target / META_FILE).exists() else "nothing kept"
     return DiskFullError(
         f"disk full ({os.strerror(code)}) while writing {file} of the new index for "
-        f"{target}: it needs {need} in {where} ({count:,} vectors x {dimension} dimensions "
-        f"x 4 bytes = {_bytes(vector_bytes)}, and {_bytes(store_bytes)} of passages"
-        f"{'' if filled else ' so far'}), {_bytes(free)} is free there without the partial "
-        f"build; {kept}: free some space, or build elsewhere with --index"
+        f"{target}: it needs {needs}; {kept}: free some space, or build elsewhere with --index"
     )
 
 

@@ -282,7 +282,6 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
 
     meta = read_meta(path)
     check_model(meta, model, path)
-    check_vectors_file(path, meta)
     flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
     try:
         vectors = faiss.read_index(str(path / VECTORS_FILE), flags)
@@ -311,6 +310,12 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
             f"index at {path} is inconsistent: {VECTORS_FILE} holds {vectors.ntotal} vectors, "
             f"{CHUNKS_FILE} {rows} passages, {META_FILE} says {expected}; rebuild the index"
         )
+    try:
+        # Last: the checks above name a wrong count or dimension more precisely.
+        check_vectors_file(path, meta)
+    except IndexLoadError:
+        db.close()
+        raise
     return Index(path, meta, vectors, db)
 
 

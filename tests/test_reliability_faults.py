@@ -405,27 +405,37 @@ def test_index_build_whose_chunk_store_fills_the_disk(
         "nothing left behind")
 
 
-def test_index_build_with_no_room_for_meta_json(
-    build_cli: Any, hash_index: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+# Where an ordinary write finds no room: the line it gives after the common prefix.
+ORDINARY_WRITES = {
+    "_write_json": ("meta.json", "it needs about "),
+    "temp_dir": (".index.building", "it needs more room in "),
+}
+
+
+@pytest.mark.parametrize("where", list(ORDINARY_WRITES))
+def test_index_build_with_no_room_for_an_ordinary_write(
+    build_cli: Any, old_index: Path, hash_index: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, where: str,
 ) -> None:
-    """ENOSPC from an ordinary file write is reported the same way."""
+    """ENOSPC from a plain file write or a mkdir is reported the same way."""
     import ceg_cli.builder
 
-    def full(path: Path, data: object) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    def full(path: Path, *args: object) -> None:
+        name = path.name if where == "_write_json" else f".{path.name}.building"
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path.parent / name))
 
-    monkeypatch.setattr(ceg_cli.builder, "_write_json", full)
-    target = tmp_path / "index"
-    shutil.copytree(hash_index, target)
+    monkeypatch.setattr(ceg_cli.builder, where, full)
     corpus = documents(tmp_path / "docs.jsonl", 20, "B")
-    result = build_cli(corpus, "--index", target)
+    result = build_cli(corpus, "--index", old_index)
     assert result.exit_code == 3
     (line,) = error_lines(result.stderr)
+    file, needs = ORDINARY_WRITES[where]
     assert line.startswith("error: disk full (No space left on device) while writing "
-                           f"meta.json of the new index for {target}: it needs about ")
-    assert "(20 vectors x 384 dimensions x 4 bytes = 30 KiB, and " in line
-    assert index_state(target) == index_state(hash_index)
-    assert leftovers(target) == []
+                           f"{file} of the new index for {old_index}: {needs}")
+    if where == "_write_json":
+        assert "(20 vectors x 384 dimensions x 4 bytes = 30 KiB, and " in line
+    assert index_state(old_index) == index_state(hash_index)
+    assert leftovers(old_index) == []
 
 
 # -- the gate never passes by accident ---------------------------------------------------
