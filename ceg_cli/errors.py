@@ -47,6 +47,18 @@ class BackendError(CegError):
     exit_status = ExitStatus.RUNTIME
 
 
+class DiskFullError(CegError):
+    """A write ran out of disk space (or quota); what was written is removed."""
+
+    exit_status = ExitStatus.RUNTIME
+
+
+class IndexBusyError(CegError):
+    """Another process is building the same index right now."""
+
+    exit_status = ExitStatus.RUNTIME
+
+
 def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         return int(ExitStatus.INTERRUPTED)

@@ -2,7 +2,8 @@
 
 Layout of an index directory::
 
-    meta.json       format version, model, dimension, chunker, sources, counts
+    meta.json       format version, model, dimension, chunker, sources, counts,
+                    size and sampled digest of vectors.faiss
     vectors.faiss   inner product over L2-normalized vectors (= cosine)
     chunks.sqlite   one row per passage; row id == FAISS vector id
 
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .embedding import Embedder, load_embedder, resolve_model
 from .errors import IndexLoadError, UsageError
+from .indexdir import sampled_digest
 from .types import Chunk
 
 if TYPE_CHECKING:
@@ -101,6 +103,25 @@ def read_meta(path: Path) -> dict[str, Any]:
                 f"'ceg index build SOURCE --index {path}'"
             )
     return meta
+
+
+def check_vectors_file(path: Path, meta: dict[str, Any]) -> None:
+    """Fail when ``vectors.faiss`` is not the file this index's build wrote.
+
+    A vectors file of another index with the same count and dimension would
+    otherwise pass every other check and return other passages' neighbours.
+    Indexes built before the digest was recorded are not checked.
+    """
+    recorded = (meta.get("faiss") or {}).get("file_digest")
+    if recorded is None:
+        return
+    file = path / VECTORS_FILE
+    if file.stat().st_size != meta["faiss"].get("file_size") or sampled_digest(file) != recorded:
+        raise IndexLoadError(
+            f"{file} is not the vectors file this index was built with (its size or digest "
+            f"differs from {META_FILE}: copied from another index, or damaged); rebuild the "
+            f"index with 'ceg index build SOURCE --index {path}'"
+        )
 
 
 def check_model(meta: dict[str, Any], requested: str | None, where: Path) -> None:
@@ -289,6 +310,12 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
             f"index at {path} is inconsistent: {VECTORS_FILE} holds {vectors.ntotal} vectors, "
             f"{CHUNKS_FILE} {rows} passages, {META_FILE} says {expected}; rebuild the index"
         )
+    try:
+        # Last: the checks above name a wrong count or dimension more precisely.
+        check_vectors_file(path, meta)
+    except IndexLoadError:
+        db.close()
+        raise
     return Index(path, meta, vectors, db)
 
 

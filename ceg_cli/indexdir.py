@@ -15,8 +15,13 @@ import errno
 import hashlib
 import os
 import shutil
+import sqlite3
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from .errors import IndexBusyError
 
 #: Files that may sit in an index directory without being part of the index
 #: (the checkout's ``index/README.md``); they are carried over on rebuild.
@@ -42,6 +47,85 @@ def _file_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: A vectors file is recognised by its size and a digest of a sample: the
+#: first and last block and ``SAMPLE_BLOCKS`` blocks evenly spaced between, so
+#: opening a large index reads about 1 MiB of it, not all of it.
+SAMPLE_BLOCK = 64 * 1024
+SAMPLE_BLOCKS = 16
+
+
+def sampled_digest(path: Path) -> str:
+    """sha256 of a file's size and sampled blocks (the whole file when it is small)."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(f"{size}\n".encode("ascii"))
+    with open(path, "rb") as fh:
+        for offset in _sample_offsets(size):
+            fh.seek(offset)
+            digest.update(fh.read(SAMPLE_BLOCK))
+    return "sha256-sampled:" + digest.hexdigest()
+
+
+def _sample_offsets(size: int) -> list[int]:
+    if size <= SAMPLE_BLOCK * (SAMPLE_BLOCKS + 2):
+        return list(range(0, size, SAMPLE_BLOCK))
+    last = size - SAMPLE_BLOCK
+    step = last // (SAMPLE_BLOCKS + 1)
+    return [0, *(step * i for i in range(1, SAMPLE_BLOCKS + 1)), last]
+
+
+def disk_full_errno(exc: BaseException) -> int | None:
+    """ENOSPC or EDQUOT when ``exc`` says a write found no room, whoever raised it.
+
+    The OS, SQLite ("database or disk is full") and FAISS (a RuntimeError that
+    quotes the OS message) each report it their own way.
+    """
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return exc.errno
+    if isinstance(exc, sqlite3.Error):
+        full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        return errno.ENOSPC if full else None
+    if isinstance(exc, RuntimeError):
+        for code in (errno.ENOSPC, errno.EDQUOT):
+            if os.strerror(code) in str(exc):
+                return code
+    return None
+
+
+def lock_path(target: Path) -> Path:
+    return target.parent / f".{target.name}.lock"
+
+
+@contextmanager
+def build_lock(target: Path) -> Iterator[Path]:
+    """Hold the lock file beside ``target`` while building it; fail at once if taken.
+
+    Failing, not waiting: a second build would redo the first's work and then
+    replace its result, and a CI job waiting on a lock cannot say for how
+    long. The lock is the operating system's (``flock``): it goes with the
+    process that holds it, so a killed build never leaves a stale lock.
+    """
+    from filelock import FileLock, Timeout
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    path = lock_path(target)
+    lock = FileLock(str(path), timeout=0)
+    try:
+        lock.acquire()
+    except Timeout:
+        pids = [_pid_of(p) for p in target.parent.glob(f".{target.name}.building-*")]
+        live = [pid for pid in pids if pid is not None and _pid_alive(pid)]
+        holder = f" (process {live[0]})" if live else ""
+        raise IndexBusyError(
+            f"another 'ceg index build' is writing the index at {target}{holder}: it holds "
+            f"the lock {path}; run this build again when that one has finished (the lock "
+            "goes when its process ends, even if it is killed)"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock.release()
+
+
 def temp_dir(target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     stale_dirs = [
@@ -49,8 +133,8 @@ def temp_dir(target: Path) -> Path:
         *target.parent.glob(f".{target.name}.old-*"),
     ]
     for stale in stale_dirs:
-        pid = stale.name.rsplit("-", 1)[-1]
-        if not pid.isdigit() or _pid_alive(int(pid)):
+        pid = _pid_of(stale)
+        if pid is None or _pid_alive(pid):
             continue
         if ".old-" in stale.name and not target.exists():
             # A build died between its two renames: the old index is whole; restore it.
@@ -61,6 +145,12 @@ def temp_dir(target: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     return tmp
+
+
+def _pid_of(leftover: Path) -> int | None:
+    """The process id that ends a ``.NAME.building-PID`` or ``.NAME.old-PID`` name."""
+    tail = leftover.name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def _pid_alive(pid: int) -> bool:

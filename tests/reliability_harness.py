@@ -3,8 +3,10 @@
 ``ceg_command(dir)`` writes a wrapper script that runs the real CLI with the
 fake model (``HashEmbedder``) for every model name, plus fault hooks chosen by
 environment variables: ``CEG_TEST_KILL_AT`` SIGKILLs an index build at one
-step of its swap, ``CEG_TEST_JUDGE_GATE`` registers a ``gated`` judge (the
-offline judge, pausing at its second batch until ``GATE/go`` exists).
+step of its swap, ``CEG_TEST_EMBED_GATE`` makes the model wait at each batch
+until ``GATE/go`` exists (a build held mid-way), ``CEG_TEST_JUDGE_GATE``
+registers a ``gated`` judge (the offline judge, pausing at its second batch
+until ``GATE/go`` exists).
 ``kill_and_resume`` is the random-kill loop of ``ceg check``.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
@@ -41,8 +43,18 @@ sys.path.insert(0, {tests!r})
 import ceg_cli.builder, ceg_cli.index, ceg_cli.indexdir
 from conftest import HashEmbedder
 
+embed_gate = os.environ.get("CEG_TEST_EMBED_GATE")
+
+class GatedEmbedder(HashEmbedder):
+    """The fake model, waiting at its first batch until GATE/go exists."""
+    def embed(self, texts):
+        Path(embed_gate, "waiting").touch()
+        while not Path(embed_gate, "go").exists():
+            time.sleep(0.02)
+        return super().embed(texts)
+
 def load(name=None, **kwargs):
-    return HashEmbedder()
+    return GatedEmbedder() if embed_gate else HashEmbedder()
 
 ceg_cli.index.load_embedder = load
 ceg_cli.builder.load_embedder = load
@@ -280,7 +292,9 @@ def index_state(path: Path) -> tuple[Any, ...]:
 
 
 def leftovers(target: Path) -> list[str]:
-    return sorted(p.name for p in target.parent.iterdir() if p.name.startswith(f".{target.name}."))
+    """What a build left beside the index, bar its lock file (empty, kept for good)."""
+    return sorted(p.name for p in target.parent.iterdir()
+                  if p.name.startswith(f".{target.name}.") and p.name != f".{target.name}.lock")
 
 
 def clean_up_with_a_build(target: Path, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reliability_harness import leftovers as _no_leftovers
 
 from ceg_cli import __version__
 from ceg_cli.builder import BuildOptions, build_index, source_digest
@@ -108,10 +109,6 @@ def _assert_vectors_match_rows(index_dir: Path, embedder: Embedder) -> None:
         mode = idx.meta["embed_text"]
     fresh = embedder.embed([embed_text(chunks[i], mode) for i in range(len(stored))])
     assert np.sum(fresh * stored, axis=1).min() > 0.999
-
-
-def _no_leftovers(target: Path) -> list[str]:
-    return sorted(p.name for p in target.parent.iterdir() if p.name.startswith(f".{target.name}."))
 
 
 # --- a fresh build ------------------------------------------------------------

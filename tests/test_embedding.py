@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -74,3 +78,67 @@ def test_similar_meaning_scores_higher(embedder: Embedder) -> None:
         ["Who taught Alexander the Great?", TEXTS[0], "Sundials tell the time from the Sun."]
     )
     assert float(query @ relevant) > float(query @ other) + 0.2
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to resolve a host name or open a connection fails the test."""
+    import socket
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"a network attempt was made: {args[:2]}")
+
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+
+
+@pytest.mark.parametrize("name", ["org/not-on-this-machine", "/no/such/model/dir"])
+def test_a_model_not_on_this_machine_fails_at_once_without_the_network(
+    name: str, no_network: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An empty cache: whatever this machine holds cannot answer for the name.
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(tmp_path / "hub"))
+    with pytest.raises(UsageError) as err:
+        load_embedder(name)
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"{name!r} is not on this machine" in message
+    assert "--model PATH" in message and DEFAULT_MODEL in message
+
+
+def test_index_build_with_a_model_not_on_this_machine_exits_2_in_one_line(
+    run_cli: Any, no_network: None, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "1", "title": "T", "text": "Some text."}\n', encoding="utf-8")
+    result = run_cli("index", "build", docs, "--index", tmp_path / "index", "-q",
+                     "--model", "org/not-on-this-machine")
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: embedding model 'org/not-on-this-machine' is not "
+                                    "on this machine")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "index").exists()
+
+
+@pytest.mark.slow
+def test_a_model_in_the_local_hub_cache_loads_by_name(tmp_path: Path) -> None:
+    """A hub name whose snapshot is in the Hugging Face cache loads with no network."""
+    commit = "0" * 40
+    repo = tmp_path / "hub" / "models--org--cached-minilm"
+    (repo / "snapshots").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit, encoding="utf-8")
+    (repo / "snapshots" / commit).symlink_to(resolve_model(None).location)
+    script = (
+        "import socket\n"
+        "def refuse(*a, **k): raise AssertionError('network')\n"
+        "socket.getaddrinfo = refuse\n"
+        "from ceg_cli.embedding import load_embedder\n"
+        "e = load_embedder('org/cached-minilm')\n"
+        "print(e.name, e.dimension, e.embed(['Aristotle taught Alexander.']).shape)\n"
+    )
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "0"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["org/cached-minilm", "384", "(1,", "384)"]

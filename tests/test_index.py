@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -197,3 +199,89 @@ def test_use_embedder_refuses_another_dimension(
     assert "dimension 384" in message
     assert "dimension 8" in message
     assert DEFAULT_MODEL in message
+
+
+# --- the vectors file belongs to its index ------------------------------------------
+
+
+def _same_shape_indexes(tmp_path: Path, embedder: Embedder, n: int) -> tuple[Path, Path]:
+    """Two indexes of ``n`` one-passage documents each: same count and dimension."""
+    from reliability_harness import documents
+
+    from ceg_cli.builder import BuildOptions, build_index
+
+    made = []
+    for prefix in ("A", "B"):
+        target = tmp_path / f"index-{prefix}"
+        docs = documents(tmp_path / f"{prefix}.jsonl", n, prefix)
+        build_index([docs], target, BuildOptions(), embedder=embedder)
+        made.append(target)
+    return made[0], made[1]
+
+
+# 40 passages: a file read whole; 800 (1.2 MB): a file sampled.
+@pytest.mark.parametrize("n", [40, 800])
+def test_a_vectors_file_from_another_index_of_the_same_shape_is_refused(
+    tmp_path: Path, hash_embedder: Embedder, n: int
+) -> None:
+    mine, other = _same_shape_indexes(tmp_path, hash_embedder, n)
+    assert (mine / "vectors.faiss").stat().st_size == (other / "vectors.faiss").stat().st_size
+    open_index(mine).close()
+    shutil.copyfile(other / "vectors.faiss", mine / "vectors.faiss")
+    with pytest.raises(IndexLoadError) as err:
+        open_index(mine)
+    message = str(err.value)
+    assert message.startswith(f"{mine / 'vectors.faiss'} is not the vectors file this index")
+    assert f"'ceg index build SOURCE --index {mine}'" in message
+    assert "\n" not in message
+
+
+def test_appending_to_an_index_with_a_foreign_vectors_file_is_refused(
+    tmp_path: Path, hash_embedder: Embedder
+) -> None:
+    from reliability_harness import documents
+
+    from ceg_cli.builder import BuildOptions, build_index
+
+    mine, other = _same_shape_indexes(tmp_path, hash_embedder, 40)
+    shutil.copyfile(other / "vectors.faiss", mine / "vectors.faiss")
+    more = documents(tmp_path / "C.jsonl", 3, "C")
+    with pytest.raises(IndexLoadError, match="is not the vectors file this index"):
+        build_index([more], mine, BuildOptions(append=True), embedder=hash_embedder)
+
+
+def test_the_digest_reads_sampled_blocks_only(tmp_path: Path) -> None:
+    """A large file is read at 18 blocks: a change inside one is seen, outside all is not."""
+    from ceg_cli.indexdir import SAMPLE_BLOCK, _sample_offsets, sampled_digest
+
+    data = bytearray(np.random.default_rng(1).bytes(40 * SAMPLE_BLOCK + 123))
+    file = tmp_path / "v.bin"
+    file.write_bytes(data)
+    before = sampled_digest(file)
+    offsets = _sample_offsets(len(data))
+    assert len(offsets) == 18 and offsets[-1] + SAMPLE_BLOCK == len(data)
+    unread = next(i for i in range(len(data))
+                  if not any(o <= i < o + SAMPLE_BLOCK for o in offsets))
+    data[unread] ^= 1
+    file.write_bytes(data)
+    assert sampled_digest(file) == before
+    data[offsets[9] + 7] ^= 1
+    file.write_bytes(data)
+    assert sampled_digest(file) != before
+
+
+def test_an_index_built_before_the_digest_still_opens(
+    tmp_path: Path, hash_index: Path, run_cli: Callable[..., Any]
+) -> None:
+    target = tmp_path / "index"
+    shutil.copytree(hash_index, target)
+    meta = json.loads((target / "meta.json").read_text())
+    assert meta["faiss"]["file_digest"].startswith("sha256-sampled:")
+    assert meta["faiss"]["file_size"] == (target / "vectors.faiss").stat().st_size
+    del meta["faiss"]["file_digest"], meta["faiss"]["file_size"]
+    (target / "meta.json").write_text(json.dumps(meta))
+    with open_index(target) as idx:
+        assert idx.size == meta["counts"]["chunks"]
+    result = run_cli("index", "info", "--index", target)
+    assert result.exit_code == 0
+    assert "no digest recorded" in result.stdout

@@ -18,6 +18,7 @@ reliability table.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import json
@@ -29,7 +30,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -313,13 +314,128 @@ def test_index_build_on_a_full_disk_keeps_the_old_index(
                               capture_output=True, text=True)
         assert done.returncode == 3
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
-        assert len(lines) == 1 and "No space left on device" in lines[0], done.stderr
+        assert len(lines) == 1, done.stderr
+        assert lines[0].startswith("error: disk full (No space left on device) while writing")
         assert index_state(target) == index_state(hash_index)
         assert leftovers(target) == []
     finally:
         subprocess.run(["umount", str(disk)], check=True)
     row("`ceg index build` on a full disk (1 MiB tmpfs)", 1,
         "exit 3, one line naming 'No space left on device'; old index intact, no leftovers")
+
+
+@contextlib.contextmanager
+def tmpfs(path: Path, size: str) -> Iterator[Path]:
+    """A real RAM disk of ``size`` mounted at ``path`` (needs root, as the tests here have)."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+                   check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", str(path)], check=True)
+
+
+@pytest.fixture
+def build_cli(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``ceg index build`` in-process with the free fake model for every model name."""
+    from conftest import HashEmbedder
+
+    import ceg_cli.builder
+
+    monkeypatch.setattr(ceg_cli.builder, "load_embedder", lambda *a, **k: HashEmbedder())
+    return lambda *args: run_cli("index", "build", *args, "-q")
+
+
+def _room_needed(corpus: Path, tmp_path: Path) -> str:
+    """What the index of ``corpus`` takes: its vectors and its chunk store, built elsewhere."""
+    from conftest import HashEmbedder
+
+    from ceg_cli.builder import _bytes
+
+    roomy = tmp_path / "roomy"
+    build_index([corpus], roomy, BuildOptions(), embedder=HashEmbedder())
+    with open_index(roomy) as idx:
+        vector_bytes = idx.size * idx.dimension * 4
+    return _bytes(vector_bytes + (roomy / "chunks.sqlite").stat().st_size)
+
+
+def test_index_build_on_a_full_tmpfs_says_where_and_how_much_it_needs(
+    build_cli: Any, hash_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """The vectors do not fit: exit 3, one line naming the place and the room needed."""
+    corpus = documents(tmp_path / "docs.jsonl", 600, "B")
+    needed = _room_needed(corpus, tmp_path)
+    with tmpfs(tmp_path / "disk", "1m") as disk:
+        target = disk / "index"
+        shutil.copytree(hash_index, target)
+        result = build_cli(corpus, "--index", target)
+        assert result.exit_code == 3
+        (line,) = error_lines(result.stderr)
+        assert line.startswith(
+            f"error: disk full (No space left on device) while writing vectors.faiss of the "
+            f"new index for {target}: it needs about {needed} in {disk} (600 vectors x 384 "
+            "dimensions x 4 bytes = 900 KiB, and ")
+        assert line.endswith("the previous index is untouched: free some space, or build "
+                             "elsewhere with --index")
+        assert "internal error" not in result.stderr
+        assert index_state(target) == index_state(hash_index)
+        assert leftovers(target) == []
+    row("`ceg index build` whose vectors do not fit (1 MiB tmpfs)", 1,
+        f"exit 3, one line: disk full, where, needs about {needed}; old index intact")
+
+
+def test_index_build_whose_chunk_store_fills_the_disk(
+    build_cli: Any, tmp_path: Path, row: Row
+) -> None:
+    """SQLite finds the disk full: the same one line, with a floor on the room needed."""
+    corpus = documents(tmp_path / "docs.jsonl", 3000, "B")
+    with tmpfs(tmp_path / "disk", "128k") as disk:
+        result = build_cli(corpus, "--index", disk / "index")
+        assert result.exit_code == 3
+        (line,) = error_lines(result.stderr)
+        assert line.startswith("error: disk full (No space left on device) while writing "
+                               f"chunks.sqlite of the new index for {disk / 'index'}: it "
+                               "needs more than ")
+        assert "of passages so far)" in line
+        assert line.endswith("nothing kept: free some space, or build elsewhere with --index")
+        assert [p.name for p in disk.iterdir()] == [".index.lock"]
+    row("`ceg index build` whose chunk store fills the disk (128 KiB tmpfs)", 1,
+        "exit 3, one line: disk full while writing chunks.sqlite, needs more than N; "
+        "nothing left behind")
+
+
+# Where an ordinary write finds no room: the line it gives after the common prefix.
+ORDINARY_WRITES = {
+    "_write_json": ("meta.json", "it needs about "),
+    "temp_dir": (".index.building", "it needs more room in "),
+}
+
+
+@pytest.mark.parametrize("where", list(ORDINARY_WRITES))
+def test_index_build_with_no_room_for_an_ordinary_write(
+    build_cli: Any, old_index: Path, hash_index: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, where: str,
+) -> None:
+    """ENOSPC from a plain file write or a mkdir is reported the same way."""
+    import ceg_cli.builder
+
+    def full(path: Path, *args: object) -> None:
+        name = path.name if where == "_write_json" else f".{path.name}.building"
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path.parent / name))
+
+    monkeypatch.setattr(ceg_cli.builder, where, full)
+    corpus = documents(tmp_path / "docs.jsonl", 20, "B")
+    result = build_cli(corpus, "--index", old_index)
+    assert result.exit_code == 3
+    (line,) = error_lines(result.stderr)
+    file, needs = ORDINARY_WRITES[where]
+    assert line.startswith("error: disk full (No space left on device) while writing "
+                           f"{file} of the new index for {old_index}: {needs}")
+    if where == "_write_json":
+        assert "(20 vectors x 384 dimensions x 4 bytes = 30 KiB, and " in line
+    assert index_state(old_index) == index_state(hash_index)
+    assert leftovers(old_index) == []
 
 
 # -- the gate never passes by accident ---------------------------------------------------
@@ -527,3 +643,85 @@ def test_opening_an_index_while_it_is_rebuilt_over_and_over(
     assert builds[0] >= 3 and mixed == 0  # swaps did happen while the reader opened
     row("opening an index while builds keep replacing it (threads)", opens,
         f"{opens} opens during {builds[0]} rebuilds: 0 errors, 0 mixing files of two builds")
+
+
+def build_cmd(ceg: list[str], corpus: Path, target: Path, *extra: str) -> list[str]:
+    return [*ceg, "index", "build", str(corpus), "-q", "--index", str(target), *extra]
+
+
+@pytest.fixture
+def old_index(hash_index: Path, tmp_path: Path) -> Path:
+    """A copy of ``hash_index`` at ``tmp_path / "index"``, for builds to replace."""
+    shutil.copytree(hash_index, tmp_path / "index")
+    return tmp_path / "index"
+
+
+@contextlib.contextmanager
+def held_build(
+    ceg: list[str], corpus: Path, target: Path, gate: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A `ceg index build` process that holds the lock, waiting at its model until
+    ``gate/go`` exists; killed on exit if it is still running."""
+    gate.mkdir()
+    env = {**os.environ, "CEG_TEST_EMBED_GATE": str(gate)}
+    with open(gate / "stderr", "wb") as stderr:
+        proc = subprocess.Popen(build_cmd(ceg, corpus, target), env=env,
+                                stdout=subprocess.DEVNULL, stderr=stderr)
+        try:
+            deadline = time.monotonic() + 120
+            while not (gate / "waiting").exists():
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    (gate / "stderr").read_text())
+                time.sleep(0.02)
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+
+
+def test_a_second_build_of_one_index_fails_at_once_naming_the_lock(
+    ceg: list[str], hash_index: Path, old_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """Two real processes build one index: the second, plain or --append, stops at once."""
+    target = old_index
+    second_corpus = documents(tmp_path / "second.jsonl", 20, "S")
+    corpus = documents(tmp_path / "first.jsonl", 30, "F")
+    with held_build(ceg, corpus, target, tmp_path / "gate") as first:
+        for extra in ([], ["--append"]):
+            second = subprocess.run(build_cmd(ceg, second_corpus, target, *extra),
+                                    capture_output=True, text=True, timeout=120)
+            assert second.returncode == 3, second.stderr
+            assert second.stderr.strip() == (
+                f"error: another 'ceg index build' is writing the index at {target} (process "
+                f"{first.pid}): it holds the lock {tmp_path / '.index.lock'}; run this build "
+                "again when that one has finished (the lock goes when its process ends, even "
+                "if it is killed)")
+            assert index_state(target) == index_state(hash_index)
+        (tmp_path / "gate" / "go").touch()
+        assert first.wait(timeout=120) == 0
+    with open_index(target) as index:
+        assert index.size == 30  # the first build's index, untouched by the second
+    assert leftovers(target) == []
+    row("two `ceg index build` (or `--append`) of one index at once", 2,
+        "the second exits 3 at once, naming the lock and the first build's process; the "
+        "first finishes and its index is in place")
+
+
+def test_a_killed_build_leaves_no_stale_lock(
+    ceg: list[str], old_index: Path, tmp_path: Path, row: Row
+) -> None:
+    """SIGKILL the build that holds the lock: the next build takes it and succeeds."""
+    target = old_index
+    corpus = documents(tmp_path / "docs.jsonl", 30, "F")
+    with held_build(ceg, corpus, target, tmp_path / "gate") as first:
+        first.kill()
+    assert (tmp_path / ".index.lock").exists()
+    again = subprocess.run(build_cmd(ceg, corpus, target), capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr
+    with open_index(target) as index:
+        assert index.size == 30
+    assert leftovers(target) == []
+    row("a build SIGKILLed while holding the lock", 1,
+        "no stale lock: the next build takes it at once and succeeds")

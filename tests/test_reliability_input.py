@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from reliability_harness import leftovers
 from typer.testing import Result
 
 from ceg_cli import responses as responses_module
@@ -257,10 +258,6 @@ def index_state(path: Path) -> tuple[bytes, list[tuple[Any, ...]], bytes]:
     return (path / "meta.json").read_bytes(), rows, (path / "vectors.faiss").read_bytes()
 
 
-def leftovers(index: Path) -> list[str]:
-    return sorted(p.name for p in index.parent.iterdir() if p.name.startswith(f".{index.name}."))
-
-
 @pytest.fixture
 def index_copy_hash(hash_index: Path, tmp_path: Path) -> Path:
     target = tmp_path / "index"
@@ -401,9 +398,10 @@ def break_index(index: Path, how: str, tmp_path: Path) -> str:
         # Built with a model of dimension 8; the model of that name now gives 384.
         meta = json.loads(meta_path.read_text())
         other = other_index(tmp_path, dimension=8, docs=meta["counts"]["chunks"])
-        for name in ("vectors.faiss", "meta.json"):
-            shutil.copy(other / name, index / name)
+        shutil.copy(other / "vectors.faiss", index / "vectors.faiss")
         meta["model"]["dimension"] = 8
+        # The vectors file is the one its meta.json describes: only the model changed.
+        meta["faiss"] = json.loads((other / "meta.json").read_text())["faiss"]
         meta_path.write_text(json.dumps(meta))
         return "has dimension 8 but model test/hash-embedder gives 384"
     raise AssertionError(how)

@@ -103,7 +103,13 @@ def info(
         "chunker",
         f"about {meta['chunker']['max_words']} words, cut at {meta['chunker']['boundaries']}",
     )
-    table.add_row("vectors", meta["faiss"]["type"])
+    digest = meta["faiss"].get("file_digest")
+    table.add_row(
+        "vectors",
+        f"{meta['faiss']['type']}, {digest[:29]}" if digest
+        else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
+        "a rebuild adds it)",
+    )
     for src in meta["sources"]:
         table.add_row(
             "source",
