@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .chunking import chunk_document
+from .chunking import chunk_or_skip
 from .corpus import iter_documents, source_kind
 from .embedding import Embedder, load_embedder
 from .errors import InputError, UsageError
@@ -310,7 +310,9 @@ def _produce_in_background(
                     path, namespaces=options.namespaces, on_warning=on_warning
                 ):
                     # Store the resolved path so that --append recognises the source.
-                    chunks = chunk_document(doc, options.chunk_words)
+                    chunks = chunk_or_skip(doc, options.chunk_words, on_warning)
+                    if chunks is None:
+                        continue
                     stats["documents"] += 1
                     stats["chunks"] += len(chunks)
                     bars.pages.update(1)

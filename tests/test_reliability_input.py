@@ -355,6 +355,99 @@ def test_bad_jsonl_documents_cost_only_themselves(
         "each skipped with a warning naming file:line(:field); the 2 good documents indexed")
 
 
+def prose_line(chars: int) -> str:
+    """Real prose (the mini dump's articles) as one line of ``chars`` characters or more.
+
+    Shaped like a book or a log pasted into one JSONL ``text`` with its line
+    breaks lost: sentence after sentence, no newline.
+    """
+    from conftest import MINI_WIKI
+
+    from ceg_cli.corpus import iter_documents
+
+    prose = " ".join(" ".join(doc.text.split()) for doc in iter_documents(MINI_WIKI))
+    return " ".join([prose] * (chars // (len(prose) + 1) + 1))
+
+
+def jsonl_documents(path: Path, *records: dict[str, str]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    return path
+
+
+def passages_by_document(index: Path) -> dict[str, list[str]]:
+    db = sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT doc_id, text FROM chunks ORDER BY id").fetchall()
+    finally:
+        db.close()
+    out: dict[str, list[str]] = {}
+    for doc_id, text in rows:
+        out.setdefault(doc_id, []).append(text)
+    return out
+
+
+GOOD_DOCUMENTS = (
+    {"id": "g1", "title": "Plato", "text": "Plato taught Aristotle in Athens."},
+    {"id": "g2", "title": "Lyceum", "text": "Aristotle founded the Lyceum. It was a school."},
+)
+
+
+def test_a_20_mb_document_is_indexed_beside_the_good_ones(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row
+) -> None:
+    """A 20 MB one-line text: split in blocks, indexed whole; it once aborted the build."""
+    book = prose_line(20_000_000)
+    src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],
+                          {"id": "book", "title": "A long book", "text": book}, GOOD_DOCUMENTS[1])
+    index = tmp_path / "index"
+    started = time.perf_counter()
+    result = run_cli("index", "build", src, "--index", index, "-q")
+    seconds = time.perf_counter() - started
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+    assert "indexed 3 documents" in result.stderr
+    passages = passages_by_document(index)
+    assert sorted(passages) == ["book", "g1", "g2"]
+    # Every word of the book is in its passages, once, in order.
+    assert [w for p in passages["book"] for w in p.split()] == book.split()
+    row(f"corpus: a JSONL document of {len(book.encode()) / 1e6:.0f} MB on one line, "
+        "beside 2 good ones", 1,
+        f"exit 0 in {seconds:.0f} s; all 3 indexed, {len(passages['book']):,} passages of it")
+
+
+def test_a_document_that_cannot_be_split_is_skipped_by_name(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document that still trips NLTK's time limit costs only itself, with a warning."""
+    import ceg_cli.chunking
+
+    real = ceg_cli.chunking.sentence_spans
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        if text.startswith("Pathological"):
+            # What NLTK's regex guard raises past its limit.
+            raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
+        return real(text)
+
+    monkeypatch.setattr(ceg_cli.chunking, "sentence_spans", spans)
+    src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],
+                          {"id": "bad", "title": "Bad", "text": "Pathological. Text."},
+                          GOOD_DOCUMENTS[1])
+    index = tmp_path / "index"
+    result = run_cli("index", "build", src, "--index", index, "-q")
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in stderr_lines(result) if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {src}: document 'bad' ('Bad') of 19 characters: sentence splitting ran "
+        "past NLTK's time limit; document skipped"
+    ]
+    assert "indexed 2 documents" in result.stderr
+    assert sorted(passages_by_document(index)) == ["g1", "g2"]
+    row("corpus: a document whose sentence splitting still runs out of time", 1,
+        "skipped with a warning naming file and document; the others indexed")
+
+
 # -- index directories ---------------------------------------------------------------
 
 
