@@ -355,6 +355,32 @@ def test_bad_jsonl_documents_cost_only_themselves(
         "each skipped with a warning naming file:line(:field); the 2 good documents indexed")
 
 
+def test_deep_nesting_and_huge_jsonl_document_lines_cost_only_themselves(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row
+) -> None:
+    """JSONL documents: a line nested 100,000 deep and one over the line cap are skipped."""
+    from ceg_cli.responses import MAX_LINE_BYTES
+
+    deep = '{"id": "deep", "text": "Nested.", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    huge = json.dumps({"id": "huge", "text": "x " * (MAX_LINE_BYTES // 2)})
+    src = tmp_path / "docs.jsonl"
+    lines = [json.dumps(GOOD_DOCUMENTS[0]), deep, huge, json.dumps(GOOD_DOCUMENTS[1])]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = tmp_path / "index"
+    result = run_cli("index", "build", src, "--index", index, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    warnings = [line for line in stderr_lines(result) if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {src}:2: JSON nested too deeply; line skipped",
+        f"warning: {src}:3: line is longer than {MAX_LINE_BYTES:,} bytes; line skipped",
+    ]
+    assert "indexed 2 documents" in result.stderr
+    assert sorted(passages_by_document(index)) == ["g1", "g2"]
+    row("corpus: JSONL document lines nested 100,000 deep, and over 32 MiB", 2,
+        "each skipped with a warning naming file:line; the good documents indexed")
+
+
 def prose_line(chars: int) -> str:
     """Real prose (the mini dump's articles) as one line of ``chars`` characters or more.
 
