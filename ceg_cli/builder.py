@@ -57,6 +57,8 @@ class BuildOptions:
     batch_size: int = 64
     append: bool = False
     progress: bool = False
+    #: Folder sources: read symbolic links that lead out of the folder.
+    follow_symlinks: bool = False
 
 
 @dataclass
@@ -307,7 +309,10 @@ def _produce_in_background(
             for path in todo:
                 stats = per_source[str(path.resolve())]
                 for doc in iter_documents(
-                    path, namespaces=options.namespaces, on_warning=on_warning
+                    path,
+                    namespaces=options.namespaces,
+                    follow_symlinks=options.follow_symlinks,
+                    on_warning=on_warning,
                 ):
                     # Store the resolved path so that --append recognises the source.
                     chunks = chunk_or_skip(doc, options.chunk_words, on_warning)

@@ -14,6 +14,7 @@ Each test records its row of the reliability table (``benchmarks/reliability.py`
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
@@ -379,6 +380,65 @@ def test_deep_nesting_and_huge_jsonl_document_lines_cost_only_themselves(
     assert sorted(passages_by_document(index)) == ["g1", "g2"]
     row("corpus: JSONL document lines nested 100,000 deep, and over 32 MiB", 2,
         "each skipped with a warning naming file:line; the good documents indexed")
+
+
+def symlinked_docs(tmp_path: Path) -> Path:
+    """A docs folder as an untrusted branch may hold it: links out, links in, a FIFO."""
+    docs, elsewhere = tmp_path / "docs", tmp_path / "elsewhere"
+    (docs / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nAristotle taught Alexander.\n")
+    (docs / "sub" / "notes.txt").write_text("Plato founded the Academy.\n")
+    (elsewhere / "secret.txt").write_text("The deploy key is hunter2.\n")
+    (docs / "passwd.txt").symlink_to("/etc/passwd")  # the issue's reproduction
+    (docs / "secret.txt").symlink_to(elsewhere / "secret.txt")
+    (docs / "outside").symlink_to(elsewhere, target_is_directory=True)
+    (docs / "alias.md").symlink_to("guide.md")  # inside the folder: read
+    (docs / "sub-alias").symlink_to("sub", target_is_directory=True)
+    (docs / "sub" / "up").symlink_to("..", target_is_directory=True)  # a loop
+    os.mkfifo(docs / "pipe.txt")  # reading it would block forever
+    return docs
+
+
+def test_folder_links_out_of_the_folder_are_not_followed(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row
+) -> None:
+    """Links leaving a folder source are skipped by name; --follow-symlinks reads them."""
+    docs = symlinked_docs(tmp_path)
+    index = tmp_path / "index"
+    result = run_cli("index", "build", docs, "--index", index, "-q")
+    assert result.exit_code == 0, result.stderr
+    warnings = sorted(line for line in stderr_lines(result) if line.startswith("warning:"))
+    assert warnings == [
+        f"warning: {docs / 'outside'}: a symbolic link to {tmp_path / 'elsewhere'}, outside "
+        "the folder; not read (--follow-symlinks reads it)",
+        f"warning: {docs / 'passwd.txt'}: a symbolic link to /etc/passwd, outside the folder; "
+        "file skipped (--follow-symlinks reads it)",
+        f"warning: {docs / 'pipe.txt'}: not a regular file; file skipped",
+        f"warning: {docs / 'secret.txt'}: a symbolic link to "
+        f"{tmp_path / 'elsewhere' / 'secret.txt'}, outside the folder; file skipped "
+        "(--follow-symlinks reads it)",
+    ]
+    passages = passages_by_document(index)
+    # Links inside the folder are read; linked folders inside are read once, by their own path.
+    assert sorted(passages) == ["alias.md", "guide.md", "sub/notes.txt"]
+    stored = " ".join(p for texts in passages.values() for p in texts)
+    assert "root:" not in stored and "hunter2" not in stored and "root:" not in result.stderr
+
+    result = run_cli("index", "build", docs, "--index", index, "-q", "--follow-symlinks")
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in stderr_lines(result) if line.startswith("warning:")] == [
+        f"warning: {docs / 'pipe.txt'}: not a regular file; file skipped"
+    ]
+    passages = passages_by_document(index)
+    # Each real folder once: sub-alias and sub/up lead to folders already read.
+    assert sorted(passages) == ["alias.md", "guide.md", "outside/secret.txt", "passwd.txt",
+                                "secret.txt", "sub/notes.txt"]
+    assert any(text.startswith("root:") for text in passages["passwd.txt"])
+    row("corpus: a folder with links to /etc/passwd and to a folder outside, links inside, "
+        "a link loop, a FIFO", 2,
+        "links out skipped with a warning naming each (read with --follow-symlinks, each "
+        "folder once); links inside read; the FIFO skipped by name")
 
 
 def prose_line(chars: int) -> str:

@@ -46,6 +46,12 @@ def build(
         False, "--append", help="Add to the existing index; unchanged sources are skipped."
     ),
     batch_size: int = typer.Option(64, "--batch-size", help="Passages per model batch."),
+    follow_symlinks: bool = typer.Option(
+        False,
+        "--follow-symlinks",
+        help="In folder sources, also read symbolic links that lead out of the folder "
+        "(skipped with a warning by default).",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -59,6 +65,7 @@ def build(
         batch_size=batch_size,
         append=append,
         progress=not quiet,
+        follow_symlinks=follow_symlinks,
     )
     report = build_index(sources, index, options, on_warning=warn)
     for path in report.unchanged:
