@@ -20,18 +20,11 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from ceg_cli.corpus.markdown import markdown_to_text
 from ceg_cli.types import Document
 
 SUFFIXES = frozenset({".txt", ".md"})
 
-_FRONT_MATTER = re.compile(r"\A---\n.*?\n(?:---|\.\.\.)\n", re.DOTALL)
-# The closing #s of "## Title ##" need a space before them ("# C#" keeps its #).
-_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.MULTILINE)
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_FENCE = re.compile(r"^ {0,3}(```|~~~).*$\n?", re.MULTILINE)
 _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 
 
@@ -66,11 +59,8 @@ def read_folder(
         text = text.replace("\r\n", "\n").replace("\r", "\n")
         title = file.stem
         if file.suffix.lower() == ".md":
-            text = _FRONT_MATTER.sub("", text)
-            heading = _HEADING.search(text)
-            if heading is not None:
-                title = _strip_markdown(heading.group(1)).strip() or title
-            text = _strip_markdown(text)
+            text, heading = markdown_to_text(text)
+            title = heading or title
         text = _BLANK_LINES.sub("\n\n", text).strip()
         if not text:
             warn(f"{file}: empty; file skipped")
@@ -139,12 +129,3 @@ def _descend(
              "(--follow-symlinks reads it)")
     return False
 
-
-def _strip_markdown(text: str) -> str:
-    """Remove the trivial Markdown markup that would otherwise pollute passages."""
-    text = _COMMENT.sub("", text)
-    text = _FENCE.sub("", text)
-    text = _HEADING.sub(r"\1", text)
-    text = _IMAGE.sub(r"\1", text)
-    text = _LINK.sub(r"\1", text)
-    return _EMPHASIS.sub(r"\2", text)
