@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .chunking import chunk_document
+from .chunking import chunk_or_skip
 from .corpus import iter_documents, source_kind
 from .embedding import Embedder, load_embedder
 from .errors import DiskFullError, InputError, UsageError
@@ -67,6 +67,8 @@ class BuildOptions:
     embed_text: str = DEFAULT_EMBED_TEXT
     batch_size: int = 64
     append: bool = False
+    #: Folder sources: read symbolic links that lead out of the folder.
+    follow_symlinks: bool = False
 
 
 @dataclass
@@ -388,10 +390,15 @@ def _produce_in_background(
             for path in todo:
                 stats = per_source[str(path.resolve())]
                 for doc in iter_documents(
-                    path, namespaces=options.namespaces, on_warning=on_warning
+                    path,
+                    namespaces=options.namespaces,
+                    follow_symlinks=options.follow_symlinks,
+                    on_warning=on_warning,
                 ):
                     # Store the resolved path so that --append recognises the source.
-                    chunks = chunk_document(doc, options.chunk_words)
+                    chunks = chunk_or_skip(doc, options.chunk_words, on_warning)
+                    if chunks is None:
+                        continue
                     stats["documents"] += 1
                     stats["chunks"] += len(chunks)
                     bars.pages.update(1)

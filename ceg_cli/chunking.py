@@ -24,12 +24,12 @@ whitespace; a chunk never ends inside a sentence except in the case above.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ceg_cli.sentences import sentence_spans
 from ceg_cli.types import Chunk, Document
 
-__all__ = ["DEFAULT_MAX_WORDS", "chunk_document", "iter_chunks"]
+__all__ = ["DEFAULT_MAX_WORDS", "chunk_document", "chunk_or_skip", "iter_chunks"]
 
 DEFAULT_MAX_WORDS = 100
 
@@ -90,6 +90,27 @@ def chunk_document(doc: Document, max_words: int = DEFAULT_MAX_WORDS) -> list[Ch
         )
         for i, (s, e) in enumerate(spans)
     ]
+
+
+def chunk_or_skip(
+    doc: Document, max_words: int, on_warning: Callable[[str], None] | None = None
+) -> list[Chunk] | None:
+    """``chunk_document``, or None (with a warning naming the document) if it cannot be split.
+
+    NLTK runs its regular expressions under a wall-clock time limit and raises
+    ``TimeoutError`` past it; lines are split in blocks so this should not
+    happen, but if one document still trips it, it costs only that document.
+    """
+    try:
+        return chunk_document(doc, max_words)
+    except TimeoutError:
+        if on_warning is not None:
+            named = f"'{doc.id}'" if doc.title == doc.id else f"'{doc.id}' ('{doc.title}')"
+            on_warning(
+                f"{doc.source}: document {named} of {len(doc.text):,} characters: sentence "
+                "splitting ran past NLTK's time limit; document skipped"
+            )
+        return None
 
 
 def iter_chunks(docs: Iterable[Document], max_words: int = DEFAULT_MAX_WORDS) -> Iterator[Chunk]:

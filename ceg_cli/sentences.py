@@ -19,6 +19,7 @@ import this one (``ceg --help``) must not pay for that.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -37,6 +38,14 @@ _LINE_RE = re.compile(r"[^\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+")
 # without any of them is one sentence, and skipping Punkt there is much faster.
 _SENT_END_RE = re.compile(r"[.?!]")
 _NON_SPACE_RE = re.compile(r"\S")
+_LAST_SPACE_RE = re.compile(r".*\s", re.DOTALL)
+
+#: The most characters of one line handed to Punkt at once. NLTK runs each
+#: regular-expression scan under a 5-second wall-clock limit, and Punkt scans a
+#: whole line in one go, so a line of megabytes (a book or a log with no line
+#: breaks) ran out of time. Cut into blocks, a line costs time linear in its
+#: length, and each block takes milliseconds.
+BLOCK_CHARS = 20_000
 
 
 class _ZeroDict(dict[str, int]):
@@ -118,12 +127,39 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
             continue
         if tokenizer is None:
             tokenizer = punkt_tokenizer()
-        line = text[line_start:line_end]
-        for s, e in tokenizer.span_tokenize(line):
-            span = _strip(text, line_start + s, line_start + e)
-            if span is not None:
-                spans.append(span)
+        spans.extend(_punkt_spans(tokenizer, text, line_start, line_end))
     return spans
+
+
+def _punkt_spans(
+    tokenizer: PunktSentenceTokenizer, text: str, start: int, end: int
+) -> Iterator[tuple[int, int]]:
+    """Punkt's sentences of the line ``text[start:end]``, in blocks of ``BLOCK_CHARS``.
+
+    A block is cut at whitespace, so no word is split; of its sentences all but
+    the last are kept and the next block starts where the last began, so Punkt
+    sees each break with the words on both sides of it, as on the whole line.
+    A block that is one sentence (thousands of words with no sentence end) is
+    kept as one: the chunker cuts such a sentence at words anyway.
+    """
+    while end - start > BLOCK_CHARS:
+        space = _LAST_SPACE_RE.match(text, start + 1, start + BLOCK_CHARS)
+        cut = space.end() if space is not None else start + BLOCK_CHARS
+        found = list(tokenizer.span_tokenize(text[start:cut]))
+        if len(found) < 2:
+            found, next_start = [(0, cut - start)], cut
+        else:
+            next_start = start + found[-1][0]
+            found.pop()
+        for s, e in found:
+            span = _strip(text, start + s, start + e)
+            if span is not None:
+                yield span
+        start = next_start
+    for s, e in tokenizer.span_tokenize(text[start:end]):
+        span = _strip(text, start + s, start + e)
+        if span is not None:
+            yield span
 
 
 def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:

@@ -394,3 +394,48 @@ def test_folder_reads_txt_and_md_recursively_in_order(tmp_path: Path) -> None:
     ]
     assert len(warnings) == 2
     assert "empty.md" in warnings[0] and "latin1.txt" in warnings[1] and "UTF-8" in warnings[1]
+
+
+def test_markdown_readme_keeps_its_text_and_loses_its_markup() -> None:
+    """A README shaped like a real project's: every Markdown construct rendered to text."""
+    (doc,) = iter_documents(DATA / "markdown")
+    assert (doc.id, doc.title) == ("README.md", "Quarry")
+    lines = doc.text.split("\n")
+    # Emphasis, code spans, links and images become their text; a wrapped
+    # paragraph one line; setext and ATX headings their text alone.
+    assert "Quarry is a fast, offline search tool for plain-text notes. It indexes a folder " \
+        "of Markdown files and answers queries from the command line, with no server and " \
+        "no network." in lines
+    assert "Install from PyPI with pip:" in lines
+    assert "or from a checkout, see CONTRIBUTING." in lines
+    assert lines.count("Quarry") == 1 and "Installation" in lines and "Usage" in lines
+    # Block quotes, nested ones too, without their markers.
+    assert "Indexes built by 1.x are refused with a message that says so." in lines
+    # List items one a line, without markers or task boxes.
+    assert "Build the index: quarry index ~/notes." in lines
+    assert "Press Ctrl+C to stop a long search." in lines
+    assert ["Works offline", "Syncs between machines"] == lines[
+        lines.index("Works offline"):lines.index("Works offline") + 2
+    ]
+    # A table: one line a row, cells apart, no rule row.
+    start = lines.index("Option; Default; Meaning")
+    assert lines[start:start + 4] == [
+        "Option; Default; Meaning",
+        "--top-k N; 5; results per query, best first",
+        "--fuzzy; off; match words with one typo (see fuzzy matching)",
+        "--format; text; text or json | jsonl",
+    ]
+    # Code blocks keep their content; escapes and entities become characters.
+    assert "$ pip install quarry" in lines and "quarry --version" in lines
+    assert "Escaped markup stays literal: *not emphasis*, 2 < 3." in doc.text
+    assert "Files over 10\u00a0MB are skipped \u2014 split them first." in doc.text
+    # Nothing of the markup is left: reference definitions, HTML, rules, underlines.
+    for markup in ("**", "__", "_fast_", "](", "][", "]:", "pypi.org/project", "docs/fuzzy.md",
+                   "<!--", "<p", "<div", "<img", "<kbd>", "<br>", "&nbsp;", "&mdash;", "```",
+                   "[x]", "[ ]", "* * *", "===", "---", ":---", "##"):
+        assert markup not in doc.text, markup
+    for line in lines:
+        assert not line.startswith(("#", ">", "|", "- ", "* ", "1. ", "    ")), line
+    # The only backticks are the two inside a double-backtick code span.
+    assert 'Search it: quarry search "the `grep` alternative".' in lines
+    assert doc.text.count("`") == 2

@@ -14,6 +14,7 @@ Each test records its row of the reliability table (``benchmarks/reliability.py`
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import time
@@ -350,6 +351,184 @@ def test_bad_jsonl_documents_cost_only_themselves(
     assert "indexed 2 documents" in result.stderr
     row("corpus: JSONL documents with a surrogate escape, a wrong type, garbage", 3,
         "each skipped with a warning naming file:line(:field); the 2 good documents indexed")
+
+
+def test_deep_nesting_and_huge_jsonl_document_lines_cost_only_themselves(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row
+) -> None:
+    """JSONL documents: a line nested 100,000 deep and one over the line cap are skipped."""
+    from ceg_cli.responses import MAX_LINE_BYTES
+
+    deep = '{"id": "deep", "text": "Nested.", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    huge = json.dumps({"id": "huge", "text": "x " * (MAX_LINE_BYTES // 2)})
+    src = tmp_path / "docs.jsonl"
+    lines = [json.dumps(GOOD_DOCUMENTS[0]), deep, huge, json.dumps(GOOD_DOCUMENTS[1])]
+    src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    index = tmp_path / "index"
+    result = run_cli("index", "build", src, "--index", index, "-q")
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    warnings = [line for line in stderr_lines(result) if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {src}:2: JSON nested too deeply; line skipped",
+        f"warning: {src}:3: line is longer than {MAX_LINE_BYTES:,} bytes; line skipped",
+    ]
+    assert "indexed 2 documents" in result.stderr
+    assert sorted(passages_by_document(index)) == ["g1", "g2"]
+    row("corpus: JSONL document lines nested 100,000 deep, and over 32 MiB", 2,
+        "each skipped with a warning naming file:line; the good documents indexed")
+
+
+def symlinked_docs(tmp_path: Path) -> Path:
+    """A docs folder as an untrusted branch may hold it: links out, links in, a FIFO."""
+    docs, elsewhere = tmp_path / "docs", tmp_path / "elsewhere"
+    (docs / "sub").mkdir(parents=True)
+    elsewhere.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nAristotle taught Alexander.\n")
+    (docs / "sub" / "notes.txt").write_text("Plato founded the Academy.\n")
+    (elsewhere / "secret.txt").write_text("The deploy key is hunter2.\n")
+    (docs / "passwd.txt").symlink_to("/etc/passwd")  # the issue's reproduction
+    (docs / "secret.txt").symlink_to(elsewhere / "secret.txt")
+    (docs / "outside").symlink_to(elsewhere, target_is_directory=True)
+    (docs / "alias.md").symlink_to("guide.md")  # inside the folder: read
+    (docs / "sub-alias").symlink_to("sub", target_is_directory=True)
+    (docs / "sub" / "up").symlink_to("..", target_is_directory=True)  # a loop
+    os.mkfifo(docs / "pipe.txt")  # reading it would block forever
+    return docs
+
+
+def test_folder_links_out_of_the_folder_are_not_followed(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row
+) -> None:
+    """Links leaving a folder source are skipped by name; --follow-symlinks reads them."""
+    docs = symlinked_docs(tmp_path)
+    index = tmp_path / "index"
+    result = run_cli("index", "build", docs, "--index", index, "-q")
+    assert result.exit_code == 0, result.stderr
+    warnings = sorted(line for line in stderr_lines(result) if line.startswith("warning:"))
+    assert warnings == [
+        f"warning: {docs / 'outside'}: a symbolic link to {tmp_path / 'elsewhere'}, outside "
+        "the folder; not read (--follow-symlinks reads it)",
+        f"warning: {docs / 'passwd.txt'}: a symbolic link to /etc/passwd, outside the folder; "
+        "file skipped (--follow-symlinks reads it)",
+        f"warning: {docs / 'pipe.txt'}: not a regular file; file skipped",
+        f"warning: {docs / 'secret.txt'}: a symbolic link to "
+        f"{tmp_path / 'elsewhere' / 'secret.txt'}, outside the folder; file skipped "
+        "(--follow-symlinks reads it)",
+    ]
+    passages = passages_by_document(index)
+    # Links inside the folder are read; linked folders inside are read once, by their own path.
+    assert sorted(passages) == ["alias.md", "guide.md", "sub/notes.txt"]
+    stored = " ".join(p for texts in passages.values() for p in texts)
+    assert "root:" not in stored and "hunter2" not in stored and "root:" not in result.stderr
+
+    result = run_cli("index", "build", docs, "--index", index, "-q", "--follow-symlinks")
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in stderr_lines(result) if line.startswith("warning:")] == [
+        f"warning: {docs / 'pipe.txt'}: not a regular file; file skipped"
+    ]
+    passages = passages_by_document(index)
+    # Each real folder once: sub-alias and sub/up lead to folders already read.
+    assert sorted(passages) == ["alias.md", "guide.md", "outside/secret.txt", "passwd.txt",
+                                "secret.txt", "sub/notes.txt"]
+    assert any(text.startswith("root:") for text in passages["passwd.txt"])
+    row("corpus: a folder with links to /etc/passwd and to a folder outside, links inside, "
+        "a link loop, a FIFO", 2,
+        "links out skipped with a warning naming each (read with --follow-symlinks, each "
+        "folder once); links inside read; the FIFO skipped by name")
+
+
+def prose_line(chars: int) -> str:
+    """Real prose (the mini dump's articles) as one line of ``chars`` characters or more.
+
+    Shaped like a book or a log pasted into one JSONL ``text`` with its line
+    breaks lost: sentence after sentence, no newline.
+    """
+    from conftest import MINI_WIKI
+
+    from ceg_cli.corpus import iter_documents
+
+    prose = " ".join(" ".join(doc.text.split()) for doc in iter_documents(MINI_WIKI))
+    return " ".join([prose] * (chars // (len(prose) + 1) + 1))
+
+
+def jsonl_documents(path: Path, *records: dict[str, str]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                    encoding="utf-8")
+    return path
+
+
+def passages_by_document(index: Path) -> dict[str, list[str]]:
+    db = sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT doc_id, text FROM chunks ORDER BY id").fetchall()
+    finally:
+        db.close()
+    out: dict[str, list[str]] = {}
+    for doc_id, text in rows:
+        out.setdefault(doc_id, []).append(text)
+    return out
+
+
+GOOD_DOCUMENTS = (
+    {"id": "g1", "title": "Plato", "text": "Plato taught Aristotle in Athens."},
+    {"id": "g2", "title": "Lyceum", "text": "Aristotle founded the Lyceum. It was a school."},
+)
+
+
+def test_a_20_mb_document_is_indexed_beside_the_good_ones(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row
+) -> None:
+    """A 20 MB one-line text: split in blocks, indexed whole; it once aborted the build."""
+    book = prose_line(20_000_000)
+    src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],
+                          {"id": "book", "title": "A long book", "text": book}, GOOD_DOCUMENTS[1])
+    index = tmp_path / "index"
+    started = time.perf_counter()
+    result = run_cli("index", "build", src, "--index", index, "-q")
+    seconds = time.perf_counter() - started
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+    assert "indexed 3 documents" in result.stderr
+    passages = passages_by_document(index)
+    assert sorted(passages) == ["book", "g1", "g2"]
+    # Every word of the book is in its passages, once, in order.
+    assert [w for p in passages["book"] for w in p.split()] == book.split()
+    row(f"corpus: a JSONL document of {len(book.encode()) / 1e6:.0f} MB on one line, "
+        "beside 2 good ones", 1,
+        f"exit 0 in {seconds:.0f} s; all 3 indexed, {len(passages['book']):,} passages of it")
+
+
+def test_a_document_that_cannot_be_split_is_skipped_by_name(
+    run_cli: Any, fake_models: None, tmp_path: Path, row: Row, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document that still trips NLTK's time limit costs only itself, with a warning."""
+    import ceg_cli.chunking
+
+    real = ceg_cli.chunking.sentence_spans
+
+    def spans(text: str) -> list[tuple[int, int]]:
+        if text.startswith("Pathological"):
+            # What NLTK's regex guard raises past its limit.
+            raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
+        return real(text)
+
+    monkeypatch.setattr(ceg_cli.chunking, "sentence_spans", spans)
+    src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],
+                          {"id": "bad", "title": "Bad", "text": "Pathological. Text."},
+                          GOOD_DOCUMENTS[1])
+    index = tmp_path / "index"
+    result = run_cli("index", "build", src, "--index", index, "-q")
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in stderr_lines(result) if line.startswith("warning:")]
+    assert warnings == [
+        f"warning: {src}: document 'bad' ('Bad') of 19 characters: sentence splitting ran "
+        "past NLTK's time limit; document skipped"
+    ]
+    assert "indexed 2 documents" in result.stderr
+    assert sorted(passages_by_document(index)) == ["g1", "g2"]
+    row("corpus: a document whose sentence splitting still runs out of time", 1,
+        "skipped with a warning naming file and document; the others indexed")
 
 
 # -- index directories ---------------------------------------------------------------

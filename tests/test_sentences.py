@@ -2,11 +2,17 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
+import nltk.redos
 import pytest
 
+from ceg_cli import sentences
+from ceg_cli.corpus import iter_documents
 from ceg_cli.errors import BackendError
 from ceg_cli.sentences import line_spans, punkt_tokenizer, sentence_spans
+
+MINI_WIKI = Path(__file__).parent / "data" / "wiki" / "enwiki-mini.xml.bz2"
 
 
 def texts(text: str) -> list[str]:
@@ -126,3 +132,41 @@ def test_lines_without_sentence_punctuation_need_no_tokenizer(
 ) -> None:
     monkeypatch.setitem(sys.modules, "punkt", None)
     assert texts("no period here\nnor here") == ["no period here", "nor here"]
+
+
+@pytest.fixture(scope="module")
+def prose_line() -> str:
+    """The mini dump's articles as one line of about 80,000 characters of real prose."""
+    return " ".join(" ".join(doc.text.split()) for doc in iter_documents(MINI_WIKI))
+
+
+def test_a_long_line_is_split_in_blocks_exactly_as_punkt_splits_it_whole(
+    prose_line: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(nltk.redos, "DEFAULT_TIMEOUT", None)  # the whole line, unbounded
+    tokenizer = punkt_tokenizer()
+    whole = [sentences._strip(prose_line, s, e) for s, e in tokenizer.span_tokenize(prose_line)]
+    assert len(prose_line) > 3 * sentences.BLOCK_CHARS and len(whole) > 500
+    handed: list[int] = []
+    real = type(tokenizer).span_tokenize
+
+    def spy(self: object, text: str) -> Iterator[tuple[int, int]]:
+        handed.append(len(text))
+        return real(self, text)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(type(tokenizer), "span_tokenize", spy)
+    assert sentence_spans(prose_line) == whole
+    assert max(handed) <= sentences.BLOCK_CHARS
+    # Only the sentence cut by each block's end is read twice.
+    assert sum(handed) < len(prose_line) * 1.1
+
+
+def test_a_block_without_a_sentence_end_is_cut_between_words() -> None:
+    # A run-on line: 35,000 characters with no sentence end, then two sentences.
+    text = " ".join(f"w{i}" for i in range(8000)) + " end. Last sentence here."
+    spans = sentence_spans(text)
+    assert_well_formed(text, spans)
+    assert all(e - s <= sentences.BLOCK_CHARS for s, e in spans)
+    # Every word is in one piece, in order: no word was cut in two.
+    assert [w for s, e in spans for w in text[s:e].split()] == text.split()
+    assert texts(text)[-1] == "Last sentence here."

@@ -49,6 +49,12 @@ def build(
     batch_size: int = typer.Option(
         64, "--batch-size", min=1, help="Passages per model batch."
     ),
+    follow_symlinks: bool = typer.Option(
+        False,
+        "--follow-symlinks",
+        help="In folder sources, also read symbolic links that lead out of the folder "
+        "(skipped with a warning by default).",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -61,6 +67,7 @@ def build(
         embed_text="title+text" if embed_title else "text",
         batch_size=batch_size,
         append=append,
+        follow_symlinks=follow_symlinks,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)

@@ -72,16 +72,19 @@ def iter_documents(
     path: Path,
     *,
     namespaces: frozenset[int] = frozenset({0}),
+    follow_symlinks: bool = False,
     on_warning: Callable[[str], None] | None = None,
 ) -> Iterator[Document]:
     """Stream the documents of one corpus source.
 
     ``namespaces`` selects MediaWiki namespaces (articles only by default) and
-    is ignored for other sources. ``on_warning`` receives a one-line message,
-    naming the file (and line or page), for each record skipped; without it
-    such messages are dropped. The kind of source is checked at once, so a
-    missing or unknown ``path`` raises ``InputError`` here; an unreadable
-    file raises ``InputError`` while iterating.
+    is ignored for other sources; ``follow_symlinks`` lets a folder source
+    read symbolic links that lead out of it (see ``corpus.folder``).
+    ``on_warning`` receives a one-line message, naming the file (and line or
+    page), for each record skipped; without it such messages are dropped. The
+    kind of source is checked at once, so a missing or unknown ``path`` raises
+    ``InputError`` here; an unreadable file raises ``InputError`` while
+    iterating.
     """
     path = Path(path)
     kind = source_kind(path)
@@ -89,4 +92,4 @@ def iter_documents(
         return read_mediawiki(path, namespaces=namespaces, on_warning=on_warning)
     if kind == "jsonl":
         return read_jsonl(path, on_warning=on_warning)
-    return read_folder(path, on_warning=on_warning)
+    return read_folder(path, follow_symlinks=follow_symlinks, on_warning=on_warning)

@@ -1,7 +1,10 @@
 """JSONL documents: one JSON object a line with ``id``, ``title``, ``text``, ``url``.
 
 A bad line costs only itself: it is reported through ``on_warning`` with the
-file and line number, and the rest of the file is still read.
+file and line number, and the rest of the file is still read. Lines are guarded
+as a responses file's are (``ceg_cli.responses``): one longer than
+``MAX_LINE_BYTES`` is skipped without being held, and JSON nested too deeply
+for the parser is a bad line, not a crash.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ceg_cli.errors import InputError
+from ceg_cli.responses import MAX_LINE_BYTES
 from ceg_cli.types import Document
 
 # An unpaired UTF-16 surrogate, which JSON can escape ("\ud800") but UTF-8
@@ -39,7 +43,15 @@ def read_jsonl(
     warn = on_warning or (lambda _message: None)
     try:
         with _open(path) as stream:
-            for number, raw in enumerate(stream, start=1):
+            number = 0
+            while raw := stream.readline(MAX_LINE_BYTES + 1):
+                number += 1
+                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                    while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
+                        pass  # skip the rest of the line without holding it
+                    warn(f"{path}:{number}: line is longer than {MAX_LINE_BYTES:,} bytes; "
+                         "line skipped")
+                    continue
                 document = _parse_line(raw, number, path, warn)
                 if document is not None:
                     yield document
@@ -67,6 +79,9 @@ def _parse_line(
         record: Any = json.loads(line)
     except json.JSONDecodeError as exc:
         warn(f"{where}: invalid JSON ({exc.msg} at column {exc.colno}); line skipped")
+        return None
+    except RecursionError:
+        warn(f"{where}: JSON nested too deeply; line skipped")
         return None
     if not isinstance(record, dict):
         warn(f"{where}: expected a JSON object, got {type(record).__name__}; line skipped")
