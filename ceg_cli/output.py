@@ -2,9 +2,10 @@
 
 Each record is one line, written and flushed as soon as its response is
 checked, so an interrupted run loses at most the line being written. A resumed
-run first drops a torn last line, then skips the ids already written, and
-appends the rest in input order: the finished file equals what an
-uninterrupted run writes.
+run checks that the finished records are the input's first lines, drops a torn
+last line, and appends the rest in input order: the finished file equals what
+an uninterrupted run writes. No output may be the input or another output
+(``refuse_same_files``).
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ def check_command(
         None, "--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."
     ),
     resume: bool = typer.Option(
-        False, "--resume", help="Continue an interrupted run: keep --out, skip ids already in it."
+        False, "--resume",
+        help="Continue an interrupted run: keep --out, skip the lines already in it.",
     ),
     regenerate: bool = typer.Option(
         False, "--regenerate", help="Rewrite nonfactual responses with the LLM from the "
