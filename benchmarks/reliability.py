@@ -6,6 +6,9 @@ Runs the reliability suite with pytest, at full strength:
 
 - ``tests/test_reliability_input.py``: bad responses files, hostile corpus
   files, broken index directories, through the CLI;
+- ``tests/test_reliability_hostile.py``: outputs that are the input or each
+  other, ``--resume`` into a foreign output, lines carrying huge fields, NaN,
+  lone surrogates, a closed stdin;
 - ``tests/test_reliability_faults.py``: random SIGKILLs of ``ceg check`` and
   ``ceg index build`` (``--kills`` per command, 3 in CI), kills at each step of
   the index swap, full disks, failing judges against the gate, concurrent runs;
@@ -34,6 +37,7 @@ from _common import REPO, command_line, environment, log, markdown_table, write_
 
 SUITE = [
     "tests/test_reliability_input.py",
+    "tests/test_reliability_hostile.py",
     "tests/test_reliability_faults.py",
     "tests/test_reliability_llm.py",
     "tests/test_properties.py",

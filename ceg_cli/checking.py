@@ -6,16 +6,16 @@ what the command runs; the CLI only parses flags and renders the summary.
 
 from __future__ import annotations
 
-from collections import Counter
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from .errors import CegError, UsageError
+from .errors import CegError, InputError, UsageError
 from .gate import GateOptions, GateResult, Summary, evaluate_gate
-from .output import RecordWriter, read_finished
+from .output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
 from .pipeline import (
     DEFAULT_QUERY,
     QUERY_MODES,
@@ -88,8 +88,8 @@ class RunSettings:
             raise UsageError("--resume needs --out FILE: there is no file to resume into")
         if out is not None and out.is_dir():
             raise UsageError(f"--out {out}: is a directory; name a file")
-        if out is not None and responses != "-" and Path(responses).resolve() == out.resolve():
-            raise UsageError(f"--out {out}: is the responses file itself")
+        if out is not None:
+            refuse_same_files([("responses file", responses), ("--out", out)])
         questions = (question_field,) if question_field else FieldNames().question
         return cls(
             responses=responses,
@@ -105,6 +105,57 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
         )
+
+
+def _made_from(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What an output record says of its input line: number, id, readable, response."""
+    error = record.get("label") == "error"
+    return (record.get("line"), record.get("id"), error, _digest(record.get("response")))
+
+
+def _input_made_from(item: ResponseInput) -> tuple[Any, ...]:
+    error = item.error is not None
+    return (item.line, item.id, error, _digest(None if error else item.response))
+
+
+def _digest(text: str | None) -> bytes | None:
+    if text is None:
+        return None
+    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
+
+
+def _finished_record(record: dict[str, Any], out: Path, number: int) -> CheckedResponse:
+    try:
+        return from_record(record)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise InputError(
+            f"{out}: record {number} is not a complete ceg output record; "
+            "refusing to resume into a file ceg did not write"
+        ) from None
+
+
+def _skip_finished(
+    items: Iterator[ResponseInput], finished: list[tuple[Any, ...]], out: Path, responses: str
+) -> None:
+    """Consume the input lines ``finished`` holds records of; refuse any that differ."""
+    source = "standard input" if responses == "-" else responses
+    start_over = f"to start over, run without --resume (it replaces {out})"
+    for number, made_from in enumerate(finished, 1):
+        item = next(items, None)
+        if item is None:
+            raise InputError(
+                f"--resume: {out} holds {len(finished)} records but {source} has only "
+                f"{number - 1} response lines: it was made from another file; {start_over}"
+            )
+        if _input_made_from(item) != made_from:
+            line, rid = made_from[0], made_from[1]
+            there = f"line {item.line}, id {item.id!r}"
+            if (item.line, item.id) == (line, rid):
+                there += ", with another response"
+            raise InputError(
+                f"--resume: {out} was not made from {source}: its record {number} is "
+                f"line {line}, id {rid!r}, where {source} has {there}; {start_over}"
+            )
 
 
 class CheckRun:
@@ -158,17 +209,21 @@ class CheckRun:
 
             # Streams test cases to a spool file: memory stays flat for big runs.
             self._junit = JUnitWriter(junit)
-        # Ids need not be unique: count them, and skip only as many lines with
-        # an id as the finished records hold (records are written in input
-        # order, so the finished ones are each id's first lines).
-        done: Counter[Any] = Counter()
-        if settings.resume and settings.out is not None:
-            for record in read_finished(settings.out):
-                done[record["id"]] += 1
-                self._count(from_record(record))
+        resume_into = settings.out if settings.resume else None
+        finished: list[tuple[Any, ...]] = []
+        if resume_into is not None:
+            for number, record in enumerate(read_finished(resume_into, cut=False), 1):
+                finished.append(_made_from(record))
+                self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
         judge_info = {"name": self.judge.name, "method": self.judge.method}
-        pending = self._skip_done(read_responses(settings.responses, settings.fields), done)
+        pending = iter(read_responses(settings.responses, settings.fields))
+        if resume_into is not None:
+            # Records are written one per input line, in input order: the
+            # finished ones must be the input's first lines, or the output
+            # was made from another file. Checked before the output is touched.
+            _skip_finished(pending, finished, resume_into, settings.responses)
+            cut_torn_tail(resume_into)
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
             checked_stream = check(self._report_bad(pending), self.index, self.judge,
@@ -207,18 +262,13 @@ class CheckRun:
                     self.repaired += regen.repaired
                 yield checked, regen.attempts if regen is not None else ()
 
-    @staticmethod
-    def _skip_done(items: Iterable[ResponseInput], done: Counter[Any]) -> Iterator[ResponseInput]:
-        for item in items:
-            if done[item.id] > 0:
-                done[item.id] -= 1
-                continue
-            yield item
-
     def _report_bad(self, items):  # type: ignore[no-untyped-def]
         for item in items:
-            if item.error is not None and self.on_bad_line is not None:
-                self.on_bad_line(item.error)
+            if self.on_bad_line is not None:
+                for message in item.warnings:
+                    self.on_bad_line(message)
+                if item.error is not None:
+                    self.on_bad_line(item.error)
             yield item
 
     def _count(self, checked: Any) -> None:

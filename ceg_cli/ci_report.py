@@ -153,10 +153,15 @@ MAX_CELL = 200
 
 
 def md_cell(text: str, limit: int = MAX_CELL) -> str:
-    """``text`` made safe for a GFM table cell: one line, ``|`` and HTML escaped."""
+    """``text`` made safe for a GFM table cell: one line, ``|`` and HTML escaped.
+
+    Brackets are escaped too, so a response's ``[text](url)`` or ``![](url)``
+    shows as written instead of becoming a link or an image in the summary.
+    """
     text = shorten(xml_safe(text).replace("\ufffd", " "), limit)
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    text = text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    return text.replace("[", "\\[").replace("]", "\\]")
 
 
 def render_markdown(

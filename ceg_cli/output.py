@@ -2,21 +2,23 @@
 
 Each record is one line, written and flushed as soon as its response is
 checked, so an interrupted run loses at most the line being written. A resumed
-run first drops a torn last line, then skips the ids already written, and
-appends the rest in input order: the finished file equals what an
-uninterrupted run writes.
+run checks that the finished records are the input's first lines, drops a torn
+last line, and appends the rest in input order: the finished file equals what
+an uninterrupted run writes. No output may be the input or another output
+(``refuse_same_files``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import CegError, InputError
+from .errors import CegError, InputError, UsageError
 
 #: How every line ``RecordWriter`` writes for ``report.to_record`` begins.
 _RECORD_START = b'{"schema_version": '
@@ -26,39 +28,117 @@ class OutputError(CegError):
     """The output cannot be written (disk full, permissions): a runtime failure."""
 
 
-def read_finished(path: Path) -> Iterator[dict[str, Any]]:
-    """The complete records already in ``path``; a torn last line is cut off."""
+def refuse_same_files(named: Sequence[tuple[str, str | Path | None]]) -> None:
+    """Refuse two of ``named`` (an option, its path) that are one file, before any is written.
+
+    The first is the input (``-``: standard input); a path of ``None`` is
+    standard output. Files are compared by identity (device and inode), so a
+    hard link or a symlink to the input is caught as surely as its own name;
+    paths that do not exist yet by where they resolve. Devices and pipes
+    (``/dev/null``) may be named more than once.
+    """
+    seen: dict[Any, tuple[str, str]] = {}
+    for number, (option, path) in enumerate(named):
+        identity = _identity(path, stdin=number == 0)
+        if identity is None:
+            continue
+        shown = "" if path is None else str(path)
+        if identity in seen:
+            first, first_path = seen[identity]
+            who = f"{option} {shown}".rstrip()
+            if first == named[0][0]:
+                also = "" if shown == first_path else f" ({first_path or 'standard input'})"
+                raise UsageError(f"{who}: is the {first} itself{also}; name another file")
+            other = f"{first} {first_path}".rstrip()
+            raise UsageError(f"{who}: is the same file as {other}; name another file")
+        seen[identity] = (option, "" if path is None or shown == "-" else shown)
+
+
+def _identity(path: str | Path | None, *, stdin: bool) -> Any:
+    """What makes a file itself: device and inode of a regular file, else None."""
+    if path is None or (stdin and str(path) == "-"):
+        stream = sys.stdin if stdin else sys.stdout
+        try:
+            info = os.fstat(stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            return None  # closed, or not a real file (a test's captured stream)
+    else:
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            return ("path", os.path.realpath(path))
+        except OSError:
+            return None
+    return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+
+
+def read_finished(path: Path, *, cut: bool = True) -> Iterator[dict[str, Any]]:
+    """The complete records already in ``path``; a torn last line is cut off.
+
+    With ``cut=False`` the file is left as it is; ``cut_torn_tail`` cuts it later.
+    """
     if not path.exists():
         return
     good_end = 0
     with open(path, "rb") as fh:
-        for raw in fh:
+        for number, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
                 # The line being written when the run was interrupted. Every
                 # record ceg writes starts with its schema_version, so a tail
                 # that does not is someone else's data: never cut it off.
                 if not (raw.startswith(_RECORD_START) or _RECORD_START.startswith(raw)):
                     raise InputError(
-                        f"{path}: last line {raw[:40]!r}... is not a ceg output record; "
-                        "refusing to resume into a file ceg did not write"
+                        f"{path}: last line ({number}: {_quote(raw)}) is not a ceg output "
+                        "record; refusing to resume into a file ceg did not write"
                     )
                 break
             try:
                 record = json.loads(raw)
             except (UnicodeDecodeError, json.JSONDecodeError):
                 raise InputError(
-                    f"{path}: line {raw[:40]!r}... is not a ceg output record; "
+                    f"{path}: line {number} ({_quote(raw)}) is not a ceg output record; "
                     "refusing to resume into a file ceg did not write"
                 ) from None
             if not isinstance(record, dict) or "schema_version" not in record:
                 raise InputError(
-                    f"{path}: not a ceg output file (no schema_version); refusing to resume"
+                    f"{path}: line {number} is not a ceg output record (no schema_version); "
+                    "refusing to resume into a file ceg did not write"
                 )
             good_end = fh.tell()
             yield record
-    if good_end != path.stat().st_size:
-        with open(path, "r+b") as fh:
-            fh.truncate(good_end)
+    if cut and good_end != path.stat().st_size:
+        _truncate(path, good_end)
+
+
+def cut_torn_tail(path: Path) -> None:
+    """Cut ``path`` after its last complete line (what ``read_finished`` cuts)."""
+    if not path.exists():
+        return
+    with open(path, "rb") as fh:
+        end = fh.seek(0, os.SEEK_END)
+        at = end
+        while at > 0:
+            step = min(at, 1 << 16)
+            fh.seek(at - step)
+            newline = fh.read(step).rfind(b"\n")
+            if newline >= 0:
+                at = at - step + newline + 1
+                break
+            at -= step
+    if at != end:
+        _truncate(path, at)
+
+
+def _truncate(path: Path, size: int) -> None:
+    with open(path, "r+b") as fh:
+        fh.truncate(size)
+
+
+def _quote(raw: bytes, limit: int = 40) -> str:
+    """The start of a raw line as text, for a message: ``hello world...``."""
+    text = raw[:limit].decode("utf-8", "replace").rstrip("\r\n")
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return f"'{text}...'" if len(raw) > limit else f"'{text}'"
 
 
 class RecordWriter:

@@ -40,6 +40,8 @@ class ResponseInput:
 
     ``error`` is set for a line that could not be read as a response: it is
     passed through to the output as an error record, never checked.
+    ``warnings`` name what was changed to carry the line through (a field too
+    large to carry, a number JSON cannot hold); the line is still checked.
     ``segments`` may be given (benchmarks come pre-segmented); otherwise the
     response is segmented with Punkt.
     """
@@ -51,6 +53,8 @@ class ResponseInput:
     fields: Mapping[str, Any] = field(default_factory=dict)
     segments: tuple[Segment, ...] | None = None
     error: str | None = None
+    #: What reading the line changed (a field dropped or rewritten), one line each.
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

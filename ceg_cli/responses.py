@@ -8,6 +8,7 @@ field, and every other line is still read: nothing is lost silently.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Iterator
@@ -25,9 +26,14 @@ MAX_RESPONSE_CHARS = 200_000
 #: A line longer than this is refused without being held in memory: a binary
 #: file or a dump passed by mistake must not be read as one enormous line.
 MAX_LINE_BYTES = 32 * 1024 * 1024
+#: What a record may carry of its input's fields, as JSON, apart from the id,
+#: response and question: larger fields are left out, largest first, with a
+#: warning. Metadata, a reference answer or retrieved contexts fit easily.
+MAX_CARRIED_BYTES = 1024 * 1024
 # JSON can escape a lone UTF-16 surrogate ("\ud800"); Python decodes it into
 # a str that cannot be encoded as UTF-8, which would crash the run later.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -52,17 +58,24 @@ def _type_name(value: Any) -> str:
 def parse_line(
     raw: bytes, line: int, source: str, names: FieldNames = FieldNames()
 ) -> ResponseInput:
-    """Turn one raw line into a ``ResponseInput`` (with ``error`` set if it is bad)."""
+    """Turn one raw line into a ``ResponseInput`` (with ``error`` set if it is bad).
+
+    What cannot be written back as standard JSON is repaired in the fields the
+    record carries, with a warning naming the field: a field over
+    ``MAX_CARRIED_BYTES`` is dropped, ``NaN`` and ``Infinity`` become strings,
+    and an unpaired surrogate becomes U+FFFD (the line is then an error).
+    """
     where = f"{source}:{line}"
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return ResponseInput(line, line, error=f"{where}: not valid UTF-8 (byte {exc.start})")
+    non_finite: list[str] = []
     try:
-        obj = json.loads(text)
+        obj = _loads(text, non_finite)
     except json.JSONDecodeError as exc:
         return ResponseInput(
-            line, line, error=f"{where}: not valid JSON ({exc.msg}, column {exc.colno})"
+            line, line, error=f"{where}: not valid JSON ({_json_problem(exc)}, column {exc.colno})"
         )
     except RecursionError:
         return ResponseInput(line, line, error=f"{where}: JSON nested too deeply")
@@ -70,58 +83,176 @@ def parse_line(
         return ResponseInput(
             line, line, error=f"{where}: expected a JSON object, got {_type_name(obj)}"
         )
-    if _SURROGATE_ESCAPE.search(text) and (bad := _unpaired_surrogate(obj)) is not None:
-        return ResponseInput(
-            line,
-            line,
-            error=f"{where}: field '{bad}' holds an unpaired surrogate escape "
-            "(such as \\ud800), which is not Unicode text",
+    notes: list[str] = []
+    fields = _bounded(obj, len(raw), names, where, notes)
+    broken: list[str] = []
+    if non_finite or _SURROGATE_ESCAPE.search(text):
+        try:
+            fields = _repaired(fields, where, notes, broken)
+        except RecursionError:
+            return ResponseInput(line, line, error=f"{where}: JSON nested too deeply")
+    rid, response, question, error = _read_fields(obj, line, where, names)
+    if broken:
+        rid = _valid_id(fields.get("id", line), line)
+        fields_named = ", ".join(f"'{name}'" for name in broken)
+        error = (
+            f"{where}: field{'s' if len(broken) > 1 else ''} {fields_named} "
+            f"hold{'' if len(broken) > 1 else 's'} an unpaired surrogate escape (such as "
+            "\\ud800), which is not Unicode text; kept with U+FFFD in its place"
         )
+    if error is not None:
+        return ResponseInput(rid, line, fields=fields, error=error, warnings=tuple(notes))
+    return ResponseInput(rid, line, response, question, fields, warnings=tuple(notes))
+
+
+def _read_fields(
+    obj: dict[str, Any], line: int, where: str, names: FieldNames
+) -> tuple[Any, str, str | None, str | None]:
+    """The id, response and question ceg reads from ``obj``, or why they cannot be read."""
     rid: Any = obj.get("id", line)
-    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
-        return ResponseInput(
-            line,
-            line,
-            fields=obj,
-            error=f"{where}: field 'id' must be a string or an integer, got {_type_name(rid)}",
+    if _valid_id(rid, None) is None:
+        return line, "", None, (
+            f"{where}: field 'id' must be a string or an integer, got {_type_name(rid)}"
         )
     if names.response not in obj:
-        return ResponseInput(
-            rid, line, fields=obj, error=f"{where}: field '{names.response}' is missing"
-        )
+        return rid, "", None, f"{where}: field '{names.response}' is missing"
     response = obj[names.response]
     if not isinstance(response, str):
-        return ResponseInput(
-            rid,
-            line,
-            fields=obj,
-            error=f"{where}: field '{names.response}' must be a string, got {_type_name(response)}",
+        return rid, "", None, (
+            f"{where}: field '{names.response}' must be a string, got {_type_name(response)}"
         )
     if not response.strip():
-        return ResponseInput(
-            rid, line, fields=obj, error=f"{where}: field '{names.response}' is empty"
-        )
+        return rid, "", None, f"{where}: field '{names.response}' is empty"
     if len(response) > MAX_RESPONSE_CHARS:
-        return ResponseInput(
-            rid,
-            line,
-            fields=obj,
-            error=f"{where}: field '{names.response}' is {len(response):,} characters long; "
-            f"ceg checks responses of up to {MAX_RESPONSE_CHARS:,}",
+        return rid, "", None, (
+            f"{where}: field '{names.response}' is {len(response):,} characters long; "
+            f"ceg checks responses of up to {MAX_RESPONSE_CHARS:,}"
         )
-    question = None
     for key in names.question:
-        if key in obj and obj[key] is not None:
-            if not isinstance(obj[key], str):
-                return ResponseInput(
-                    rid,
-                    line,
-                    fields=obj,
-                    error=f"{where}: field '{key}' must be a string, got {_type_name(obj[key])}",
+        value = obj.get(key)
+        if value is not None:
+            if not isinstance(value, str):
+                return rid, "", None, (
+                    f"{where}: field '{key}' must be a string, got {_type_name(value)}"
                 )
-            question = obj[key]
+            return rid, response, value or None, None
+    return rid, response, None, None
+
+
+def _valid_id(rid: Any, default: Any) -> Any:
+    return default if isinstance(rid, bool) or not isinstance(rid, (str, int)) else rid
+
+
+def _loads(text: str, non_finite: list[str]) -> Any:
+    """``json.loads``, noting in ``non_finite`` each number JSON cannot hold.
+
+    Python reads ``NaN``, ``Infinity`` and ``1e999`` (too large for a float) as
+    numbers, and would write them back as bare ``NaN``/``Infinity``, which
+    strict JSON parsers (``JSON.parse``) refuse.
+    """
+
+    def constant(name: str) -> float:
+        non_finite.append(name)
+        return float(name)
+
+    def number(literal: str) -> float:
+        value = float(literal)
+        if not math.isfinite(value):
+            non_finite.append(literal)
+        return value
+
+    return json.loads(text, parse_constant=constant, parse_float=number)
+
+
+def _json_problem(exc: json.JSONDecodeError) -> str:
+    # Some messages end in "at", meant to be followed by a position:
+    # "Invalid control character at".
+    return exc.msg.removesuffix(" at")
+
+
+def _field_name(key: str) -> str:
+    return json.dumps(key)[1:-1]  # escaped: the key may hold anything
+
+
+def _bounded(
+    obj: dict[str, Any], size: int, names: FieldNames, where: str, notes: list[str]
+) -> dict[str, Any]:
+    """``obj`` without the largest fields, until what it carries fits ``MAX_CARRIED_BYTES``.
+
+    Parsed JSON of many small values takes some twenty times its size in
+    memory, and records are held a batch at a time: this keeps memory flat
+    whatever the lines carry. The id, response and question, when they are
+    strings, are not counted (they are checked, and held once).
+    """
+    if size <= MAX_CARRIED_BYTES:
+        return obj
+    read = {"id", names.response, *names.question}
+    sizes = {
+        key: _json_size(value)
+        for key, value in obj.items()
+        if not (key in read and isinstance(value, (str, int)))
+    }
+    total = sum(sizes.values())
+    dropped = set()
+    for key in sorted(sizes, key=sizes.__getitem__, reverse=True):
+        if total <= MAX_CARRIED_BYTES:
             break
-    return ResponseInput(rid, line, response, question or None, obj)
+        dropped.add(key)
+        total -= sizes[key]
+        notes.append(
+            f"{where}: field '{_field_name(key)}' is {sizes[key]:,} bytes of JSON; a record "
+            f"carries at most {MAX_CARRIED_BYTES:,} bytes of input fields, so it was left out"
+        )
+    return {key: value for key, value in obj.items() if key not in dropped}
+
+
+def _json_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value) + 2
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    except RecursionError:
+        return MAX_LINE_BYTES
+
+
+def _repaired(
+    fields: dict[str, Any], where: str, notes: list[str], broken: list[str]
+) -> dict[str, Any]:
+    """``fields`` with non-finite numbers as strings and lone surrogates as U+FFFD.
+
+    Each field holding a non-finite number gets a warning in ``notes``; each
+    holding a lone surrogate (in its name or value) is named in ``broken``.
+    """
+    out: dict[str, Any] = {}
+    for key, value in fields.items():
+        found: set[str] = set()
+        clean_key = _repair(key, found)
+        out[clean_key] = _repair(value, found)
+        name = _field_name(key)
+        if "surrogate" in found:
+            broken.append(name)
+        if "number" in found:
+            notes.append(
+                f"{where}: field '{name}' holds NaN or Infinity, which JSON has no number for; "
+                "written as a string"
+            )
+    return out
+
+
+def _repair(value: Any, found: set[str]) -> Any:
+    if isinstance(value, str):
+        if _SURROGATE.search(value) is None:
+            return value
+        found.add("surrogate")
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, float) and not math.isfinite(value):
+        found.add("number")
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, list):
+        return [_repair(item, found) for item in value]
+    if isinstance(value, dict):
+        return {_repair(k, found): _repair(v, found) for k, v in value.items()}
+    return value
 
 
 def read_responses(path: str | Path, names: FieldNames = FieldNames()) -> Iterator[ResponseInput]:
@@ -131,7 +262,11 @@ def read_responses(path: str | Path, names: FieldNames = FieldNames()) -> Iterat
     first iteration, so a caller can fail before it touches its output.
     """
     if str(path) == "-":
-        return _read(sys.stdin.buffer, "<stdin>", names)
+        # Python sets sys.stdin to None when the process starts with it closed.
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:
+            raise InputError("-: standard input is closed; pipe the responses in, or name a file")
+        return _read(stdin, "<stdin>", names)
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p}: is a directory, not a responses file (JSONL)")
@@ -168,13 +303,3 @@ def _read(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[ResponseInp
         if not raw.strip():
             continue
         yield parse_line(raw, number, source, names)
-
-
-def _unpaired_surrogate(obj: dict[str, Any]) -> str | None:
-    """The first field whose name or value holds an unpaired surrogate, if any."""
-    for key, value in obj.items():
-        try:
-            json.dumps([key, value], ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError:
-            return json.dumps(key)[1:-1]  # escaped: the key may hold anything
-    return None

@@ -66,7 +66,8 @@ def check_command(
         None, "--summary", help="Write a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY)."
     ),
     resume: bool = typer.Option(
-        False, "--resume", help="Continue an interrupted run: keep --out, skip ids already in it."
+        False, "--resume",
+        help="Continue an interrupted run: keep --out, skip the lines already in it.",
     ),
     regenerate: bool = typer.Option(
         False, "--regenerate", help="Rewrite nonfactual responses with the LLM from the "
@@ -100,6 +101,7 @@ def check_command(
     from ..checking import CheckRun, RunSettings
     from ..errors import UsageError
     from ..html_report import ReportBuilder, write_report
+    from ..output import refuse_same_files
 
     settings = RunSettings.resolve(
         responses=responses,
@@ -121,10 +123,16 @@ def check_command(
             llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value
         ),
     )
-    if report is not None and (
-        report.is_dir() or (out is not None and report.resolve() == out.resolve())
-    ):
-        raise UsageError(f"--report {report}: name an HTML file other than --out")
+    if report is not None and report.is_dir():
+        raise UsageError(f"--report {report}: is a directory; name an HTML file")
+    # Before anything is opened for writing: no output may be the input or another output.
+    files: list[tuple[str, str | Path | None]] = [
+        ("responses file", responses), ("--out" if out else "standard output", out)
+    ]
+    for option, path in (("--report", report), ("--junit", junit), ("--summary", summary_file)):
+        if path is not None:
+            files.append((option, path))
+    refuse_same_files(files)
     run = CheckRun(settings, on_bad_line=warn)
     # Records going to stdout are kept (compactly) for the report as they pass;
     # with --out the file is read back, resumed records included.

@@ -43,11 +43,11 @@ def report_command(
     from ..errors import UsageError
     from ..gate import GateOptions, evaluate_gate
     from ..html_report import ReportBuilder, iter_records
+    from ..output import refuse_same_files
 
     if out.is_dir():
         raise UsageError(f"--out {out}: is a directory; name a file")
-    if out.exists() and records.exists() and out.resolve() == records.resolve():
-        raise UsageError(f"--out {out}: is the records file itself")
+    refuse_same_files([("records file", records), ("--out", out)])
     gate_options = GateOptions(max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses)
     builder = ReportBuilder(all_evidence=all_evidence)
     for number, record in iter_records(records, warn):
