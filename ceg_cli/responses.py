@@ -284,13 +284,23 @@ def _read_and_close(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[R
         yield from _read(fh, source, names)
 
 
-def _read(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[ResponseInput]:
+def capped_lines(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
+    """``(line number, line)`` for each line; ``None`` for a line longer than
+    ``MAX_LINE_BYTES``, whose rest is skipped without being held in memory."""
     number = 0
     while raw := fh.readline(MAX_LINE_BYTES + 1):
         number += 1
         if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
             while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
-                pass  # skip the rest of the line without holding it
+                pass
+            yield number, None
+        else:
+            yield number, raw
+
+
+def _read(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[ResponseInput]:
+    for number, raw in capped_lines(fh):
+        if raw is None:
             yield ResponseInput(
                 number,
                 number,

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ceg_cli.errors import InputError
-from ceg_cli.responses import MAX_LINE_BYTES
+from ceg_cli.responses import MAX_LINE_BYTES, capped_lines
 from ceg_cli.types import Document
 
 # An unpaired UTF-16 surrogate, which JSON can escape ("\ud800") but UTF-8
@@ -43,12 +43,8 @@ def read_jsonl(
     warn = on_warning or (lambda _message: None)
     try:
         with _open(path) as stream:
-            number = 0
-            while raw := stream.readline(MAX_LINE_BYTES + 1):
-                number += 1
-                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                    while (rest := stream.readline(1 << 20)) and not rest.endswith(b"\n"):
-                        pass  # skip the rest of the line without holding it
+            for number, raw in capped_lines(stream):
+                if raw is None:
                     warn(f"{path}:{number}: line is longer than {MAX_LINE_BYTES:,} bytes; "
                          "line skipped")
                     continue
