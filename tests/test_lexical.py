@@ -253,3 +253,17 @@ def test_check_uses_the_retrieval_option(
     assert "no lexical part" in result.stderr
     refused = run_cli("check", responses, "--index", rare_index, "--retrieval", "lexical")
     assert refused.exit_code == 2 and not refused.stdout
+
+
+def test_a_cached_eval_corpus_index_gets_its_lexical_part(tmp_path: Path) -> None:
+    from ceg_cli.datasets import Dataset
+    from ceg_cli.eval_corpus import ensure_corpus_index
+
+    data = Dataset(tmp_path / "qa.jsonl", "halueval", [], documents=[*FILLER[:5], RARE])
+    target = tmp_path / "corpus" / "index"
+    index_dir, built = ensure_corpus_index(data, target, embedder=HashEmbedder())
+    assert built and _lexical_passages(index_dir) == 6
+    make_old(index_dir)  # cached by a ceg from before the lexical part
+    again, built = ensure_corpus_index(data, target, embedder=NoEmbedding())
+    assert again == index_dir and not built
+    assert _lexical_passages(index_dir) == 6
