@@ -206,7 +206,8 @@ def test_index_search_retrieval_option_and_variable(
         assert result.exit_code == 0, result.stderr
         return json.loads(result.stdout.splitlines()[0])["doc_id"]
 
-    assert first() == "rare"  # hybrid by default
+    assert first() != "rare"  # dense by default
+    assert first("--retrieval", "hybrid") == "rare"
     assert first("--retrieval", "lexical") == "rare"
     assert first("--retrieval", "dense") != "rare"
     assert first(env={"CEG_RETRIEVAL": "dense"}) != "rare"
@@ -220,8 +221,13 @@ def test_cli_on_an_old_index(run_cli: Any, rare_index: Path, hash_model: None) -
     make_old(rare_index)
     info = run_cli("index", "info", "--index", rare_index)
     assert "dense only" in info.stdout and "--append" in info.stdout
-    hybrid = run_cli("index", "search", QUERY, "--index", rare_index, "--json")
+    dense = run_cli("index", "search", QUERY, "--index", rare_index, "--json")
+    assert dense.exit_code == 0 and not dense.stderr  # the default asks for nothing missing
+    hybrid = run_cli(
+        "index", "search", QUERY, "--index", rare_index, "--json", "--retrieval", "hybrid"
+    )
     assert hybrid.exit_code == 0
+    assert hybrid.stdout == dense.stdout
     assert hybrid.stderr.count("warning:") == 1
     assert "no lexical part: retrieval is dense only" in hybrid.stderr
     lexical = run_cli("index", "search", QUERY, "--index", rare_index, "--retrieval", "lexical")
@@ -245,12 +251,13 @@ def test_check_uses_the_retrieval_option(
         record = json.loads(result.stdout.splitlines()[0])
         return [e["doc_id"] for e in record["segments"][0]["evidence"]]
 
-    assert evidence()[0] == "rare"
-    assert "rare" not in evidence("--retrieval", "dense")
+    assert "rare" not in evidence()  # dense by default
+    assert evidence("--retrieval", "hybrid")[0] == "rare"
     assert evidence(env={"CEG_RETRIEVAL": "lexical"}) == ["rare"]
+    assert evidence(env={"CEG_RETRIEVAL": "hybrid"})[0] == "rare"
     make_old(rare_index)
-    result = run_cli("check", responses, "--index", rare_index, "--quiet")
-    assert "no lexical part" in result.stderr
+    result = run_cli("check", responses, "--index", rare_index, "--quiet", "--retrieval", "hybrid")
+    assert result.stderr.count("no lexical part") == 1
     refused = run_cli("check", responses, "--index", rare_index, "--retrieval", "lexical")
     assert refused.exit_code == 2 and not refused.stdout
 
