@@ -141,6 +141,7 @@ def test_meta_json_describes_the_index(mini_index: Path, mini_wiki: Path) -> Non
     assert created == updated
     assert sorted(p.name for p in mini_index.iterdir()) == [
         "chunks.sqlite",
+        "lexical",
         "meta.json",
         "vectors.faiss",
     ]
@@ -249,6 +250,7 @@ def test_a_directory_with_only_a_readme_is_built_into(
         assert sorted(p.name for p in target.iterdir()) == [
             "README.md",
             "chunks.sqlite",
+            "lexical",
             "meta.json",
             "vectors.faiss",
         ]
