@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/quality.py [--judge offline] [--enwiki-index DIR]
         [--only felm,halueval,fever] [--limit N] [--query question+segment|segment]
-        [--results-name quality]
+        [--retrieval dense|lexical|hybrid] [--results-name quality]
 
 - **felm**: FELM world knowledge, dev half (wk-dev, 92 responses, 297 labelled
   segments), checked against an index of the responses' own references;
@@ -116,6 +116,7 @@ def main() -> None:
     parser.add_argument("--top-k", type=int, default=None)
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--query", default="question+segment")
+    parser.add_argument("--retrieval", default=None, help="default: ceg eval's")
     parser.add_argument(
         "--results-name", default="quality", help="results/NAME.json (one file per judge)"
     )
@@ -133,6 +134,7 @@ def main() -> None:
             ("--limit", args.limit),
             ("--top-k", args.top_k),
             ("--threshold", args.threshold),
+            ("--retrieval", args.retrieval),
         ):
             if value is not None:
                 extra += [flag, str(value)]
@@ -144,7 +146,8 @@ def main() -> None:
     judge = next(iter(results.values()))["run"]
     print(
         f"Judge `{judge['judge']}` ({judge['judge_method']}); top-k {judge['top_k']}, "
-        f"threshold {judge['threshold']}, query `{judge['query']}`.\n"
+        f"threshold {judge['threshold']}, query `{judge['query']}`, "
+        f"retrieval `{judge.get('retrieval', 'dense')}`.\n"
     )
     print(markdown_table(["benchmark", "metric", "ceg", "paper (full benchmark)"], table(results)))
     path = write_results(

@@ -1,10 +1,12 @@
-"""Retrieval recall on the shared benchmarks, with and without the title embedded.
+"""Retrieval recall on the shared benchmarks: embedded text, and retrieval method.
 
-    .venv/bin/python benchmarks/retrieval_recall.py [--index DIR ...] [--variants title+text,text]
+    .venv/bin/python benchmarks/retrieval_recall.py [--index DIR ...] \
+        [--variants title+text,text] [--retrieval dense,lexical,hybrid]
 
 For each embedded-text variant (``BuildOptions.embed_text``: ``title+text``
 puts "Title. " in front of every passage before it is embedded, ``text``
-embeds the passage alone):
+embeds the passage alone) and each retrieval method (``--retrieval``: dense
+cosine, lexical BM25, or their fusion, ``ceg_cli.lexical``), one column:
 
 - **fever**: the 12 FEVER claims whose evidence is the Aristotle article of
   the enwiki sample, each claim as the query: is a passage of Aristotle in the
@@ -28,9 +30,17 @@ embeds the passage alone):
   text starts "17. ". Queries: question + right answer, and question only;
   a hit is the item's own passage.
 
+recall@1/@5/@20 and MRR@10 for each; the milliseconds per query of the
+search alone (top 20: scoring, fusing, fetching the passages), the query's
+embedding (the same for every method: lexical and hybrid need the cosine too)
+timed apart;
+and for each index the lexical part's build time (rebuilt from the chunk
+store, as ``--append`` does) and its size beside the vectors and passages.
+
 The enwiki indexes are reused when given with ``--index`` (their
 ``meta.json`` says which variant they are) or found in ``benchmarks/.cache``;
-otherwise they are built there (about 4 minutes each on 2 cores). FELM and
+otherwise they are built there (about 4 minutes each on 2 cores). One built
+before the lexical part gets it added (``ceg index build --append``, seconds). FELM and
 HaluEval corpora are small and built in a temporary directory every run; FELM
 text (CC BY-NC-SA) is never written into the repository, and results hold
 aggregate figures only.
@@ -59,11 +69,12 @@ from _common import (
     environment,
     log,
     markdown_table,
+    median,
     write_results,
 )
 
 VARIANTS = ("title+text", "text")
-KS = (1, 5)
+KS = (1, 5, 20)
 MRR_DEPTH = 10
 FEVER = SHARED_DATA / "fever" / "fever-dev-in-enwiki-sample.jsonl"
 FELM = SHARED_DATA / "felm" / "wk-dev.jsonl"
@@ -82,9 +93,19 @@ class Task:
 # --------------------------------------------------------------------------- metrics
 
 
-def score(index: Any, task: Task) -> dict[str, Any]:
+def score(index: Any, task: Task, method: str) -> dict[str, Any]:
     """recall@k (a passage of a target document in the top k) and MRR@10, by document."""
-    hits = index.search(task.queries, k=MRR_DEPTH)
+    from ceg_cli.lexical import search
+
+    started = time.perf_counter()
+    vectors = index.embedder().embed(task.queries)
+    embedded = time.perf_counter()
+    depth = max(*KS, MRR_DEPTH)
+    if method == "dense":
+        hits = index.search_vectors(vectors, depth)
+    else:
+        hits = search(index, task.queries, vectors, depth, method)
+    searched = time.perf_counter()
     ranks: list[int | None] = []
     for found, target in zip(hits, task.targets):
         rank = next((r for r, h in enumerate(found, 1) if h.chunk.doc_id in target), None)
@@ -94,7 +115,9 @@ def score(index: Any, task: Task) -> dict[str, Any]:
     for k in KS:
         result[f"hits@{k}"] = sum(1 for r in ranks if r is not None and r <= k)
         result[f"recall@{k}"] = round(result[f"hits@{k}"] / n, 4)
-    result[f"mrr@{MRR_DEPTH}"] = round(sum(1 / r for r in ranks if r) / n, 4)
+    result[f"mrr@{MRR_DEPTH}"] = round(sum(1 / r for r in ranks if r and r <= MRR_DEPTH) / n, 4)
+    result["embed_ms_per_query"] = round(1000 * (embedded - started) / n, 2)
+    result["search_ms_per_query"] = round(1000 * (searched - embedded) / n, 2)
     result["_ranks"] = ranks  # for the paired comparison; not written out
     return result
 
@@ -201,6 +224,7 @@ def felm_corpus(workdir: Path) -> tuple[Path, list[Task], dict[str, Any]]:
     ids: dict[str, str] = {}
     docs: list[dict[str, str]] = []
     queries: list[str] = []
+    with_question: list[str] = []  # ceg check's default query: question + segment
     targets: list[frozenset[str]] = []
     for line in FELM.read_text(encoding="utf-8").splitlines():
         item = json.loads(line)
@@ -217,6 +241,7 @@ def felm_corpus(workdir: Path) -> tuple[Path, list[Task], dict[str, Any]]:
         for segment in item["segmented_response"]:
             if segment.strip():
                 queries.append(segment)
+                with_question.append(f"{item['prompt']} {segment}")
                 targets.append(frozenset(own))
     path = workdir / "felm-refs.jsonl"
     _write_jsonl(path, docs)
@@ -233,7 +258,11 @@ def felm_corpus(workdir: Path) -> tuple[Path, list[Task], dict[str, Any]]:
             ("felm: other refs", lambda t: not t <= wiki_ids),
         )
     ]
-    return path, [Task("felm", queries, targets), *split], info
+    return path, [
+        Task("felm", queries, targets),
+        *split,
+        Task("felm q+segment", with_question, targets),
+    ], info
 
 
 def halueval_corpus(workdir: Path) -> tuple[Path, list[Task]]:
@@ -273,12 +302,51 @@ def cached_enwiki_index(mode: str, embedder: Any) -> Path:
         meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
         digests = [s["digest"] for s in meta["sources"]]
         if meta["embed_text"] == mode and digests == [source_digest(ENWIKI_SAMPLE)]:
+            with_lexical(target, mode)
             return target
     log(f"building {target} (about 4 minutes) ...")
     started = time.perf_counter()
     build_index([ENWIKI_SAMPLE], target, BuildOptions(embed_text=mode), embedder=embedder)
     log(f"  built in {time.perf_counter() - started:.0f} s")
     return target
+
+
+def with_lexical(target: Path, mode: str) -> None:
+    """Add the lexical part to an index built before it existed (no re-embedding)."""
+    from ceg_cli.builder import BuildOptions, build_index
+
+    meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
+    if "lexical" not in meta:
+        log(f"adding the lexical part to {target} ...")
+        sources = [Path(s["path"]) for s in meta["sources"]]
+        build_index(sources, target, BuildOptions(embed_text=mode, append=True))
+
+
+def lexical_cost(index_dir: Path) -> dict[str, Any]:
+    """Seconds to build the lexical part from the chunk store, and the sizes on disk."""
+    from ceg_cli.index import CHUNKS_FILE, VECTORS_FILE, connect_readonly
+    from ceg_cli.lexical import LEXICAL_DIR, build_lexical
+
+    with tempfile.TemporaryDirectory(prefix="ceg-lexical-") as tmp:
+        db = connect_readonly(index_dir / CHUNKS_FILE)
+        try:
+            started = time.perf_counter()
+            entry = build_lexical(db, Path(tmp), embed_mode(index_dir))
+            seconds = time.perf_counter() - started
+        finally:
+            db.close()
+
+    def size(path: Path) -> int:
+        files = path.rglob("*") if path.is_dir() else [path]
+        return sum(f.stat().st_size for f in files if f.is_file())
+
+    return {
+        "passages": entry["passages"],
+        "build_seconds": round(seconds, 2),
+        "lexical_bytes": size(index_dir / LEXICAL_DIR),
+        "vectors_bytes": size(index_dir / VECTORS_FILE),
+        "chunks_bytes": size(index_dir / CHUNKS_FILE),
+    }
 
 
 def build_small(source: Path, target: Path, mode: str, embedder: Any) -> Path:
@@ -289,13 +357,16 @@ def build_small(source: Path, target: Path, mode: str, embedder: Any) -> Path:
 
 
 def evaluate(
-    index_dir: Path, tasks: Callable[[Any], list[Task]], embedder: Any
-) -> dict[str, dict[str, Any]]:
+    index_dir: Path, tasks: Callable[[Any], list[Task]], embedder: Any, methods: Sequence[str]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per method, per task: the scores."""
     from ceg_cli.index import open_index
 
     with open_index(index_dir) as index:
         index.use_embedder(embedder)
-        return {task.name: score(index, task) for task in tasks(index)}
+        index.search(["warm up"], 1, "hybrid")  # loads the lexical index before timing
+        built = tasks(index)
+        return {m: {task.name: score(index, task, m) for task in built} for m in methods}
 
 
 # --------------------------------------------------------------------------- main
@@ -311,12 +382,22 @@ def main(argv: list[str] | None = None) -> int:
         help="an existing enwiki-sample index (repeatable; its meta.json names its variant)",
     )
     parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--retrieval", default="dense", help="methods, comma-separated: dense,lexical,hybrid"
+    )
     parser.add_argument("--name", default="retrieval_recall", help="results/NAME.json")
     args = parser.parse_args(argv)
     variants = [v for v in args.variants.split(",") if v]
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         parser.error(f"--variants: unknown {sorted(unknown)}; choose from {VARIANTS}")
+    from ceg_cli.lexical import RETRIEVAL_MODES
+
+    methods = [m for m in args.retrieval.split(",") if m]
+    if set(methods) - set(RETRIEVAL_MODES):
+        parser.error(f"--retrieval: choose from {RETRIEVAL_MODES}")
+    configs = [(v, m) for v in variants for m in methods]
+    labels = [label(v, m, len(variants), len(methods)) for v, m in configs]
 
     from ceg_cli.embedding import load_embedder
 
@@ -325,29 +406,45 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, dict[str, dict[str, Any]]] = {}
     indexes: dict[str, str] = {}
     felm_info: dict[str, Any] = {}
+    lexical: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="ceg-bench-") as tmp:
         work = Path(tmp)
         felm_path, felm_tasks, felm_info = felm_corpus(work)
         halu_path, halu_tasks = halueval_corpus(work)
         for mode in variants:
             enwiki = given.get(mode) or cached_enwiki_index(mode, embedder)
+            with_lexical(enwiki, mode)
             indexes[mode] = str(enwiki)
             log(f"[{mode}] enwiki sample: {enwiki}")
-            row = evaluate(enwiki, lambda idx: [fever_task(idx), lead_task(idx)], embedder)
+            rows = evaluate(
+                enwiki, lambda idx: [fever_task(idx), lead_task(idx)], embedder, methods
+            )
             log(f"[{mode}] FELM references, HaluEval knowledge ...")
             felm_dir = build_small(felm_path, work / f"felm-{mode}", mode, embedder)
-            row |= evaluate(felm_dir, lambda _idx: felm_tasks, embedder)
             halu_dir = build_small(halu_path, work / f"halueval-{mode}", mode, embedder)
-            row |= evaluate(halu_dir, lambda _idx: halu_tasks, embedder)
-            results[mode] = row
+            for part in (
+                evaluate(felm_dir, lambda _idx: felm_tasks, embedder, methods),
+                evaluate(halu_dir, lambda _idx: halu_tasks, embedder, methods),
+            ):
+                for method in methods:
+                    rows[method] |= part[method]
+            for method in methods:
+                results[label(mode, method, len(variants), len(methods))] = rows[method]
+            for name, where in (("enwiki", enwiki), ("felm", felm_dir), ("halueval", halu_dir)):
+                lexical[f"{name} ({mode})"] = lexical_cost(where)
 
-    comparison = {}
-    if len(variants) == 2:
-        first, second = (results[m] for m in variants)
-        comparison = {
-            task: {f"@{k}": paired(first[task]["_ranks"], second[task]["_ranks"], k) for k in KS}
+    # Each configuration against the first (the default embedded text, dense).
+    first = results[labels[0]]
+    comparison = {
+        other: {
+            task: {
+                f"@{k}": paired(first[task]["_ranks"], results[other][task]["_ranks"], k)
+                for k in KS
+            }
             for task in first
         }
+        for other in labels[1:]
+    }
     for row in results.values():
         for task in row.values():
             del task["_ranks"]
@@ -355,6 +452,10 @@ def main(argv: list[str] | None = None) -> int:
         "command": command_line(),
         "model": embedder.name,
         "variants": variants,
+        "retrieval": methods,
+        "configs": labels,
+        "lexical": lexical,
+        "embed_ms_per_query": _median_embed(results),
         "enwiki_indexes": indexes,
         "felm_corpus": felm_info,
         "halueval_titles": "'' (the JSONL reader substitutes the id)",
@@ -374,6 +475,7 @@ TASK_LABELS = {
     "felm": "FELM wk segment → its own references (titles from URLs)",
     "felm: wikipedia refs": "  ... segments whose references are all Wikipedia",
     "felm: other refs": "  ... segments with a non-Wikipedia reference (slug titles)",
+    "felm q+segment": "FELM wk question + segment (ceg check's query) → own references",
     "halueval q+a": "HaluEval question + right answer → own knowledge",
     "halueval q": "HaluEval question only → own knowledge",
 }
@@ -384,33 +486,30 @@ def _p(value: float) -> str:
 
 
 def render(data: dict[str, Any]) -> str:
-    variants = data["variants"]
+    configs = data["configs"]
     header = ["task", "queries"]
-    for mode in variants:
-        header += [f"{mode} @1", f"{mode} @5", f"{mode} MRR@{MRR_DEPTH}"]
+    for c in configs:
+        header += [*(f"{c} @{k}" for k in KS), f"{c} search ms/query"]
     rows = []
-    for task, label in TASK_LABELS.items():
-        first = data["results"][variants[0]][task]
-        row: list[Any] = [label, first["queries"]]
-        for mode in variants:
-            r = data["results"][mode][task]
-            row += [
-                f"{r['recall@1']:.3f} ({r['hits@1']})",
-                f"{r['recall@5']:.3f} ({r['hits@5']})",
-                f"{r[f'mrr@{MRR_DEPTH}']:.3f}",
-            ]
+    for task, label_ in TASK_LABELS.items():
+        first = data["results"][configs[0]][task]
+        row: list[Any] = [label_, first["queries"]]
+        for c in configs:
+            r = data["results"][c][task]
+            row += [f"{r[f'recall@{k}']:.3f} ({r[f'hits@{k}']})" for k in KS]
+            row.append(f"{r['search_ms_per_query']:.2f}")
         rows.append(row)
     felm = data["felm_corpus"]
-    paired_rows = [
-        [TASK_LABELS[task]]
-        + [f"{c[f'@{k}']['only_first']} / {c[f'@{k}']['only_second']}" for k in KS]
-        + [_p(c[f"@{k}"]["p_two_sided"]) for k in KS]
-        for task, c in data["paired"].items()
-    ]
     paired_part = []
-    if paired_rows:
-        a, b = variants
-        paired_part = [
+    for other, by_task in data["paired"].items():
+        paired_rows = [
+            [TASK_LABELS[task]]
+            + [f"{c[f'@{k}']['only_first']} / {c[f'@{k}']['only_second']}" for k in KS]
+            + [_p(c[f"@{k}"]["p_two_sided"]) for k in KS]
+            for task, c in by_task.items()
+        ]
+        a, b = configs[0], other
+        paired_part += [
             "",
             f"Paired, query by query: hits only {a} / only {b}, and the exact McNemar p:",
             "",
@@ -419,6 +518,16 @@ def render(data: dict[str, Any]) -> str:
                 paired_rows,
             ),
         ]
+    cost_rows = [
+        [
+            name,
+            c["passages"],
+            f"{c['build_seconds']:.2f}",
+            f"{c['lexical_bytes'] / 1e6:.2f}",
+            f"{c['vectors_bytes'] / 1e6:.2f} + {c['chunks_bytes'] / 1e6:.2f}",
+        ]
+        for name, c in data["lexical"].items()
+    ]
     return "\n".join(
         [
             f"## Retrieval recall by document ({data['model']})",
@@ -428,14 +537,34 @@ def render(data: dict[str, Any]) -> str:
             markdown_table(header, rows),
             *paired_part,
             "",
+            "The lexical part (BM25, rebuilt from the chunk store as --append does):",
+            "",
+            markdown_table(
+                ["index", "passages", "build s", "lexical MB", "vectors + passages MB"],
+                cost_rows,
+            ),
+            "",
             "recall@k: share of queries with a passage of a target document in the top k "
-            "(hit counts in brackets).",
+            "(hit counts in brackets); search ms/query: the search alone (top 20), without "
+            "embedding the query, which every method needs (median over tasks: "
+            f"{data['embed_ms_per_query']:.1f} ms per query).",
             f"FELM corpus: {felm['documents']} reference documents "
             f"({felm['wikipedia_titles']} Wikipedia), {felm['segments']} segments. "
             f"HaluEval titles: {data['halueval_titles']}.",
             "enwiki indexes: " + ", ".join(f"{m} = {p}" for m, p in data["enwiki_indexes"].items()),
         ]
     )
+
+
+def _median_embed(results: dict[str, dict[str, dict[str, Any]]]) -> float:
+    return round(median([t["embed_ms_per_query"] for r in results.values() for t in r.values()]), 2)
+
+
+def label(variant: str, method: str, variants: int, methods: int) -> str:
+    """A column's name: the method, the variant, or both when both vary."""
+    if methods > 1 and variants > 1:
+        return f"{variant} {method}"
+    return method if methods > 1 else variant
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,6 +39,7 @@ from .index import (
     VECTORS_FILE,
     check_model,
     check_vectors_file,
+    connect_readonly,
     embed_text,
     read_meta,
 )
@@ -50,6 +52,7 @@ from .indexdir import (
     swap_into_place,
     temp_dir,
 )
+from .lexical import LEXICAL_DIR, build_lexical
 from .progress import NO_PROGRESS, Progress
 from .types import Chunk
 
@@ -82,6 +85,8 @@ class BuildReport:
     replaced: list[str] = field(default_factory=list)
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    #: Building the BM25 index (from all passages, also on --append); 0 if not built.
+    lexical_seconds: float = 0.0
 
 
 def build_index(
@@ -143,6 +148,9 @@ def _build(
         # Every source is already indexed as it is: nothing to embed or rewrite.
         report.total_chunks = old_meta["counts"]["chunks"]
         report.total_documents = old_meta["counts"]["documents"]
+        if "lexical" not in old_meta:
+            # Built before the lexical part existed: add it, without re-embedding.
+            report.lexical_seconds = _add_lexical(target, old_meta)
         return report
     if embedder is None:
         embedder = load_embedder(
@@ -178,6 +186,9 @@ def _build(
             # A wrong file or namespace, most likely: never swap in an empty index.
             names = ", ".join(str(p) for p in todo)
             raise InputError(f"{names}: no documents with text; nothing written to {target}")
+        t0 = time.perf_counter()
+        lexical = build_lexical(db, tmp, options.embed_text)
+        report.lexical_seconds = time.perf_counter() - t0
         db.close()
         db = None
         import faiss
@@ -189,6 +200,7 @@ def _build(
         meta = _meta(embedder, options, all_sources, report, old_meta)
         meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
+        meta["lexical"] = lexical
         _write_json(tmp / META_FILE, meta)
         swap_into_place(tmp, target)
     except (OSError, sqlite3.Error, RuntimeError) as exc:
@@ -248,12 +260,35 @@ def _bytes(n: int) -> str:
     return f"{max(1, round(n / 1024)) if n else 0} KiB"
 
 
+def _add_lexical(target: Path, meta: dict[str, Any]) -> float:
+    """Give the index at ``target`` its lexical part, as a new index swapped in.
+
+    The vectors and passages are hard links (copies where links fail): indexes
+    are never changed in place, so sharing the files is safe. Returns seconds.
+    """
+    started = time.perf_counter()
+    tmp = temp_dir(target)
+    try:
+        for name in (VECTORS_FILE, CHUNKS_FILE):
+            try:
+                os.link(target / name, tmp / name)
+            except OSError:
+                shutil.copy2(target / name, tmp / name)
+        with closing(connect_readonly(tmp / CHUNKS_FILE)) as db:
+            lexical = build_lexical(db, tmp, meta["embed_text"])
+        _write_json(tmp / META_FILE, {**meta, "lexical": lexical})
+        swap_into_place(tmp, target)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return time.perf_counter() - started
+
+
 def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise UsageError(f"--index {target}: exists and is not a directory")
     if target.is_dir() and not (target / META_FILE).exists():
         foreign = [p.name for p in target.iterdir() if p.name not in FOREIGN_OK]
-        foreign = [n for n in foreign if n not in (VECTORS_FILE, CHUNKS_FILE)]
+        foreign = [n for n in foreign if n not in (VECTORS_FILE, CHUNKS_FILE, LEXICAL_DIR)]
         if foreign:
             raise UsageError(
                 f"--index {target}: the directory holds other files "

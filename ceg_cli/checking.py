@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from .errors import CegError, InputError, UsageError
 from .gate import GateOptions, GateResult, Summary, evaluate_gate
+from .lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from .output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
 from .pipeline import (
     DEFAULT_QUERY,
@@ -57,6 +58,7 @@ class RunSettings:
         top_k: int | None = None,
         threshold: float | None = None,
         query: str | None = None,
+        retrieval: str | None = None,
         response_field: str = "response",
         question_field: str | None = None,
         max_rate: float | None = None,
@@ -68,10 +70,13 @@ class RunSettings:
         rewriter: str | None = None,
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
-        ``CEG_TOP_K``, ``CEG_THRESHOLD`` and ``CEG_QUERY`` before it gets here)."""
+        ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
+        it gets here)."""
         top_k = DEFAULT_TOP_K if top_k is None else top_k
         threshold = DEFAULT_THRESHOLD if threshold is None else threshold
         query = query or DEFAULT_QUERY
+        retrieval = retrieval or DEFAULT_RETRIEVAL
+        check_method(retrieval)
         if top_k < 1:
             raise UsageError(f"--top-k {top_k}: must be at least 1")
         if not -1.0 <= threshold <= 1.0:
@@ -96,7 +101,7 @@ class RunSettings:
             index=index,
             out=out,
             judge=judge,
-            check=CheckOptions(RetrievalOptions(top_k, threshold), query=query),
+            check=CheckOptions(RetrievalOptions(top_k, threshold, retrieval), query=query),
             fields=FieldNames(response_field, questions),
             gate=GateOptions(max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses),
             resume=resume,
@@ -162,7 +167,11 @@ class CheckRun:
     """Checks every response of a file and keeps the summary for the gate."""
 
     def __init__(
-        self, settings: RunSettings, *, on_bad_line: Callable[[str], None] | None = None
+        self,
+        settings: RunSettings,
+        *,
+        on_bad_line: Callable[[str], None] | None = None,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         from .index import open_index
         from .judges import create_judge
@@ -186,9 +195,17 @@ class CheckRun:
             # The index's model too: one that cannot be loaded, or gives another
             # dimension, fails the run here, before --out is touched.
             self.index.embedder()
+            # hybrid on an index built before the lexical part: dense, with a warning.
+            method, warning = resolve_method(self.index, settings.check.retrieval.method)
         except CegError:
             self.index.close()
             raise
+        if warning is not None and on_warning is not None:
+            on_warning(warning)
+        retrieval = replace(settings.check.retrieval, method=method)
+        self.settings = settings = replace(
+            settings, check=replace(settings.check, retrieval=retrieval)
+        )
         self.summary = Summary(judge=self.judge.name, index=str(settings.index))
         self.resumed = 0
         #: Responses rewritten by --regenerate, and how many came out all supported.

@@ -90,6 +90,11 @@ def ensure_corpus_index(
             meta = read_meta(index_dir)
             digests = [s.get("digest") for s in meta["sources"]]
             if digests == [source_digest(corpus)] and meta["embed_text"] == dataset.embed_text:
+                if "lexical" not in meta:  # cached before the lexical part: add it, no embedding
+                    options = BuildOptions(embed_text=dataset.embed_text, append=True)
+                    build_index(
+                        [corpus], index_dir, options, embedder=embedder, on_warning=warn
+                    )
                 return index_dir, False
             if target is not None:
                 raise UsageError(

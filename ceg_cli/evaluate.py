@@ -155,8 +155,10 @@ class _RecordingIndex:
         self._index = index
         self.hits: dict[str, list[Hit]] = {}
 
-    def search(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
-        results = self._index.search(queries, k)
+    def search(
+        self, queries: Sequence[str], k: int = 5, retrieval: str = "dense"
+    ) -> list[list[Hit]]:
+        results = self._index.search(queries, k, retrieval)
         self.hits.update(zip(queries, results))
         return results
 
@@ -212,6 +214,7 @@ def run_evaluation(
         "index": str(index.path),
         "top_k": k,
         "threshold": options.retrieval.threshold,
+        "retrieval": options.retrieval.method,
         "query": options.query,
         "skipped": dataset.skipped,
         # Rows that could not be read (no text where text is expected).

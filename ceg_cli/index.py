@@ -6,6 +6,8 @@ Layout of an index directory::
                     size and sampled digest of vectors.faiss
     vectors.faiss   inner product over L2-normalized vectors (= cosine)
     chunks.sqlite   one row per passage; row id == FAISS vector id
+    lexical/        BM25 over the same passages (``lexical``); absent in an
+                    index built before it existed, which is then dense only
 
 An index is never modified in place: ``builder`` writes a complete new
 directory and renames it into place, so readers can open every file
@@ -26,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from .embedding import Embedder, load_embedder, resolve_model
 from .errors import IndexLoadError, UsageError
 from .indexdir import sampled_digest
+from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
+from .lexical import search as search_lexical
 from .types import Chunk
 
 if TYPE_CHECKING:
@@ -150,6 +154,7 @@ class Index:
         self._vectors = vectors
         self._db = db
         self._embedder: Embedder | None = None
+        self._lexical: LexicalIndex | None = None
 
     @property
     def size(self) -> int:
@@ -185,22 +190,59 @@ class Index:
             )
         self._embedder = embedder
 
-    def search(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
-        """Embed ``queries`` in one batch and return the top ``k`` passages of each."""
-        return self.search_vectors(self.embedder().embed(queries), k)
+    @property
+    def has_lexical(self) -> bool:
+        """Whether the index has its BM25 part (one built before it existed has not)."""
+        return "lexical" in self.meta
 
-    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+    def lexical(self) -> LexicalIndex:
+        """The BM25 index, loaded (memory-mapped) once."""
+        if self._lexical is None:
+            if not self.has_lexical:
+                raise UsageError(f"index at {self.path} has no lexical part")
+            self._lexical = LexicalIndex(self.path / LEXICAL_DIR)
+        return self._lexical
+
+    def search(
+        self, queries: Sequence[str], k: int = 5, retrieval: str = "dense"
+    ) -> list[list[Hit]]:
+        """Embed ``queries`` in one batch and return the top ``k`` passages of each.
+
+        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.lexical``);
+        hybrid on an index without a lexical part is dense. Scores are cosines.
+        """
+        check_method(retrieval)
+        vectors = self.embedder().embed(queries)
+        if retrieval == "dense" or (retrieval == "hybrid" and not self.has_lexical):
+            return self.search_vectors(vectors, k)
+        return search_lexical(self, queries, vectors, k, retrieval)
+
+    def dense_candidates(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """(passage id, cosine) of the top ``k`` of each vector, without the passages."""
         import numpy as np
 
         if len(vectors) == 0 or self.size == 0:
             return [[] for _ in range(len(vectors))]
         k = max(1, min(k, self.size))
         scores, ids = self._vectors.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
-        chunks = self.chunks(int(i) for i in ids.ravel() if i >= 0)
         return [
-            [Hit(int(i), float(s), chunks[int(i)]) for s, i in zip(row_s, row_i) if i >= 0]
+            [(int(i), float(s)) for s, i in zip(row_s, row_i) if i >= 0]
             for row_s, row_i in zip(scores, ids)
         ]
+
+    def cosines(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of ``vector`` with the stored vectors of passages ``ids``."""
+        if not ids:
+            return {}
+        import numpy as np
+
+        stored = np.vstack([self._vectors.reconstruct(int(i)) for i in ids])
+        return {int(i): float(s) for i, s in zip(ids, stored @ vector)}
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        found = self.dense_candidates(vectors, k)
+        chunks = self.chunks(i for row in found for i, _ in row)
+        return [[Hit(i, s, chunks[i]) for i, s in row] for row in found]
 
     def chunks(self, ids: Iterable[int]) -> dict[int, Chunk]:
         wanted = sorted(set(ids))
@@ -311,6 +353,7 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
             f"{CHUNKS_FILE} {rows} passages, {META_FILE} says {expected}; rebuild the index"
         )
     try:
+        check_lexical(meta, path, rows)
         # Last: the checks above name a wrong count or dimension more precisely.
         check_vectors_file(path, meta)
     except IndexLoadError:

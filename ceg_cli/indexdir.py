@@ -165,6 +165,9 @@ def _pid_alive(pid: int) -> bool:
 
 def _fsync_tree(path: Path) -> None:
     for file in path.iterdir():
+        if file.is_dir():  # the lexical index's folder
+            _fsync_tree(file)
+            continue
         with open(file, "rb") as fh:
             os.fsync(fh.fileno())
     fd = os.open(path, os.O_RDONLY)

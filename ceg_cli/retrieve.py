@@ -1,9 +1,9 @@
 """Evidence retrieval with the CEG threshold rule.
 
-For each query the top ``k`` passages are retrieved by cosine similarity; the
-top-1 passage is always kept, any other only if its similarity is at least
-``threshold`` (the paper: k in 4..6, t = 0.5 for SimCSE). Queries are embedded
-and searched in batches.
+For each query the top ``k`` passages are retrieved (dense, lexical or hybrid:
+``ceg_cli.lexical``); the top-1 passage is always kept, any other only if its
+cosine similarity to the query is at least ``threshold`` (the paper: k in 4..6,
+t = 0.5 for SimCSE). Queries are embedded and searched in batches.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .index import Hit, Index
+from .lexical import DEFAULT_RETRIEVAL
 from .types import Evidence
 
 #: Calibrated for the default model (all-MiniLM-L6-v2) on FELM and HaluEval
@@ -27,6 +28,8 @@ DEFAULT_TOP_K = 5
 class RetrievalOptions:
     top_k: int = DEFAULT_TOP_K
     threshold: float = DEFAULT_THRESHOLD
+    #: dense, lexical or hybrid (``ceg_cli.lexical.RETRIEVAL_MODES``).
+    method: str = DEFAULT_RETRIEVAL
 
 
 def apply_threshold(hits: Sequence[Hit], threshold: float) -> list[Hit]:
@@ -45,7 +48,7 @@ def retrieve(
     """Evidence for each query, best first, after the threshold rule."""
     if not queries:
         return []
-    results = index.search(list(queries), options.top_k)
+    results = index.search(list(queries), options.top_k, options.method)
     return [
         tuple(to_evidence(h) for h in apply_threshold(hits, options.threshold)) for hits in results
     ]

@@ -138,6 +138,7 @@ def test_meta_json_describes_the_index(mini_index: Path, mini_wiki: Path) -> Non
     assert created == updated
     assert sorted(p.name for p in mini_index.iterdir()) == [
         "chunks.sqlite",
+        "lexical",
         "meta.json",
         "vectors.faiss",
     ]
@@ -246,6 +247,7 @@ def test_a_directory_with_only_a_readme_is_built_into(
         assert sorted(p.name for p in target.iterdir()) == [
             "README.md",
             "chunks.sqlite",
+            "lexical",
             "meta.json",
             "vectors.faiss",
         ]

@@ -234,7 +234,9 @@ class WordIndex:
         ]
         self.calls = 0
 
-    def search(self, queries: Sequence[str], k: int = 5) -> list[list[Hit]]:
+    def search(
+        self, queries: Sequence[str], k: int = 5, retrieval: str = "dense"
+    ) -> list[list[Hit]]:
         self.calls += 1
         out = []
         for q in queries:

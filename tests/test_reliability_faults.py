@@ -303,9 +303,9 @@ def test_index_build_on_a_full_disk_keeps_the_old_index(
     disk = tmp_path / "disk"
     disk.mkdir()
     if not _can_mount():
-        row("`ceg index build` on a full disk (1 MiB tmpfs)", 0, "not run: mounting needs root")
+        row("`ceg index build` on a full disk (2 MiB tmpfs)", 0, "not run: mounting needs root")
         return
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(disk)], check=True)
     try:
         target = disk / "index"
         shutil.copytree(hash_index, target)
@@ -320,7 +320,7 @@ def test_index_build_on_a_full_disk_keeps_the_old_index(
         assert leftovers(target) == []
     finally:
         subprocess.run(["umount", str(disk)], check=True)
-    row("`ceg index build` on a full disk (1 MiB tmpfs)", 1,
+    row("`ceg index build` on a full disk (2 MiB tmpfs)", 1,
         "exit 3, one line naming 'No space left on device'; old index intact, no leftovers")
 
 

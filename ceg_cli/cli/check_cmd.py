@@ -14,6 +14,8 @@ from .common import (
     QueryMode,
     QueryOption,
     QuietOption,
+    RetrievalMode,
+    RetrievalOption,
     ThresholdOption,
     TopKOption,
     UnparsableAs,
@@ -33,6 +35,7 @@ def check_command(
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
+    retrieval: RetrievalMode = RetrievalOption,
     response_field: str = typer.Option(
         "response", "--response-field", help="The field holding the text to check."
     ),
@@ -111,6 +114,7 @@ def check_command(
         top_k=top_k,
         threshold=threshold,
         query=query.value,
+        retrieval=retrieval.value,
         response_field=response_field,
         question_field=question_field,
         max_rate=max_rate,
@@ -133,7 +137,7 @@ def check_command(
         if path is not None:
             files.append((option, path))
     refuse_same_files(files)
-    run = CheckRun(settings, on_bad_line=warn)
+    run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
     # Records going to stdout are kept (compactly) for the report as they pass;
     # with --out the file is read back, resumed records included.
     builder = ReportBuilder() if report is not None and out is None else None

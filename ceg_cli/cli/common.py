@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from ..errors import CegError, ExitStatus, exit_code_for
 from ..judges.llm import UNPARSABLE_CHOICES
+from ..lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..pipeline import DEFAULT_QUERY, QUERY_MODES
 from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 
@@ -35,6 +36,9 @@ QuietOption = typer.Option(False, "--quiet", "-q", help="No progress output.")
 # library's constants, so `--help`, the code and the README (pinned by
 # tests/test_cli_options.py) cannot drift apart.
 QueryMode = Enum("QueryMode", {mode: mode for mode in QUERY_MODES}, type=str)  # type: ignore[misc]
+RetrievalMode = Enum(  # type: ignore[misc]
+    "RetrievalMode", {mode: mode for mode in RETRIEVAL_MODES}, type=str
+)
 UnparsableAs = Enum(  # type: ignore[misc]
     "UnparsableAs", {choice: choice for choice in UNPARSABLE_CHOICES}, type=str
 )
@@ -60,6 +64,13 @@ QueryOption = typer.Option(
     "--query",
     envvar="CEG_QUERY",
     help="What is searched: the segment alone, or the question and the segment.",
+)
+RetrievalOption = typer.Option(
+    DEFAULT_RETRIEVAL,
+    "--retrieval",
+    envvar="CEG_RETRIEVAL",
+    help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, fused); "
+    "the threshold applies to the cosine in every case.",
 )
 JudgeOption = typer.Option(
     "offline",

@@ -21,6 +21,8 @@ from .common import (
     QueryMode,
     QueryOption,
     QuietOption,
+    RetrievalMode,
+    RetrievalOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -108,6 +110,7 @@ def eval_command(
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
+    retrieval: RetrievalMode = RetrievalOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
     ),
@@ -127,6 +130,7 @@ def eval_command(
     from ..evaluate import prediction_record, run_evaluation
     from ..index import open_index
     from ..judges import create_judge
+    from ..lexical import resolve_method
     from ..pipeline import CheckOptions
     from ..retrieve import RetrievalOptions
 
@@ -147,7 +151,6 @@ def eval_command(
     with cli_progress(quiet) as progress:
         index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
         checker = create_judge(judge, {})
-        options = CheckOptions(RetrievalOptions(top_k, threshold), query=query.value)
         if not quiet:
             err_console.print(
                 f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
@@ -155,6 +158,10 @@ def eval_command(
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
         with open_index(index_dir) as idx:
+            method, warning = resolve_method(idx, retrieval.value)
+            if warning is not None:
+                warn(warning)
+            options = CheckOptions(RetrievalOptions(top_k, threshold, method), query=query.value)
             evaluation = run_evaluation(
                 data, idx, checker, options, on_result=lambda _r: checked.update()
             )
@@ -234,7 +241,8 @@ def render_table(metrics: dict[str, Any]) -> Table:
     refs = reference_figures(run["format"])
     table = Table(
         title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']}, "
-        f"top-k {run['top_k']}, threshold {run['threshold']}, query {run['query']}",
+        f"top-k {run['top_k']}, threshold {run['threshold']}, query {run['query']}, "
+        f"retrieval {run['retrieval']}",
         title_justify="left",
     )
     table.add_column("metric")

@@ -10,7 +10,15 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .common import IndexOption, QuietOption, err_console, handle_errors, warn
+from .common import (
+    IndexOption,
+    QuietOption,
+    RetrievalMode,
+    RetrievalOption,
+    err_console,
+    handle_errors,
+    warn,
+)
 from .progress import cli_progress
 
 app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
@@ -75,6 +83,8 @@ def build(
         err_console.print(f"unchanged, skipped: {path}")
     for path in report.replaced:
         err_console.print(f"changed, re-indexed: {path}")
+    if report.lexical_seconds and not report.chunks:
+        err_console.print(f"added the lexical (BM25) index in {report.lexical_seconds:.1f} s")
     err_console.print(
         f"indexed {report.documents} documents, {report.chunks} passages in "
         f"{report.seconds:.1f} s; {index} now holds {report.total_documents} documents, "
@@ -117,6 +127,7 @@ def info(
         else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
         "a rebuild adds it)",
     )
+    table.add_row("lexical", _lexical_line(index, meta))
     for src in meta["sources"]:
         table.add_row(
             "source",
@@ -126,19 +137,40 @@ def info(
     out_console.print(table)
 
 
+def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
+    from ..lexical import add_lexical_hint
+
+    lexical = meta.get("lexical")
+    if lexical is None:
+        return (
+            "none: retrieval is dense only (built before the lexical index); add it "
+            f"without re-embedding: {add_lexical_hint(index, meta)}"
+        )
+    params = ", ".join(f"{k} {v}" for k, v in lexical["parameters"].items())
+    return (
+        f"{lexical['library']} {lexical['version']} BM25 ({params}), "
+        f"{lexical['passages']} passages of {lexical['text']}"
+    )
+
+
 @app.command("search")
 @handle_errors
 def search(
     query: str = typer.Argument(..., help="The text to search for."),
     index: Path = IndexOption,
     k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
+    retrieval: RetrievalMode = RetrievalOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
-    """Print the passages most similar to QUERY, best first, with their cosine score."""
+    """Print the passages found for QUERY, best first, with their cosine score."""
     from ..index import open_index
+    from ..lexical import resolve_method
 
     with open_index(index) as idx:
-        hits = idx.search([query], k)[0]
+        method, warning = resolve_method(idx, retrieval.value)
+        if warning is not None:
+            warn(warning)
+        hits = idx.search([query], k, method)[0]
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if as_json:
