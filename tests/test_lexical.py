@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import HashEmbedder
+from reliability_harness import leftovers
 
 from ceg_cli.builder import BuildOptions, build_index
 from ceg_cli.errors import IndexLoadError, UsageError
@@ -124,7 +125,7 @@ def test_the_lexical_part_is_recorded_in_meta(rare_index: Path) -> None:
     assert lexical["text"] == "title+text"
     assert lexical["passages"] == meta["counts"]["chunks"] == 41
     assert (rare_index / LEXICAL_DIR / "params.index.json").is_file()
-    assert not list(rare_index.parent.glob(".index.*"))  # no temp dir left beside it
+    assert leftovers(rare_index) == []  # no temp dir left beside it
 
 
 def test_a_lexical_part_out_of_step_fails_to_open(rare_index: Path) -> None:
