@@ -52,13 +52,15 @@ class _PlainCounter:
     total: int | None
     started: float
     count: int = 0
+    #: When the count last moved: a stage that has finished keeps its rate and time.
+    moved: float = 0.0
 
     def update(self, n: int = 1) -> None:
         self.owner._advance(self, n)
 
-    def describe(self, now: float) -> str:
+    def describe(self) -> str:
         done = f"{self.count:,}" if self.total is None else f"{self.count:,}/{self.total:,}"
-        seconds = now - self.started
+        seconds = self.moved - self.started
         rate = f", {self.count / seconds:,.1f}/s" if seconds > 0 and self.count else ""
         return f"{self.label} {done} {self.unit}{rate}"
 
@@ -85,7 +87,7 @@ class PlainProgress:
             now = self.clock()
             if not self._counters:
                 self._last = now
-            counter = _PlainCounter(self, label, unit, total, now)
+            counter = _PlainCounter(self, label, unit, total, now, moved=now)
             self._counters.append(counter)
         of = "" if total is None else f" ({total:,} {unit})"
         self.emit(f"{label}: started{of}")
@@ -95,16 +97,16 @@ class PlainProgress:
         with self._lock:
             counter.count += n
             now = self.clock()
+            counter.moved = now
             if now - self._last < self.interval:
                 return
             self._last = now
-            line = " · ".join(c.describe(now) for c in self._counters)
+            line = " · ".join(c.describe() for c in self._counters)
         self.emit(f"progress: {line}")
 
     def close(self) -> None:
         with self._lock:
-            now = self.clock()
             finished, self._counters = self._counters, []
         for counter in finished:
             self.emit(f"{counter.label}: {counter.count:,} {counter.unit} in "
-                      f"{now - counter.started:.1f} s")
+                      f"{counter.moved - counter.started:.1f} s")

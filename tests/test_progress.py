@@ -56,12 +56,14 @@ def test_plain_progress_writes_start_a_line_per_interval_and_totals() -> None:
     assert len(lines) == 2
     clock.now += 10
     embedded.update(20)
-    assert lines[2] == "progress: pages read 30 pages, 1.0/s · embedded 20/50 passages, 0.7/s"
+    # Each rate over the time its counter moved: pages last moved 20 s in.
+    assert lines[2] == "progress: pages read 30 pages, 1.5/s · embedded 20/50 passages, 0.7/s"
     clock.now += 5
     pages.update()  # 5 s after the last line: quiet again
     assert len(lines) == 3
+    clock.now += 100  # closed long after: a stage's time ends where its count stopped
     progress.close()
-    assert lines[3:] == ["pages read: 31 pages in 35.0 s", "embedded: 20 passages in 35.0 s"]
+    assert lines[3:] == ["pages read: 31 pages in 35.0 s", "embedded: 20 passages in 30.0 s"]
 
 
 def test_plain_progress_counts_updates_from_threads() -> None:
