@@ -64,8 +64,9 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     """Index every passage of the chunk store ``db`` into ``index_dir/lexical``.
 
     bm25s cannot add to an index, so an ``--append`` rebuilds it from all the
-    passages (about 0.4 s per 5,800 passages on 2 cores). Returns the
-    ``lexical`` entry of meta.json.
+    passages (about 0.4 s per 5,800 passages on 2 cores; 400 s, 3.9 GB of
+    memory and 0.5 GB on disk per million: ``benchmarks/lexical_scale.py``).
+    Returns the ``lexical`` entry of meta.json.
     """
     import bm25s
 
@@ -226,5 +227,36 @@ def _top(scores: np.ndarray, depth: int) -> np.ndarray:
     depth = min(depth, len(scores))
     if depth == 0:
         return np.zeros(0, dtype=np.int64)
-    top = np.argpartition(-scores, depth - 1)[:depth]
-    return top[np.lexsort((top, -scores[top]))]
+    pool = _pool(scores, depth)
+    return pool[np.lexsort((pool, -scores[pool]))[:depth]]
+
+
+def _pool(scores: np.ndarray, depth: int) -> np.ndarray:
+    """Positions, ascending, that surely hold the ``depth`` highest scores and their ties.
+
+    Those at or above a cut that at least ``depth`` scores reach (the cut is
+    lowered from half the best score until they do): the ``depth``-th best is
+    then at or above it too, so the best are all kept, ties at the cut
+    included. When fewer than ``depth`` scores are positive: those, then the
+    lowest positions among the zeros. Sorting or partitioning the whole array
+    instead costs what its size does, and most of it is zeros (passages
+    without a query word): ``argpartition`` over 1 M BM25 scores took 70-90 ms,
+    the cut 3-4 ms (``benchmarks/lexical_scale.py``).
+    """
+    import numpy as np
+
+    high = float(scores.max())
+    if float(scores.min()) < 0:
+        return np.arange(len(scores))
+    cut = high / 2
+    for _ in range(8):
+        if cut <= 0:
+            break
+        pool = np.flatnonzero(scores >= cut)
+        if len(pool) >= depth:
+            return pool
+        cut /= 4
+    positive = np.flatnonzero(scores > 0)
+    if len(positive) >= depth:
+        return positive
+    return np.union1d(positive, np.flatnonzero(scores == 0)[: depth - len(positive)])

@@ -18,6 +18,7 @@ import pytest
 from conftest import HashEmbedder
 from reliability_harness import leftovers
 
+from ceg_cli import lexical
 from ceg_cli.builder import BuildOptions, build_index
 from ceg_cli.errors import IndexLoadError, UsageError
 from ceg_cli.index import CHUNKS_FILE, META_FILE, VECTORS_FILE, open_index
@@ -275,3 +276,62 @@ def test_a_cached_eval_corpus_index_gets_its_lexical_part(tmp_path: Path) -> Non
     again, built = ensure_corpus_index(data, target, embedder=NoEmbedding())
     assert again == index_dir and not built
     assert _lexical_passages(index_dir) == 6
+
+
+# -- selecting the best BM25 scores ------------------------------------------------------
+
+
+def _top_by_sorting(scores: np.ndarray, depth: int) -> np.ndarray:
+    """The reference: every position sorted by (score descending, position)."""
+    return np.lexsort((np.arange(len(scores)), -scores))[:depth]
+
+
+def test_top_selects_only_among_scores_at_or_above_a_cut(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Most passages hold no query word (score 0); choosing among all N of them
+    # was the slow part of a query at 1 M passages (benchmarks/lexical_scale.py).
+    rng = np.random.default_rng(16)
+    scores = np.zeros(100_000, dtype=np.float32)
+    scores[rng.choice(len(scores), 300, replace=False)] = rng.random(300).astype(np.float32)
+    want = _top_by_sorting(scores, 50)
+    sizes: list[int] = []
+    partition, lexsort = np.argpartition, np.lexsort
+
+    def sized_partition(a: np.ndarray, kth: int) -> np.ndarray:
+        sizes.append(len(a))
+        return partition(a, kth)
+
+    def sized_lexsort(keys: tuple[np.ndarray, ...]) -> np.ndarray:
+        sizes.append(len(keys[0]))
+        return lexsort(keys)
+
+    monkeypatch.setattr(np, "argpartition", sized_partition)
+    monkeypatch.setattr(np, "lexsort", sized_lexsort)
+    got = lexical._top(scores, 50)
+    assert sizes and max(sizes) <= 300  # never the 100,000
+    assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("positives", [0, 3, 49, 50, 51, 400])
+def test_top_keeps_the_order_and_ties_of_a_full_sort(positives: int) -> None:
+    rng = np.random.default_rng(positives)
+    scores = np.zeros(5_000, dtype=np.float32)
+    where = rng.choice(len(scores), positives, replace=False)
+    scores[where] = rng.integers(1, 6, positives).astype(np.float32) / 4  # many equal scores
+    got = lexical._top(scores, 50)
+    want = _top_by_sorting(scores, 50)
+    assert got.tolist() == want.tolist()  # ties, at the cut and among zeros: lower id first
+
+
+def test_the_fused_order_is_that_of_a_full_sort(
+    rare_index: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A query sharing words with every filler passage: 41 BM25 candidates, many tied.
+    query = "Quuxlandia rivers weather farming valleys passage number 7"
+    with open_index(rare_index) as idx:
+        idx.use_embedder(HashEmbedder())
+        fast = {m: idx.search([query], 20, m)[0] for m in ("lexical", "hybrid")}
+        monkeypatch.setattr(lexical, "_top", _top_by_sorting)
+        slow = {m: idx.search([query], 20, m)[0] for m in ("lexical", "hybrid")}
+    for method in ("lexical", "hybrid"):
+        assert [h.chunk_id for h in fast[method]] == [h.chunk_id for h in slow[method]]
+        assert len(fast[method]) == 20

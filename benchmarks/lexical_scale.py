@@ -1,0 +1,485 @@
+"""How the lexical (BM25) index scales: build time, memory, size, load and query time.
+
+    .venv/bin/python benchmarks/lexical_scale.py [--sizes 100000,1000000] \
+        [--queries 200] [--project 30000000] [--workdir DIR]
+
+For each size N, a synthetic chunk store of N passages is made, then indexed
+by ``ceg_cli.lexical.build_lexical`` (the function ``ceg index build`` calls),
+then loaded memory-mapped by ``ceg_cli.lexical.LexicalIndex`` and queried. Each
+of the three stages runs in its own subprocess, so the peak RSS reported
+(``ru_maxrss`` from ``os.wait4``) is that stage's own.
+
+**The passages.** Sentences of the real enwiki sample passages
+(``chunks.sqlite`` of an index of ``sample_data/enwiki-sample.xml.bz2``)
+recombined with a seeded RNG: each synthetic passage takes the title of a
+random real passage and random sentences until it is as long as another
+random real passage (so the length distribution is the sample's). Recombined
+sentences alone would stop adding words once the sample's vocabulary is used
+up, while a real corpus keeps meeting new ones (names, numbers, foreign
+words): that is what makes the vocabulary, the posting lists' count and the
+index's size grow. So the script fits Heaps' law, V = K * T^beta (distinct
+words V after T words), to the sample itself with the index's tokenizer, and
+adds to each passage as many newly minted words (``q`` + a base-36 counter)
+as keep the synthetic corpus's vocabulary on that curve; two more minted
+words per passage are drawn from those minted before, so the rare tail
+appears in more than one passage, as real rare words do. The common words
+(and so the long posting lists that dominate query time) keep the sample's
+frequencies.
+
+**Queries.** Real sentences of the sample (a ``ceg`` query is the question
+plus a segment: one or two sentences), ``--queries`` of them, seeded. Timed:
+
+- ``full``: what ``ceg_cli.lexical.search`` does for every lexical or
+  hybrid query: ``LexicalIndex.scores`` (bm25s's ``get_scores_from_ids``: an
+  array of N scores, filled posting list by posting list), then the top
+  ``FUSION_DEPTH`` of the N; then the BM25 scores of 50 hybrid candidates
+  missing from the lexical list, read from that array (timed apart);
+- ``posting``: the alternative measured and not taken, ``posting_only``:
+  score only the passages on the query words' posting lists (``np.unique``
+  over them, no array of N), then the top ``FUSION_DEPTH`` of those. Both
+  give the same top scores (checked on every query).
+
+The 30 M projection is linear in N from the largest measured size's rates
+(build time, disk, per-query time); where that is wrong is said in the
+report (the build's memory holds every passage's text and tokens at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    CACHE_DIR,
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    median,
+    write_results,
+)
+
+SAMPLE_CHUNKS = CACHE_DIR / "enwiki-sample-index" / "chunks.sqlite"
+SEED = 16
+MINTED_REUSED = 2
+CANDIDATES = 50
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+# --------------------------------------------------------------------------- the passages
+
+
+def sample_rows(source: Path) -> list[tuple[str, str]]:
+    with sqlite3.connect(source) as db:
+        return db.execute("SELECT title, text FROM chunks ORDER BY id").fetchall()
+
+
+def words(text: str) -> list[str]:
+    """The index's tokens of ``text`` (``ceg_cli.lexical.TOKENIZER``)."""
+    import bm25s
+
+    from ceg_cli.lexical import TOKENIZER
+
+    return bm25s.tokenize([text], **TOKENIZER, return_ids=False, show_progress=False)[0]
+
+
+def fit_heaps(rows: list[tuple[str, str]]) -> tuple[float, float]:
+    """K and beta of V = K * T^beta over the sample's passages, in a seeded order."""
+    order = list(rows)
+    random.Random(SEED).shuffle(order)
+    seen: set[str] = set()
+    total = 0
+    points = []
+    for n, (title, text) in enumerate(order, 1):
+        toks = words(f"{title}. {text}")
+        total += len(toks)
+        seen.update(toks)
+        if n % 50 == 0:
+            points.append((math.log(total), math.log(len(seen))))
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    beta = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return math.exp(my - beta * mx), beta
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if n == 0:
+            return out
+
+
+def generate(source: Path, target: Path, size: int) -> dict[str, Any]:
+    """Write ``size`` synthetic passages to a chunk store at ``target``."""
+    rows = sample_rows(source)
+    k, beta = fit_heaps(rows)
+    sentences = [s for _, text in rows for s in SENTENCE.split(text) if s.strip()]
+    counts = [len(words(s)) for s in sentences]
+    base_vocab = len({w for title, text in rows for w in words(f"{title}. {text}")})
+    lengths = [len(text) for _, text in rows]
+    titles = [title for title, _ in rows]
+    rng = random.Random(SEED)
+    with sqlite3.connect(source) as db:
+        schema = db.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks'").fetchone()[0]
+    target.unlink(missing_ok=True)
+    out = sqlite3.connect(target)
+    out.execute(schema)
+    total_tokens = minted = 0
+    batch: list[tuple[Any, ...]] = []
+    for pid in range(size):
+        goal, text, n_tok = rng.choice(lengths), [], 0
+        while sum(len(s) + 1 for s in text) < goal:
+            j = rng.randrange(len(sentences))
+            text.append(sentences[j])
+            n_tok += counts[j]
+        extra = [f"q{_base36(rng.randrange(minted))}" for _ in range(MINTED_REUSED) if minted]
+        total_tokens += n_tok + len(extra)
+        wanted = int(k * total_tokens**beta) - base_vocab
+        while minted < wanted:
+            extra.append(f"q{_base36(minted)}")
+            minted += 1
+            total_tokens += 1
+        title = rng.choice(titles)
+        body = " ".join(text + extra)
+        batch.append((pid, f"d{pid}", title, 0, 0, len(body), body, None, "synthetic"))
+        if len(batch) == 10000:
+            out.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)", batch)
+            batch.clear()
+    out.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)", batch)
+    out.commit()
+    out.close()
+    return {
+        "heaps_k": round(k, 3),
+        "heaps_beta": round(beta, 4),
+        "sample_passages": len(rows),
+        "sample_sentences": len(sentences),
+        "sample_vocabulary": base_vocab,
+        "minted_words": minted,
+        "tokens": total_tokens,
+        "vocabulary_target": base_vocab + minted,
+        "store_bytes": target.stat().st_size,
+    }
+
+
+# --------------------------------------------------------------------------- build, query
+
+
+def build(store: Path, index_dir: Path) -> dict[str, Any]:
+    from ceg_cli.lexical import LEXICAL_DIR, build_lexical
+
+    index_dir.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(store) as db:
+        started = time.perf_counter()
+        entry = build_lexical(db, index_dir, "title+text")
+        seconds = time.perf_counter() - started
+    files = {p.name: p.stat().st_size for p in (index_dir / LEXICAL_DIR).iterdir()}
+    vocab = json.loads((index_dir / LEXICAL_DIR / "vocab.index.json").read_text())
+    return {
+        "build_s": round(seconds, 2),
+        "passages": entry["passages"],
+        "vocabulary": len(vocab),
+        "disk_bytes": sum(files.values()),
+        "files": files,
+    }
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
+    import numpy as np
+
+    from ceg_cli.lexical import FUSION_DEPTH, LEXICAL_DIR, LexicalIndex, _top
+
+    rss_before = _rss_mb()
+    started = time.perf_counter()
+    lexical = LexicalIndex(index_dir / LEXICAL_DIR)
+    load_s = time.perf_counter() - started
+    rss_loaded = _rss_mb()
+    rows = sample_rows(source)
+    sentences = [s for _, text in rows for s in SENTENCE.split(text) if len(s.split()) >= 6]
+    rng = random.Random(SEED + 1)
+    queries = [rng.choice(sentences) for _ in range(n_queries)]
+    n_docs = lexical._bm25.scores["num_docs"]
+    times: dict[str, list[float]] = {k: [] for k in ("score", "select", "select_all", "lookup")}
+    posting_ms, postings = [], []
+    for q in queries:
+        t0 = time.perf_counter()
+        scores = lexical.scores(q)
+        t1 = time.perf_counter()
+        top = [int(i) for i in _top(scores, FUSION_DEPTH) if scores[i] > 0]
+        t2 = time.perf_counter()
+        top_all = [int(i) for i in select_over_all(scores, FUSION_DEPTH) if scores[i] > 0]
+        t3 = time.perf_counter()
+        candidates = [rng.randrange(n_docs) for _ in range(CANDIDATES)]
+        looked = {i: float(scores[i]) for i in candidates}
+        t4 = time.perf_counter()
+        ids, matched = posting_only(lexical, q)
+        top_post = ids[_top(matched, FUSION_DEPTH)]
+        t5 = time.perf_counter()
+        for key, a, b in (("score", t0, t1), ("select", t1, t2), ("select_all", t2, t3)):
+            times[key].append(1000 * (b - a))
+        times["lookup"].append(1000 * (t4 - t3))
+        posting_ms.append(1000 * (t5 - t4))
+        postings.append(len(ids))
+        same = np.allclose(scores[top], scores[top_all]) and np.allclose(
+            scores[top], scores[top_post][: len(top)]
+        )
+        if not same or not looked:
+            raise SystemExit(f"the selections differ for {q!r}")
+    full_ms = [a + b for a, b in zip(times["score"], times["select"])]
+    before_ms = [a + b for a, b in zip(times["score"], times["select_all"])]
+    return {
+        "load_s": round(load_s, 3),
+        "rss_load_mb": round(rss_loaded - rss_before, 1),
+        "rss_after_queries_mb": round(_rss_mb(), 1),
+        "queries": n_queries,
+        "full": _dist(full_ms),
+        "full_select_over_all": _dist(before_ms),
+        "score_array": _dist(times["score"]),
+        "select": _dist(times["select"]),
+        "select_over_all": _dist(times["select_all"]),
+        "posting": _dist(posting_ms),
+        "lookup_50": _dist(times["lookup"]),
+        "matched_passages_median": int(median(postings)),
+        "matched_share_median": round(median(postings) / n_docs, 4),
+    }
+
+
+def select_over_all(scores: Any, depth: int) -> Any:
+    """``ceg_cli.lexical._top`` before this benchmark: ``argpartition`` over all N."""
+    import numpy as np
+
+    top = np.argpartition(-scores, depth - 1)[:depth]
+    return top[np.lexsort((top, -scores[top]))]
+
+
+def posting_only(lexical: Any, query: str) -> tuple[Any, Any]:
+    """The alternative measured and not taken: score only the passages on the
+    query words' posting lists (ids sorted), with no array of N scores."""
+    import bm25s
+    import numpy as np
+
+    from ceg_cli.lexical import TOKENIZER
+
+    bm25 = lexical._bm25
+    tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]
+    table, words = bm25.scores, bm25.get_tokens_ids(tokens)
+    bounds = [(int(table["indptr"][w]), int(table["indptr"][w + 1])) for w in words]
+    if not bounds:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    docs = np.concatenate([table["indices"][a:b] for a, b in bounds])
+    parts = np.concatenate([table["data"][a:b] for a, b in bounds])
+    ids, where = np.unique(docs, return_inverse=True)
+    return ids, np.bincount(where, weights=parts)
+
+
+def _dist(ms: list[float]) -> dict[str, float]:
+    ordered = sorted(ms)
+    return {
+        "median_ms": round(median(ms), 3),
+        "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3),
+    }
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def stage(name: str, argv: list[str]) -> tuple[dict[str, Any], float, float]:
+    """Run one stage in a fresh process: its result, wall seconds and peak RSS (MB)."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, __file__, "--stage", name, *argv], stdout=subprocess.PIPE
+    )
+    out = proc.stdout.read() if proc.stdout else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    if status != 0:
+        raise SystemExit(f"stage {name} failed (status {status})")
+    return json.loads(out), time.perf_counter() - started, usage.ru_maxrss / 1024
+
+
+def measure(size: int, workdir: Path, n_queries: int, source: Path, reuse: bool) -> dict[str, Any]:
+    store, index_dir = workdir / f"chunks-{size}.sqlite", workdir / f"index-{size}"
+    common = ["--size", str(size), "--workdir", str(workdir), "--queries", str(n_queries)]
+    common += ["--source", str(source)]
+    saved = workdir / f"built-{size}.json"
+    if reuse and saved.exists() and index_dir.is_dir():
+        log(f"{size:,} passages: reusing the index built by an earlier run ({saved})")
+        gen, built, build_rss = json.loads(saved.read_text(encoding="utf-8"))
+    else:
+        log(f"{size:,} passages: generating")
+        gen, gen_s, _ = stage("generate", common)
+        log(f"{size:,} passages: building ({gen_s:.0f} s to generate)")
+        built, _, build_rss = stage("build", common)
+        saved.write_text(json.dumps([gen, built, build_rss]), encoding="utf-8")
+    log(f"{size:,} passages: querying ({built['build_s']} s to build, {build_rss:.0f} MB)")
+    queried, _, query_rss = stage("query", common)
+    store.unlink(missing_ok=True)
+    return {
+        "passages": size,
+        "generate": gen,
+        "build": built | {"peak_rss_mb": round(build_rss)},
+        "query": queried | {"peak_rss_mb": round(query_rss)},
+        "index_dir": str(index_dir),
+    }
+
+
+def project(last: dict[str, Any], target: int) -> dict[str, Any]:
+    """Linear in N from the largest measured size."""
+    f = target / last["passages"]
+    return {
+        "passages": target,
+        "build_s": round(last["build"]["build_s"] * f),
+        "build_peak_rss_gb": round(last["build"]["peak_rss_mb"] * f / 1024, 1),
+        "disk_gb": round(last["build"]["disk_bytes"] * f / 2**30, 1),
+        "full_median_ms": round(last["query"]["full"]["median_ms"] * f, 1),
+        "posting_median_ms": round(last["query"]["posting"]["median_ms"] * f, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--project", type=int, default=30_000_000)
+    parser.add_argument("--source", type=Path, default=SAMPLE_CHUNKS)
+    parser.add_argument("--workdir", type=Path, help="default: a temporary directory")
+    parser.add_argument("--name", default="lexical_scale", help="results/NAME.json")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --workdir: query the indexes an earlier run built there, with its build figures",
+    )
+    parser.add_argument("--stage", choices=("generate", "build", "query"), help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.stage:
+        store = args.workdir / f"chunks-{args.size}.sqlite"
+        index_dir = args.workdir / f"index-{args.size}"
+        if args.stage == "generate":
+            result = generate(args.source, store, args.size)
+        elif args.stage == "build":
+            result = build(store, index_dir)
+        else:
+            result = query(args.source, index_dir, args.queries)
+        print(json.dumps(result))
+        return 0
+    if not args.source.exists():
+        raise SystemExit(f"{args.source}: no chunk store; build the enwiki sample index there")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="ceg-lexical-scale-") as tmp:
+        workdir = args.workdir or Path(tmp)
+        runs = [measure(size, workdir, args.queries, args.source, args.reuse) for size in sizes]
+    data = {
+        "command": command_line(),
+        "environment": environment(),
+        "runs": runs,
+        "projection": project(runs[-1], args.project),
+    }
+    path = write_results(args.name, data)
+    print(render(data))
+    log(f"results: {path}")
+    return 0
+
+
+def render(data: dict[str, Any]) -> str:
+    runs, p = data["runs"], data["projection"]
+    header = ["measure", *(f"{r['passages']:,}" for r in runs), f"{p['passages']:,} (projected)"]
+    g = runs[-1]["generate"]
+
+    def row(label: str, cells: list[Any], projected: Any) -> list[Any]:
+        return [label, *cells, projected]
+
+    rows = [
+        row("words (tokens after stop words)", [f"{r['generate']['tokens']:,}" for r in runs], ""),
+        row("vocabulary", [f"{r['build']['vocabulary']:,}" for r in runs], ""),
+        row("build time (s)", [r["build"]["build_s"] for r in runs], p["build_s"]),
+        row(
+            "build peak RSS (MB)",
+            [r["build"]["peak_rss_mb"] for r in runs],
+            f"{p['build_peak_rss_gb']} GB",
+        ),
+        row(
+            "on disk (MB)",
+            [round(r["build"]["disk_bytes"] / 2**20) for r in runs],
+            f"{p['disk_gb']} GB",
+        ),
+        row("load, mmap (s)", [r["query"]["load_s"] for r in runs], ""),
+        row("RSS added by loading (MB)", [r["query"]["rss_load_mb"] for r in runs], ""),
+        row(
+            "passages matching a query, median",
+            [f"{r['query']['matched_passages_median']:,}" for r in runs],
+            "",
+        ),
+        row(
+            "query, full array of N scores: median / p95 (ms)",
+            [f"{r['query']['full']['median_ms']} / {r['query']['full']['p95_ms']}" for r in runs],
+            p["full_median_ms"],
+        ),
+        row(
+            "... of which the array of N scores: median (ms)",
+            [r["query"]["score_array"]["median_ms"] for r in runs],
+            "",
+        ),
+        row(
+            "... of which selecting the top 50: median (ms)",
+            [r["query"]["select"]["median_ms"] for r in runs],
+            "",
+        ),
+        row(
+            "query with the top 50 selected among all N (before): median / p95 (ms)",
+            [
+                f"{r['query']['full_select_over_all']['median_ms']} / "
+                f"{r['query']['full_select_over_all']['p95_ms']}"
+                for r in runs
+            ],
+            "",
+        ),
+        row(
+            "query, posting lists only: median / p95 (ms)",
+            [
+                f"{r['query']['posting']['median_ms']} / {r['query']['posting']['p95_ms']}"
+                for r in runs
+            ],
+            p["posting_median_ms"],
+        ),
+        row(
+            f"scores of {CANDIDATES} hybrid candidates, median (ms)",
+            [r["query"]["lookup_50"]["median_ms"] for r in runs],
+            "",
+        ),
+    ]
+    return "\n".join(
+        [
+            "# Lexical index at scale",
+            "",
+            f"`{data['command']}`",
+            "",
+            f"Heaps' law fitted on the sample: V = {g['heaps_k']} * T^{g['heaps_beta']}.",
+            "",
+            markdown_table(header, rows),
+        ]
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
