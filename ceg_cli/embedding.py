@@ -39,6 +39,14 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND = BACKENDS[0]
 #: Where it computes: ``auto`` is CUDA when torch sees a CUDA device, else the CPU.
 DEVICES = ("auto", "cpu", "cuda")
+#: Said when a build uses a backend below the agreement bar (cosine >= 0.99 with
+#: the float model on every passage), from benchmarks/embed_speed.py on 2,000
+#: enwiki sample passages.
+BACKEND_WARNINGS = {
+    "onnx-int8": "--backend onnx-int8 is 1.8x faster than torch here but below the "
+    "agreement bar: cosine with the float model min 0.987, median 0.994, top-5 overlap "
+    "0.92 (README, Embedding backends); use --backend torch where retrieval must not change",
+}
 _ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 

@@ -128,6 +128,16 @@ def test_cli_device_cuda_without_cuda_exits_2(
     assert not (tmp_path / "ix").exists()
 
 
+def test_cli_warns_that_int8_is_below_the_agreement_bar(
+    run_cli: Any, tmp_path: Path, no_cuda: None
+) -> None:
+    # --device cuda stops the build before a model loads; the warning comes first.
+    result = run_cli("index", "build", tmp_path, "--backend", "onnx-int8", "--device", "cuda")
+    assert result.exit_code == 2
+    assert "below the agreement bar" in result.stderr
+    assert "min 0.987" in result.stderr
+
+
 def test_cli_unknown_backend_exits_2(run_cli: Any, tmp_path: Path) -> None:
     result = run_cli("index", "build", tmp_path, "--backend", "tensorrt")
     assert result.exit_code == 2

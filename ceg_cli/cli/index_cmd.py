@@ -82,7 +82,10 @@ def build(
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
     from ..builder import BuildOptions, build_index
+    from ..embedding import BACKEND_WARNINGS
 
+    if backend and backend.value in BACKEND_WARNINGS:
+        warn(BACKEND_WARNINGS[backend.value])
     options = BuildOptions(
         model=model,
         chunk_words=chunk_words,
