@@ -145,7 +145,7 @@ def test_cli_unknown_backend_exits_2(run_cli: Any, tmp_path: Path) -> None:
 
 
 def test_meta_records_the_backend_and_append_keeps_it(
-    tmp_path: Path, hash_embedder: Any
+    tmp_path: Path, hash_embedder: Any, run_cli: Any
 ) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -154,6 +154,8 @@ def test_meta_records_the_backend_and_append_keeps_it(
     build_index([docs], target, BuildOptions(), embedder=hash_embedder)
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
     assert meta["model"]["backend"] == "torch"
+    info = run_cli("index", "info", "--index", target)
+    assert "(dimension 384), backend torch" in info.stdout
     (docs / "b.txt").write_text("Sundials tell the time.\n", encoding="utf-8")
     # Refused before any model is loaded: the index holds torch vectors.
     with pytest.raises(UsageError, match="built with --backend torch; cannot append"):
