@@ -134,11 +134,9 @@ def info(
     table.add_row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
     table.add_row("documents", str(meta["counts"]["documents"]))
     table.add_row("passages", str(meta["counts"]["chunks"]))
-    table.add_row(
-        "model",
-        f"{meta['model']['name']} (dimension {meta['model']['dimension']}), backend "
-        f"{meta['model'].get('backend', 'torch')}",
-    )
+    table.add_row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
+    # Indexes built before backends were recorded were built with the float model.
+    table.add_row("backend", str(meta["model"].get("backend", "torch")))
     table.add_row("embedded text", meta["embed_text"])
     table.add_row(
         "chunker",
