@@ -29,7 +29,7 @@ from typing import Any
 from . import __version__
 from .chunking import chunk_or_skip
 from .corpus import iter_documents, source_kind
-from .embedding import Embedder, load_embedder
+from .embedding import Embedder, choose_backend, load_embedder
 from .errors import DiskFullError, InputError, UsageError
 from .index import (
     CHUNK_SCHEMA,
@@ -69,6 +69,9 @@ class BuildOptions:
     namespaces: frozenset[int] = frozenset({0})
     embed_text: str = DEFAULT_EMBED_TEXT
     batch_size: int = 64
+    #: ``torch``, ``onnx`` or ``onnx-int8``; None: the index's own on append, else torch.
+    backend: str | None = None
+    device: str = "auto"
     append: bool = False
     #: Folder sources: read symbolic links that lead out of the folder.
     follow_symlinks: bool = False
@@ -154,7 +157,12 @@ def _build(
         return report
     if embedder is None:
         embedder = load_embedder(
-            old_meta["model"]["name"] if old_meta else options.model, batch_size=options.batch_size
+            old_meta["model"]["name"] if old_meta else options.model,
+            batch_size=options.batch_size,
+            backend=choose_backend(
+                options.backend, old_meta["model"].get("backend", "torch") if old_meta else None
+            ),
+            device=options.device,
         )
     if old_meta is not None and (
         embedder.name != old_meta["model"]["name"]
@@ -523,6 +531,7 @@ def _meta(
             "dimension": embedder.dimension,
             "normalized": True,
             "max_seq_length": getattr(embedder, "max_seq_length", None),
+            "backend": getattr(embedder, "backend", "torch"),
         },
         "embed_text": options.embed_text,
         "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},

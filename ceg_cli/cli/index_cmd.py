@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -10,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..embedding import BACKENDS, DEVICES
 from .common import (
     IndexOption,
     QuietOption,
@@ -22,6 +24,9 @@ from .common import (
 from .progress import cli_progress
 
 app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
+# The choices come from the embedding module (which imports no torch at load).
+EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
+EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
 out_console = Console(highlight=False, soft_wrap=True)
 
 
@@ -57,6 +62,16 @@ def build(
     batch_size: int = typer.Option(
         64, "--batch-size", min=1, help="Passages per model batch."
     ),
+    backend: EmbedBackend = typer.Option(
+        None,
+        "--backend",
+        help="How the model computes: torch (float), onnx or onnx-int8 (CPU, need "
+        "ceg-cli[fast]) (default: the index's own with --append, else torch)",
+        show_default=False,
+    ),
+    device: EmbedDevice = typer.Option(
+        "auto", "--device", help="auto: CUDA when torch sees one, else the CPU."
+    ),
     follow_symlinks: bool = typer.Option(
         False,
         "--follow-symlinks",
@@ -67,13 +82,18 @@ def build(
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
     from ..builder import BuildOptions, build_index
+    from ..embedding import BACKEND_WARNINGS
 
+    if backend and backend.value in BACKEND_WARNINGS:
+        warn(BACKEND_WARNINGS[backend.value])
     options = BuildOptions(
         model=model,
         chunk_words=chunk_words,
         namespaces=frozenset(namespace),
         embed_text="title+text" if embed_title else "text",
         batch_size=batch_size,
+        backend=backend.value if backend else None,
+        device=device.value,
         append=append,
         follow_symlinks=follow_symlinks,
     )
@@ -115,6 +135,8 @@ def info(
     table.add_row("documents", str(meta["counts"]["documents"]))
     table.add_row("passages", str(meta["counts"]["chunks"]))
     table.add_row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
+    # Indexes built before backends were recorded were built with the float model.
+    table.add_row("backend", str(meta["model"].get("backend", "torch")))
     table.add_row("embedded text", meta["embed_text"])
     table.add_row(
         "chunker",
