@@ -63,6 +63,12 @@ def build(
         help="In folder sources, also read symbolic links that lead out of the folder "
         "(skipped with a warning by default).",
     ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue the unfinished build of the same SOURCEs and options that a killed "
+        "run left beside the index, from its last committed shard.",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -76,9 +82,12 @@ def build(
         batch_size=batch_size,
         append=append,
         follow_symlinks=follow_symlinks,
+        resume=resume,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
+    if report.resumed_chunks:
+        err_console.print(f"resumed: {report.resumed_chunks} passages were already committed")
     for path in report.unchanged:
         err_console.print(f"unchanged, skipped: {path}")
     for path in report.replaced:
