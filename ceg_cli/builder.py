@@ -83,6 +83,9 @@ class BuildOptions:
     resume: bool = False
     #: Passages per committed shard (None: ``SHARD_PASSAGES``).
     shard_passages: int | None = None
+    #: The index of the (one) multistream dump among the sources, where it is
+    #: not beside the dump under Wikimedia's name.
+    multistream_index: Path | None = None
 
 
 @dataclass
@@ -125,6 +128,7 @@ def build_index(
     kinds = {Path(s): source_kind(Path(s)) for s in sources}  # fails early on a bad path
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
+    _check_multistream_index(kinds, options.multistream_index)
     _check_target(target)
     with build_lock(target):
         report = _build(kinds, target, options, embedder, on_warning, progress)
@@ -377,6 +381,19 @@ def _add_lexical(target: Path, meta: dict[str, Any]) -> float:
     return time.perf_counter() - started
 
 
+def _check_multistream_index(kinds: dict[Path, str], index: Path | None) -> None:
+    if index is None:
+        return
+    dumps = [p for p, kind in kinds.items() if kind == "mediawiki"]
+    if len(dumps) != 1:
+        raise UsageError(
+            f"--multistream-index {index}: it belongs to one dump, and the sources hold "
+            f"{len(dumps)} MediaWiki dumps; build that dump on its own"
+        )
+    if not index.is_file():
+        raise UsageError(f"--multistream-index {index}: no such file")
+
+
 def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise UsageError(f"--index {target}: exists and is not a directory")
@@ -541,6 +558,7 @@ def _produce_in_background(
                     follow_symlinks=options.follow_symlinks,
                     on_warning=on_warning,
                     on_read=bars.read.update if stats["kind"] == "mediawiki" else None,
+                    multistream_index=options.multistream_index,
                 ):
                     # Store the resolved path so that --append recognises the source.
                     chunks = chunk_or_skip(doc, options.chunk_words, on_warning)

@@ -22,6 +22,7 @@ from multistream_fixture import make_multistream
 from reliability_harness import documents, leftovers
 
 import ceg_cli.builder
+import ceg_cli.corpus
 from ceg_cli.builder import BuildOptions, build_index
 from ceg_cli.corpus import iter_documents, iter_positioned
 from ceg_cli.corpus.multistream import index_beside, read_from_page, read_index, read_range
@@ -269,3 +270,32 @@ def test_a_build_stopped_after_its_last_rows_redoes_only_its_last_shard(
     assert 0 < 10_000 - spy.calls <= 3  # the passages after the last shard, embedded again
     assert _rows(target) == _rows(tmp_path / "reference")
     assert _vectors(target).tobytes() == _vectors(tmp_path / "reference").tobytes()
+
+
+def test_an_index_given_by_option_is_used_to_resume_and_one_of_another_dump_is_refused(
+    small_shards: None, multistream: tuple[Path, Path], tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    dump = tmp_path / "dump" / "wiki.xml.bz2"  # no index beside it under Wikimedia's name
+    dump.parent.mkdir()
+    dump.write_bytes(multistream[0].read_bytes())
+    elsewhere = tmp_path / "offsets.txt.bz2"
+    elsewhere.write_bytes(multistream[1].read_bytes())
+    build_index([dump], tmp_path / "reference", embedder=HashEmbedder())
+    target = tmp_path / "index"
+    with pytest.raises(RuntimeError):
+        build_index([dump], target, embedder=StopsAfter(1))
+    seeks: list[int] = []
+    real = ceg_cli.corpus.read_from_page
+    monkeypatch.setattr(ceg_cli.corpus, "read_from_page",
+                        lambda d, i, start, **kw: seeks.append(start) or real(d, i, start, **kw))
+    build_index([dump], target, BuildOptions(resume=True, multistream_index=elsewhere),
+                embedder=HashEmbedder())
+    assert seeks == [3]  # the first page was done: read on from its stream
+    assert _rows(target) == _rows(tmp_path / "reference")
+    # Offsets of another dump are refused, not read as if they were this one's.
+    with pytest.raises(InputError, match="not the multistream index of this dump"):
+        list(read_from_page(MINI_WIKI, elsewhere, 3))
+    with pytest.raises(UsageError, match="it belongs to one dump"):
+        build_index([dump, MINI_WIKI], target, BuildOptions(multistream_index=elsewhere),
+                    embedder=HashEmbedder())

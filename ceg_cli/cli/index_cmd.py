@@ -63,6 +63,13 @@ def build(
         help="In folder sources, also read symbolic links that lead out of the folder "
         "(skipped with a warning by default).",
     ),
+    multistream_index: Path = typer.Option(
+        None,
+        "--multistream-index",
+        help="The index of the multistream dump among the SOURCEs "
+        "(...-multistream-index.txt.bz2), where it is not beside the dump under that name.",
+        show_default=False,
+    ),
     resume: bool = typer.Option(
         False,
         "--resume",
@@ -83,6 +90,7 @@ def build(
         append=append,
         follow_symlinks=follow_symlinks,
         resume=resume,
+        multistream_index=multistream_index,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)

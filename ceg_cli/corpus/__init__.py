@@ -104,6 +104,7 @@ def iter_positioned(
     follow_symlinks: bool = False,
     on_warning: Callable[[str], None] | None = None,
     on_read: Callable[[int], None] | None = None,
+    multistream_index: Path | None = None,
 ) -> Iterator[tuple[int, Document]]:
     """``iter_documents``, each document with the position reached after it.
 
@@ -111,14 +112,15 @@ def iter_positioned(
     number of ``<page>`` elements read (every page counts, also those not
     indexed), for JSONL and folders the number of documents yielded. From
     ``start``, the documents after that position are yielded; a multistream
-    dump with its index beside it (``multistream``) is read from the stream
-    holding the next page, the others are read from their start and the
+    dump with its index (``multistream_index``, or beside it under Wikimedia's
+    name: ``multistream.index_beside``) is read from the stream holding the
+    next page, the others are read from their start and the
     first documents passed over. ``on_read`` counts the bytes a dump reads.
     """
     path = Path(path)
     kind = source_kind(path)
     if kind == "mediawiki":
-        index = index_beside(path)
+        index = multistream_index or index_beside(path)
         if start and index is not None:
             return read_from_page(
                 path, index, start, namespaces=namespaces, on_warning=on_warning, on_read=on_read

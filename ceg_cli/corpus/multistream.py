@@ -126,11 +126,24 @@ def read_from_page(
     """The dump's documents after its first ``start_page`` pages, read from their stream on."""
     ranges = read_index(index)
     at = max(0, bisect.bisect_right([r.first_page for r in ranges], start_page) - 1)
+    _check_stream_start(dump, index, ranges[at].start)
     rest = StreamRange(ranges[at].start, None, ranges[at].first_page, 0)
     return read_range(
         dump, ranges[0].start, rest, start_page=start_page, namespaces=namespaces,
         on_warning=on_warning, on_read=on_read,
     )
+
+
+def _check_stream_start(dump: Path, index: Path, offset: int) -> None:
+    """Refuse an index of another dump: its offsets do not start bz2 streams of this one."""
+    with open(dump, "rb") as fh:
+        fh.seek(offset)
+        magic = fh.read(4)
+    if not (magic[:3] == b"BZh" and magic[3:4].isdigit() and magic[3:4] != b"0"):
+        raise InputError(
+            f"{index}: offset {offset} is not the start of a bz2 stream in {dump}: "
+            "not the multistream index of this dump"
+        )
 
 
 class _RangeXml(io.RawIOBase):
