@@ -299,3 +299,24 @@ def test_an_index_given_by_option_is_used_to_resume_and_one_of_another_dump_is_r
     with pytest.raises(UsageError, match="it belongs to one dump"):
         build_index([dump, MINI_WIKI], target, BuildOptions(multistream_index=elsewhere),
                     embedder=HashEmbedder())
+
+
+def test_the_command_says_what_it_resumed_and_what_it_replaced(
+    small_shards: None, sources: list[Path], tmp_path: Path, run_cli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    models = iter([StopsAfter(7), HashEmbedder(), StopsAfter(7), HashEmbedder()])
+    monkeypatch.setattr(ceg_cli.builder, "load_embedder", lambda *a, **k: next(models))
+    target = tmp_path / "index"
+    args = ["index", "build", *sources, "--index", target, "-q"]
+    stopped = run_cli(*args)
+    assert stopped.exit_code != 0 and "model crashed" in stopped.stderr
+    assert "keeps its 24 committed passages" in stopped.stderr
+    resumed = run_cli(*args, "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert "resumed: 24 passages were already committed" in resumed.stderr
+    assert run_cli(*args).exit_code != 0
+    again = run_cli(*args)
+    assert again.exit_code == 0, again.stderr
+    assert "starting over: replacing the unfinished build in" in again.stderr
+    assert "resumed:" not in again.stderr
