@@ -1,6 +1,7 @@
 """The reliability table: each fault or bad input tried, how many times, and the outcome.
 
     .venv/bin/python benchmarks/reliability.py [--kills 50] [--examples 1000] [-k EXPR]
+        [--results NAME]
 
 Runs the reliability suite with pytest, at full strength:
 
@@ -73,6 +74,9 @@ def main() -> int:
     parser.add_argument("--examples", type=int, default=1000,
                         help="hypothesis examples per property (default 1000; CI runs 200)")
     parser.add_argument("-k", dest="select", default=None, help="a pytest -k expression")
+    parser.add_argument("--results", default="reliability",
+                        help="name of the results file (benchmarks/results/NAME.json); give "
+                        "another with -k, so that the full table is not replaced by a part")
     args = parser.parse_args()
 
     # The test modules read these when pytest imports them, below.
@@ -93,7 +97,7 @@ def main() -> int:
 
     rows = collector.rows
     failed = [r for r in rows if r["result"] == "FAILED"]
-    write_results("reliability", {
+    write_results(args.results, {
         "command": command_line(),
         "environment": environment(),
         "kills_per_command": args.kills,

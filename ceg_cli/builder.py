@@ -5,9 +5,12 @@ Reading and chunking run in a producer thread while the main thread embeds
 model costs little. Memory stays flat whatever the dump's size, apart from the
 vectors themselves: documents and passages stream through a bounded queue.
 
-The new index is written to a temporary directory beside the target and renamed
+The new index is written to a work directory beside the target and renamed
 into place only when complete: an interrupted build leaves the previous index
-untouched and never a half index that looks whole.
+untouched and never a half index that looks whole. Finished work is committed
+in shards (``buildwork``): a build that is killed keeps what it committed, and
+``--resume`` (``BuildOptions.resume``) continues it from where reading stood,
+to the same index an uninterrupted build makes.
 """
 
 from __future__ import annotations
@@ -27,12 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .buildwork import BuildWork
 from .chunking import chunk_or_skip
-from .corpus import iter_documents, source_kind
+from .corpus import iter_positioned, source_kind
 from .embedding import Embedder, choose_backend, load_embedder
 from .errors import DiskFullError, InputError, UsageError
 from .index import (
-    CHUNK_SCHEMA,
     CHUNKS_FILE,
     FORMAT_VERSION,
     META_FILE,
@@ -51,6 +54,7 @@ from .indexdir import (
     source_digest,
     swap_into_place,
     temp_dir,
+    work_path,
 )
 from .lexical import LEXICAL_DIR, build_lexical
 from .progress import NO_PROGRESS, Progress
@@ -60,6 +64,9 @@ from .types import Chunk
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
 EMBED_CALL_SIZE = 1024
 DEFAULT_EMBED_TEXT = "title+text"
+#: Passages per committed shard: a killed build loses at most this much work
+#: (about four minutes of embedding at the 35 passages/s measured on 2 cores).
+SHARD_PASSAGES = 8192
 
 
 @dataclass(frozen=True)
@@ -75,6 +82,13 @@ class BuildOptions:
     append: bool = False
     #: Folder sources: read symbolic links that lead out of the folder.
     follow_symlinks: bool = False
+    #: Continue the unfinished build that a killed run of the same build left.
+    resume: bool = False
+    #: Passages per committed shard (None: ``SHARD_PASSAGES``).
+    shard_passages: int | None = None
+    #: The index of the (one) multistream dump among the sources, where it is
+    #: not beside the dump under Wikimedia's name.
+    multistream_index: Path | None = None
 
 
 @dataclass
@@ -90,6 +104,10 @@ class BuildReport:
     embed_seconds: float = 0.0
     #: Building the BM25 index (from all passages, also on --append); 0 if not built.
     lexical_seconds: float = 0.0
+    #: Passages an earlier, unfinished run of this build had committed (--resume).
+    resumed_chunks: int = 0
+    #: The unfinished build's directory that this build started over in, if any.
+    discarded: str | None = None
 
 
 def build_index(
@@ -113,6 +131,7 @@ def build_index(
     kinds = {Path(s): source_kind(Path(s)) for s in sources}  # fails early on a bad path
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
+    _check_multistream_index(kinds, options.multistream_index)
     _check_target(target)
     with build_lock(target):
         report = _build(kinds, target, options, embedder, on_warning, progress)
@@ -175,30 +194,35 @@ def _build(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
+    manifest = _manifest(todo, kinds, digests, options, embedder, old_meta, replaced_keys)
+    kept_sources = [s for s in old_sources if s["path"] not in replaced_keys]
+    warn = on_warning or (lambda _message: None)
     tmp: Path | None = None
-    db = None
+    work: BuildWork | None = None
     vectors = None
     filled = False
+    keep_work = False
     try:
-        tmp = temp_dir(target)
-        vectors, db, kept_sources = _start(
-            tmp, target if old_meta else None, replaced_keys, old_sources, embedder.dimension
-        )
-        new_sources = _fill(
-            todo, kinds, digests, options, embedder, vectors, db, report, on_warning, progress
-        )
-        db.commit()
+        work, tmp = _open_work(target, manifest, embedder.dimension, options, report, warn)
+        if work.shard < 0:
+            _start(work, target if old_meta else None, replaced_keys)
+        report.resumed_chunks = work.position["next_id"] - work.position["kept"]
+        new_sources = _fill(todo, kinds, digests, options, embedder, work, report, on_warning,
+                            progress)
+        work.rows_done()
         filled = True
-        (total_chunks,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+        (total_chunks,) = work.db.execute("SELECT count(*) FROM chunks").fetchone()
         if total_chunks == 0:
             # A wrong file or namespace, most likely: never swap in an empty index.
             names = ", ".join(str(p) for p in todo)
             raise InputError(f"{names}: no documents with text; nothing written to {target}")
         t0 = time.perf_counter()
-        lexical = build_lexical(db, tmp, options.embed_text)
+        lexical = build_lexical(work.db, tmp, options.embed_text)
         report.lexical_seconds = time.perf_counter() - t0
-        db.close()
-        db = None
+        vectors = work.vectors()
+        if vectors.ntotal != total_chunks:
+            raise RuntimeError(f"{tmp}: {vectors.ntotal} vectors for {total_chunks} passages")
+        work.finish()
         import faiss
 
         faiss.write_index(vectors, str(tmp / VECTORS_FILE))
@@ -214,18 +238,94 @@ def _build(
     except (OSError, sqlite3.Error, RuntimeError) as exc:
         code = disk_full_errno(exc)
         if code is None:
+            keep_work = _keep(work, tmp, warn)
             raise
-        raise _disk_full(exc, code, target, tmp, vectors, filled) from exc
+        rows = work.rows if work is not None else 0
+        raise _disk_full(exc, code, target, tmp, rows, embedder.dimension, filled) from exc
+    except BaseException as exc:
+        # Ctrl-C, a failing model: what is committed stays for --resume; not
+        # a source's fault (InputError), which the same build would meet again.
+        if not isinstance(exc, InputError):
+            keep_work = _keep(work, tmp, warn)
+        raise
     finally:
-        if db is not None:
-            db.close()
-        if tmp is not None and tmp.exists():
+        if work is not None and work.db is not None:
+            work.db.close()
+        if tmp is not None and tmp.exists() and not keep_work:
             shutil.rmtree(tmp, ignore_errors=True)
     return report
 
 
+def _open_work(
+    target: Path,
+    manifest: dict[str, Any],
+    dimension: int,
+    options: BuildOptions,
+    report: BuildReport,
+    warn: Callable[[str], None],
+) -> tuple[BuildWork, Path]:
+    """The unfinished build to go on with (``--resume``), or a new one."""
+    root = work_path(target)
+    if options.resume:
+        work = BuildWork.reopen(root, manifest, dimension) if root.is_dir() else None
+        if work is not None:
+            return work, root
+        warn(f"--resume: no unfinished build of {target} to resume; building from the start")
+    elif (root / "manifest.json").exists():
+        report.discarded = str(root)
+        warn(f"starting over: replacing the unfinished build in {root} (--resume would "
+             "continue it)")
+    tmp = temp_dir(target, True)  # resumable: the stable work_path
+    return BuildWork.create(tmp, manifest, dimension), tmp
+
+
+def _keep(work: BuildWork | None, tmp: Path | None, warn: Callable[[str], None]) -> bool:
+    """Whether an unfinished build keeps its directory: only if it committed new work."""
+    if work is None or tmp is None or work.shard < 1:
+        return False
+    done = work.position["next_id"] - work.position["kept"]
+    warn(
+        f"the unfinished build keeps its {done:,} committed passages in {tmp}: run the same "
+        "command with --resume to go on from there"
+    )
+    return True
+
+
+def _manifest(
+    todo: list[Path],
+    kinds: dict[Path, str],
+    digests: dict[Path, str],
+    options: BuildOptions,
+    embedder: Embedder,
+    old_meta: dict[str, Any] | None,
+    replaced: set[str],
+) -> dict[str, Any]:
+    """What makes two builds the same build: --resume continues only the same one."""
+    return {
+        "sources": [
+            {"path": str(p.resolve()), "kind": kinds[p], "digest": digests[p]} for p in todo
+        ],
+        "model": {"name": embedder.name, "dimension": embedder.dimension},
+        "chunk_words": options.chunk_words,
+        "namespaces": sorted(options.namespaces),
+        "embed_text": options.embed_text,
+        "follow_symlinks": options.follow_symlinks,
+        # Batches decide the exact floats a model gives: resume cuts them the same way.
+        "embed_call_size": EMBED_CALL_SIZE,
+        "append_to": [old_meta["updated_at"], old_meta["faiss"].get("file_digest")]
+        if old_meta else None,
+        "replaced": sorted(replaced),
+    }
+
+
 def _disk_full(
-    exc: BaseException, code: int, target: Path, tmp: Path | None, vectors: Any, filled: bool
+    exc: BaseException,
+    code: int,
+    target: Path,
+    tmp: Path | None,
+    count: int,
+    dimension: int,
+    filled: bool,
 ) -> DiskFullError:
     """Say where the disk filled up and how much room the new index needs there."""
     where = target.parent.resolve()
@@ -235,13 +335,11 @@ def _disk_full(
         file = Path(exc.filename).name
     else:
         file = VECTORS_FILE  # FAISS, the only writer that raises RuntimeError
-    count = int(vectors.ntotal) if vectors is not None else 0
-    dimension = int(vectors.d) if vectors is not None else 0
     vector_bytes = count * dimension * 4
     store = tmp / CHUNKS_FILE if tmp is not None else None
     store_bytes = store.stat().st_size if store is not None and store.exists() else 0
     # The partial build is removed next; the room it holds is the user's again.
-    partial = sum(f.stat().st_size for f in tmp.iterdir()) if tmp is not None else 0
+    partial = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) if tmp else 0
     free = _bytes(shutil.disk_usage(where).free + partial)
     if count or store_bytes:
         # Until every passage is read, the count is a floor: more were coming.
@@ -291,6 +389,19 @@ def _add_lexical(target: Path, meta: dict[str, Any]) -> float:
     return time.perf_counter() - started
 
 
+def _check_multistream_index(kinds: dict[Path, str], index: Path | None) -> None:
+    if index is None:
+        return
+    dumps = [p for p, kind in kinds.items() if kind == "mediawiki"]
+    if len(dumps) != 1:
+        raise UsageError(
+            f"--multistream-index {index}: it belongs to one dump, and the sources hold "
+            f"{len(dumps)} MediaWiki dumps; build that dump on its own"
+        )
+    if not index.is_file():
+        raise UsageError(f"--multistream-index {index}: no such file")
+
+
 def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise UsageError(f"--index {target}: exists and is not a directory")
@@ -319,44 +430,34 @@ def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Pa
         )
 
 
-def _start(
-    tmp: Path,
-    old: Path | None,
-    replaced: set[str],
-    old_sources: list[dict[str, Any]],
-    dimension: int,
-) -> tuple[Any, sqlite3.Connection, list[dict[str, Any]]]:
-    """A fresh vector index and chunk store, holding what is kept of ``old``."""
+def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
+    """Commit shard 0: what is kept of the ``old`` index (nothing for a new index)."""
     import faiss
     import numpy as np
 
-    vectors = faiss.IndexFlatIP(dimension)
-    db = sqlite3.connect(tmp / CHUNKS_FILE, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=OFF")
-    db.execute("PRAGMA synchronous=OFF")  # the file is fsynced once, before the swap
-    db.executescript(CHUNK_SCHEMA)
-    if old is None:
-        return vectors, db, []
-    old_vectors = faiss.read_index(str(old / VECTORS_FILE))
-    all_old = old_vectors.reconstruct_n(0, old_vectors.ntotal) if old_vectors.ntotal else None
-    db.execute("ATTACH DATABASE ? AS old", (f"file:{(old / CHUNKS_FILE).as_posix()}?mode=ro",))
-    keep = [
-        row[0]
-        for row in db.execute("SELECT id, source FROM old.chunks ORDER BY id")
-        if row[1] not in replaced
-    ]
-    # Row ids must equal vector positions, so kept rows are renumbered densely.
-    db.executemany(
-        "INSERT INTO chunks SELECT ?, doc_id, title, ordinal, start, end, text, url, source "
-        "FROM old.chunks WHERE id = ?",
-        ((new, old_id) for new, old_id in enumerate(keep)),
-    )
-    db.commit()
-    db.execute("DETACH DATABASE old")
-    if all_old is not None and keep:
-        vectors.add(np.ascontiguousarray(all_old[np.asarray(keep)]))
-    kept_sources = [s for s in old_sources if s["path"] not in replaced]
-    return vectors, db, kept_sources
+    keep: list[int] = []
+    if old is not None:
+        db = work.db
+        db.execute("ATTACH DATABASE ? AS old", (f"file:{(old / CHUNKS_FILE).as_posix()}?mode=ro",))
+        keep = [
+            row[0]
+            for row in db.execute("SELECT id, source FROM old.chunks ORDER BY id")
+            if row[1] not in replaced
+        ]
+        # Row ids must equal vector positions, so kept rows are renumbered densely.
+        db.executemany(
+            "INSERT INTO chunks SELECT ?, doc_id, title, ordinal, start, end, text, url, source "
+            "FROM old.chunks WHERE id = ?",
+            ((new, old_id) for new, old_id in enumerate(keep)),
+        )
+        db.commit()
+        db.execute("DETACH DATABASE old")
+        if keep:
+            old_vectors = faiss.read_index(str(old / VECTORS_FILE))
+            all_old = old_vectors.reconstruct_n(0, old_vectors.ntotal)
+            work.add(np.ascontiguousarray(all_old[np.asarray(keep)]), [])
+    work.commit({"source": 0, "offset": 0, "next_id": len(keep), "kept": len(keep),
+                 "sources": {}})
 
 
 def _fill(
@@ -365,35 +466,40 @@ def _fill(
     digests: dict[Path, str],
     options: BuildOptions,
     embedder: Embedder,
-    vectors: Any,
-    db: sqlite3.Connection,
+    work: BuildWork,
     report: BuildReport,
     on_warning: Callable[[str], None] | None,
     progress: Progress,
 ) -> list[dict[str, Any]]:
-    """Stream every source in ``todo`` into ``vectors`` and ``db``."""
+    """Stream every source in ``todo`` into ``work``, from where it stands, in shards."""
     per_source: dict[str, dict[str, Any]] = {}
     for path in todo:
-        per_source[str(path.resolve())] = {
-            "path": str(path.resolve()),
+        key = str(path.resolve())
+        done = work.position["sources"].get(key, {"documents": 0, "chunks": 0})
+        per_source[key] = {
+            "path": key,
             "kind": kinds[path],
             "digest": digests[path],
             "size": _size(path),
-            "documents": 0,
-            "chunks": 0,
+            "documents": done["documents"],
+            "chunks": done["chunks"],
         }
         if kinds[path] == "mediawiki":
-            per_source[str(path.resolve())]["namespaces"] = sorted(options.namespaces)
+            per_source[key]["namespaces"] = sorted(options.namespaces)
 
-    bars = _Bars(progress)
-    next_id = vectors.ntotal
-    for batch in _produce_in_background(todo, options, per_source, bars, on_warning):
+    dumps = sum(s["size"] for s in per_source.values() if s["kind"] == "mediawiki")
+    bars = _Bars(progress, dumps)
+    next_id = work.position["next_id"]
+    position = work.position
+    shard_passages = options.shard_passages or SHARD_PASSAGES
+    for batch, position in _produce_in_background(
+        todo, options, per_source, work.position, bars, on_warning
+    ):
         t0 = time.perf_counter()
         vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
         report.embed_seconds += time.perf_counter() - t0
-        vectors.add(vecs)
-        db.executemany(
-            "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        work.add(
+            vecs,
             (
                 (
                     next_id + i,
@@ -410,9 +516,13 @@ def _fill(
             ),
         )
         next_id += len(batch)
-        report.chunks += len(batch)
         bars.embedded.update(len(batch))
+        if work.pending >= shard_passages:
+            work.commit({**position, "next_id": next_id, "kept": work.position["kept"]})
+    # The last, partial shard is committed with the index itself: written as a
+    # shard file too, it would need the vectors' room on disk twice at the end.
     report.documents = sum(s["documents"] for s in per_source.values())
+    report.chunks = sum(s["chunks"] for s in per_source.values())
     return list(per_source.values())
 
 
@@ -420,23 +530,43 @@ def _produce_in_background(
     todo: list[Path],
     options: BuildOptions,
     per_source: dict[str, dict[str, Any]],
+    start: dict[str, Any],
     bars: _Bars,
     on_warning: Callable[[str], None] | None,
-) -> Iterator[list[Chunk]]:
-    """Yield batches of passages read and chunked by a worker thread."""
-    out: queue.Queue[list[Chunk] | BaseException | None] = queue.Queue(maxsize=4)
+) -> Iterator[tuple[list[Chunk], dict[str, Any]]]:
+    """Yield batches of passages read and chunked by a worker thread, from ``start``.
+
+    Each batch comes with the position after it: the source and the place in
+    it (``iter_positioned``) where reading would go on, and each source's
+    counts so far. Batches are cut after whole documents only, so a build
+    resumed from a batch's position cuts the same batches as one that never
+    stopped.
+    """
+    out: queue.Queue[Any] = queue.Queue(maxsize=4)
     stop = threading.Event()
+
+    def snapshot(source: int, offset: int) -> dict[str, Any]:
+        counts = {
+            key: {"documents": s["documents"], "chunks": s["chunks"]}
+            for key, s in per_source.items()
+        }
+        return {"source": source, "offset": offset, "sources": counts}
 
     def work() -> None:
         try:
             batch: list[Chunk] = []
-            for path in todo:
+            for number, path in enumerate(todo):
+                if number < start["source"]:
+                    continue  # read to its end by an earlier run
                 stats = per_source[str(path.resolve())]
-                for doc in iter_documents(
+                for offset, doc in iter_positioned(
                     path,
+                    start=start["offset"] if number == start["source"] else 0,
                     namespaces=options.namespaces,
                     follow_symlinks=options.follow_symlinks,
                     on_warning=on_warning,
+                    on_read=bars.read.update if stats["kind"] == "mediawiki" else None,
+                    multistream_index=options.multistream_index,
                 ):
                     # Store the resolved path so that --append recognises the source.
                     chunks = chunk_or_skip(doc, options.chunk_words, on_warning)
@@ -449,12 +579,12 @@ def _produce_in_background(
                     for c in chunks:
                         batch.append(_with_source(c, stats["path"]))
                     if len(batch) >= EMBED_CALL_SIZE:
-                        _put(out, batch, stop)
+                        _put(out, (batch, snapshot(number, offset)), stop)
                         batch = []
                     if stop.is_set():
                         return
             if batch:
-                _put(out, batch, stop)
+                _put(out, (batch, snapshot(len(todo), 0)), stop)
             _put(out, None, stop)
         except BaseException as exc:  # handed to the consumer, which re-raises it
             _put(out, exc, stop)
@@ -499,12 +629,21 @@ def _with_source(chunk: Chunk, source: str) -> Chunk:
 
 
 class _Bars:
-    """The build's three counters, updated by the reader thread and the embedder."""
+    """The build's counters, updated by the reader thread and the embedder.
 
-    def __init__(self, progress: Progress) -> None:
+    With MediaWiki dumps among the sources, one more counts the bytes of them
+    read against their size, which gives the time left.
+    """
+
+    def __init__(self, progress: Progress, dump_bytes: int = 0) -> None:
         self.pages = progress.counter("pages read", "pages")
         self.passages = progress.counter("passages", "passages")
         self.embedded = progress.counter("embedded", "passages")
+        self.read = (
+            progress.counter("dumps read", "bytes", total=dump_bytes)
+            if dump_bytes
+            else NO_PROGRESS.counter("dumps read", "bytes")
+        )
 
 
 def _size(path: Path) -> int:

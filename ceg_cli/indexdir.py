@@ -1,9 +1,11 @@
 """The life of an index directory on disk: digests, temporary build, atomic swap.
 
-An index is built in ``.NAME.building-PID`` beside its target and put in place
-only when complete. On Linux the new and the previous directory are exchanged
-in one atomic step (``renameat2(RENAME_EXCHANGE)``), so ``NAME`` always holds a
-whole index, old or new, even if the build is killed at that instant; elsewhere
+An index is built in ``.NAME.building`` beside its target (a directory that
+survives a killed build, so that ``--resume`` can continue it; other rebuilds
+use ``.NAME.building-PID``) and put in place only when complete. On Linux the
+new and the previous directory are exchanged in one atomic step
+(``renameat2(RENAME_EXCHANGE)``), so ``NAME`` always holds a whole index, old
+or new, even if the build is killed at that instant; elsewhere
 the previous index moves aside to ``.NAME.old-PID`` for the moment between two
 renames. A later build cleans up what a killed build left behind, and restores
 the old index if a build died between the renames.
@@ -113,6 +115,7 @@ def build_lock(target: Path) -> Iterator[Path]:
         lock.acquire()
     except Timeout:
         pids = [_pid_of(p) for p in target.parent.glob(f".{target.name}.building-*")]
+        pids.append(_owner_of(work_path(target)))
         live = [pid for pid in pids if pid is not None and _pid_alive(pid)]
         holder = f" (process {live[0]})" if live else ""
         raise IndexBusyError(
@@ -126,7 +129,21 @@ def build_lock(target: Path) -> Iterator[Path]:
         lock.release()
 
 
-def temp_dir(target: Path) -> Path:
+def work_path(target: Path) -> Path:
+    """Where a build of ``target`` works: one name, so that a killed build can resume.
+
+    Only the holder of ``build_lock`` uses it, so the name needs no process id.
+    """
+    return target.parent / f".{target.name}.building"
+
+
+def temp_dir(target: Path, resumable: bool = False) -> Path:
+    """A new, empty directory beside ``target`` to build it in.
+
+    ``resumable``: the build's stable ``work_path`` (anything an unfinished
+    build left there is removed), else ``.NAME.building-PID``. Leftovers of
+    dead builds are cleaned up first.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     stale_dirs = [
         *target.parent.glob(f".{target.name}.building-*"),
@@ -141,10 +158,30 @@ def temp_dir(target: Path) -> Path:
             os.rename(stale, target)
         else:
             shutil.rmtree(stale, ignore_errors=True)
-    tmp = target.parent / f".{target.name}.building-{os.getpid()}"
+    if resumable:
+        tmp = work_path(target)
+    else:
+        tmp = target.parent / f".{target.name}.building-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     return tmp
+
+
+#: In the work directory: the process id of the build working in it.
+OWNER_FILE = "owner"
+
+
+def claim(work: Path) -> None:
+    """Say, in ``work``, that this process builds there (for the lock's message)."""
+    (work / OWNER_FILE).write_text(f"{os.getpid()}\n", encoding="ascii")
+
+
+def _owner_of(work: Path) -> int | None:
+    try:
+        text = (work / OWNER_FILE).read_text(encoding="ascii").strip()
+    except (OSError, ValueError):
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def _pid_of(leftover: Path) -> int | None:

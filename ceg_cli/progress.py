@@ -62,7 +62,21 @@ class _PlainCounter:
         done = f"{self.count:,}" if self.total is None else f"{self.count:,}/{self.total:,}"
         seconds = self.moved - self.started
         rate = f", {self.count / seconds:,.1f}/s" if seconds > 0 and self.count else ""
+        if rate and self.total is not None and self.total > self.count:
+            # The rate so far, over what is left: the time to finish at this pace.
+            rate += f", about {_duration((self.total - self.count) * seconds / self.count)} left"
         return f"{self.label} {done} {self.unit}{rate}"
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``7 min``, ``3.5 h``, ``2.1 days``: as precise as an estimate deserves."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 36 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 @dataclass

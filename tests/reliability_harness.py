@@ -6,7 +6,8 @@ environment variables: ``CEG_TEST_KILL_AT`` SIGKILLs an index build at one
 step of its swap, ``CEG_TEST_EMBED_GATE`` makes the model wait at each batch
 until ``GATE/go`` exists (a build held mid-way), ``CEG_TEST_JUDGE_GATE``
 registers a ``gated`` judge (the offline judge, pausing at its second batch
-until ``GATE/go`` exists).
+until ``GATE/go`` exists), ``CEG_TEST_SHARD`` sets the passages per committed
+shard of a build (a quarter of it per embedding call).
 ``kill_and_resume`` is the random-kill loop of ``ceg check``.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
@@ -68,6 +69,11 @@ def then_die(module, name):
         real(*args, **kwargs)
         die()
     setattr(module, name, call)
+
+shard = os.environ.get("CEG_TEST_SHARD")
+if shard:  # small shards and embedding calls, so that a short build commits many shards
+    ceg_cli.builder.SHARD_PASSAGES = int(shard)
+    ceg_cli.builder.EMBED_CALL_SIZE = max(1, int(shard) // 4)
 
 kill_at = os.environ.get("CEG_TEST_KILL_AT", "")
 if kill_at == "before-swap":

@@ -56,14 +56,34 @@ def test_plain_progress_writes_start_a_line_per_interval_and_totals() -> None:
     assert len(lines) == 2
     clock.now += 10
     embedded.update(20)
-    # Each rate over the time its counter moved: pages last moved 20 s in.
-    assert lines[2] == "progress: pages read 30 pages, 1.5/s · embedded 20/50 passages, 0.7/s"
+    # Each rate over the time its counter moved (pages last moved 20 s in); a
+    # counter with a total says how long the rest takes at the pace so far.
+    assert lines[2] == ("progress: pages read 30 pages, 1.5/s · embedded 20/50 passages, 0.7/s, "
+                        "about 45 s left")
     clock.now += 5
     pages.update()  # 5 s after the last line: quiet again
     assert len(lines) == 3
     clock.now += 100  # closed long after: a stage's time ends where its count stopped
     progress.close()
     assert lines[3:] == ["pages read: 31 pages in 35.0 s", "embedded: 20 passages in 30.0 s"]
+
+
+def test_plain_progress_time_left_of_a_long_run() -> None:
+    lines: list[str] = []
+    clock = Clock()
+    progress = PlainProgress(lines.append, interval=30, clock=clock)
+    read = progress.counter("dumps read", "bytes", total=24_000_000_000)
+    clock.now += 3600
+    read.update(1_000_000_000)  # an hour for 1 GB of 24: 23 hours left
+    clock.now += 3600
+    read.update(1_000_000_000)  # 2 of 24 GB in two hours: 22 h
+    assert lines[1:] == [
+        "progress: dumps read 1,000,000,000/24,000,000,000 bytes, 277,777.8/s, about 23.0 h left",
+        "progress: dumps read 2,000,000,000/24,000,000,000 bytes, 277,777.8/s, about 22.0 h left",
+    ]
+    read.update(22_000_000_000)
+    progress.close()
+    assert lines[-1] == "dumps read: 24,000,000,000 bytes in 7200.0 s"
 
 
 def test_plain_progress_counts_updates_from_threads() -> None:

@@ -26,6 +26,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -35,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import MINI_WIKI
+from multistream_fixture import make_multistream
 from reliability_harness import (
     KILLS,
     RNG_SEED,
@@ -47,6 +50,7 @@ from reliability_harness import (
     leftovers,
     many_responses,
     run_and_kill,
+    spread,
     timeline,
 )
 
@@ -118,6 +122,65 @@ def test_index_build_killed_at_random_leaves_a_whole_index(
         f"old index intact {outcomes['old']}, new index complete {outcomes['new']}, "
         f"neither 0; always opens and searches consistently; {with_leftovers} killed builds "
         "left a temporary directory, each removed by the next build")
+
+
+def test_index_build_killed_at_random_then_resumed_equals_an_uninterrupted_build(
+    ceg: list[str], tmp_path: Path, row: Row
+) -> None:
+    """SIGKILL a build at random moments, resume it with --resume, again until it ends.
+
+    Each trial builds a new index from a JSONL file and a multistream dump (so
+    resuming in the dump seeks its stream); every resumed run is killed at a
+    random moment too, until one finishes. The result must be the index of an
+    uninterrupted build: the same rows, the same vector bytes, the same meta.
+    """
+    corpus = documents(tmp_path / "docs.jsonl", 3000, "K")
+    dump, _ = make_multistream(MINI_WIKI, tmp_path / "wiki", per_stream=2)
+    env = {**os.environ, "CEG_TEST_SHARD": "200"}
+    cmd = [*ceg, "index", "build", str(corpus), str(dump), "-q", "--resume", "--index"]
+    reference = tmp_path / "reference"
+    _, total, _ = timeline([*cmd, str(reference)], reference / "meta.json", env)
+    want = index_state(reference)
+    passages = [(r[1], r[3]) for r in want[1]]
+    rng = random.Random(RNG_SEED)
+    kills = trials = lost = duplicated = 0
+    committed: list[int] = []
+    while kills < KILLS:
+        target = tmp_path / f"index-{trials}"
+        trials += 1
+        while True:
+            killed = run_and_kill([*cmd, str(target)], rng.uniform(0.0, total), env)
+            if killed.finished_first:
+                assert killed.returncode == 0
+                break
+            kills += 1
+            committed.append(_committed_passages(target))
+        got = index_state(target)
+        keys = [(r[1], r[3]) for r in got[1]]
+        lost += len(set(passages) - set(keys))
+        duplicated += len(keys) - len(set(keys))
+        assert got == want, f"trial {trials}: not the index of an uninterrupted build"
+        assert leftovers(target) == []
+        shutil.rmtree(target)
+    assert lost == duplicated == 0
+    row("`ceg index build --resume` SIGKILLed at random, resumed until done", kills,
+        f"{trials} builds of {len(passages):,} passages (JSONL + multistream dump, shards of "
+        f"200), {kills} kills; committed at the kill min/median/max {spread(committed)}; "
+        f"every build equal to an uninterrupted one (rows, vector bytes, meta); {lost} lost, "
+        f"{duplicated} duplicated")
+
+
+def _committed_passages(target: Path) -> int:
+    """Passages the unfinished build of ``target`` has committed (0 if none)."""
+    store = target.parent / f".{target.name}.building" / "chunks.sqlite"
+    if not store.exists():
+        return 0
+    with contextlib.closing(sqlite3.connect(store)) as db:
+        try:
+            last = db.execute("SELECT position FROM build_progress ORDER BY shard DESC").fetchone()
+        except sqlite3.Error:
+            return 0
+    return json.loads(last[0])["next_id"] if last else 0
 
 
 SWAP_KILLS = {

@@ -78,6 +78,19 @@ def build(
         help="In folder sources, also read symbolic links that lead out of the folder "
         "(skipped with a warning by default).",
     ),
+    multistream_index: Path = typer.Option(
+        None,
+        "--multistream-index",
+        help="The index of the multistream dump among the SOURCEs "
+        "(...-multistream-index.txt.bz2), where it is not beside the dump under that name.",
+        show_default=False,
+    ),
+    resume: bool = typer.Option(
+        False,
+        "--resume",
+        help="Continue the unfinished build of the same SOURCEs and options that a killed "
+        "run left beside the index, from its last committed shard.",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -96,9 +109,13 @@ def build(
         device=device.value,
         append=append,
         follow_symlinks=follow_symlinks,
+        resume=resume,
+        multistream_index=multistream_index,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
+    if report.resumed_chunks:
+        err_console.print(f"resumed: {report.resumed_chunks} passages were already committed")
     for path in report.unchanged:
         err_console.print(f"unchanged, skipped: {path}")
     for path in report.replaced:

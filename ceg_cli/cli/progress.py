@@ -35,7 +35,13 @@ class _RichProgress:
 
 
 def _rich_bars() -> Any:
-    from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.progress import Progress as Bars
     from rich.text import Text
 
@@ -52,6 +58,8 @@ def _rich_bars() -> Any:
         TextColumn("{task.completed:,} {task.fields[unit]}"),
         RateColumn(),
         TimeElapsedColumn(),
+        # Blank for counters with no total; for a dump, the time left at this pace.
+        TimeRemainingColumn(compact=True, elapsed_when_finished=False),
         console=err_console,
         # Data may go to stdout (`ceg check x.jsonl > out.jsonl`): never route it here.
         redirect_stdout=False,

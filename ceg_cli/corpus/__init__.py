@@ -13,11 +13,12 @@ from pathlib import Path
 
 from ceg_cli.corpus.folder import read_folder
 from ceg_cli.corpus.jsonl import read_jsonl
-from ceg_cli.corpus.mediawiki import open_dump, read_mediawiki
+from ceg_cli.corpus.mediawiki import open_dump, read_mediawiki, read_mediawiki_pages
+from ceg_cli.corpus.multistream import index_beside, read_from_page
 from ceg_cli.errors import InputError
 from ceg_cli.types import Document
 
-__all__ = ["iter_documents", "source_kind"]
+__all__ = ["iter_documents", "iter_positioned", "source_kind"]
 
 _MEDIAWIKI_SUFFIXES = (".xml", ".xml.bz2", ".xml.gz")
 _JSONL_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
@@ -93,3 +94,45 @@ def iter_documents(
     if kind == "jsonl":
         return read_jsonl(path, on_warning=on_warning)
     return read_folder(path, follow_symlinks=follow_symlinks, on_warning=on_warning)
+
+
+def iter_positioned(
+    path: Path,
+    *,
+    start: int = 0,
+    namespaces: frozenset[int] = frozenset({0}),
+    follow_symlinks: bool = False,
+    on_warning: Callable[[str], None] | None = None,
+    on_read: Callable[[int], None] | None = None,
+    multistream_index: Path | None = None,
+) -> Iterator[tuple[int, Document]]:
+    """``iter_documents``, each document with the position reached after it.
+
+    A position is where reading can start again: for a MediaWiki dump the
+    number of ``<page>`` elements read (every page counts, also those not
+    indexed), for JSONL and folders the number of documents yielded. From
+    ``start``, the documents after that position are yielded; a multistream
+    dump with its index (``multistream_index``, or beside it under Wikimedia's
+    name: ``multistream.index_beside``) is read from the stream holding the
+    next page, the others are read from their start and the
+    first documents passed over. ``on_read`` counts the bytes a dump reads.
+    """
+    path = Path(path)
+    kind = source_kind(path)
+    if kind == "mediawiki":
+        index = multistream_index or index_beside(path)
+        if start and index is not None:
+            return read_from_page(
+                path, index, start, namespaces=namespaces, on_warning=on_warning, on_read=on_read
+            )
+        return read_mediawiki_pages(
+            path, start_page=start, namespaces=namespaces, on_warning=on_warning, on_read=on_read
+        )
+    documents = iter_documents(path, follow_symlinks=follow_symlinks, on_warning=on_warning)
+    return _counted(documents, start)
+
+
+def _counted(documents: Iterator[Document], start: int) -> Iterator[tuple[int, Document]]:
+    for number, document in enumerate(documents, 1):
+        if number > start:
+            yield number, document

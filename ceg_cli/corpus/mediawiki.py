@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from io import BufferedIOBase
 from pathlib import Path
+from typing import Any, BinaryIO
 from urllib.parse import quote
 from xml.etree.ElementTree import Element, ParseError, TreeBuilder
 
@@ -43,15 +45,57 @@ _DROPPED_NAMESPACE_KEYS = frozenset({"-2", "6", "14"})
 _REDIRECT_PREFIX = "#redirect"
 
 
-def open_dump(path: Path) -> BufferedIOBase:
-    """Open a dump for reading bytes, decompressing by content, not by name."""
+def open_dump(path: Path, on_read: Callable[[int], None] | None = None) -> BufferedIOBase:
+    """Open a dump for reading bytes, decompressing by content, not by name.
+
+    ``on_read`` is told how many bytes of the file (compressed) each read
+    took, so that progress can be shown against the file's size.
+    """
     with open(path, "rb") as probe:
         magic = probe.read(3)
+    raw: BinaryIO = open(path, "rb")
+    if on_read is not None:
+        raw = io.BufferedReader(CountingReader(raw, on_read))
     if magic.startswith(_BZ2_MAGIC):
-        return bz2.open(path, "rb")  # also reads multistream dumps
+        return bz2.BZ2File(raw, "rb")  # also reads multistream dumps
     if magic.startswith(_GZIP_MAGIC):
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+        return _closing_gzip(raw)
+    return raw  # type: ignore[return-value]
+
+
+def _closing_gzip(raw: BinaryIO) -> BufferedIOBase:
+    stream = gzip.GzipFile(fileobj=raw, mode="rb")
+    stream.myfileobj = raw  # closed with the stream, as gzip.open's own file is
+    return stream  # type: ignore[return-value]
+
+
+class CountingReader(io.RawIOBase):
+    """A file's bytes, from where it stands, up to ``limit`` bytes; each read reported."""
+
+    def __init__(
+        self, raw: BinaryIO, on_read: Callable[[int], None] | None, limit: int | None = None
+    ) -> None:
+        self._raw = raw
+        self._on_read = on_read
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        if self._left is not None:
+            view = view[: self._left]
+        n = self._raw.readinto(view)  # type: ignore[attr-defined]
+        if self._left is not None:
+            self._left -= n
+        if self._on_read is not None and n:
+            self._on_read(n)
+        return n
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def read_mediawiki(
@@ -65,6 +109,28 @@ def read_mediawiki(
     Raises ``InputError`` (naming the file) when the file is not a readable
     MediaWiki dump; documents read before the problem have been yielded.
     """
+    for _page, document in read_mediawiki_pages(path, namespaces=namespaces, on_warning=on_warning):
+        yield document
+
+
+def read_mediawiki_pages(
+    path: Path,
+    *,
+    start_page: int = 0,
+    namespaces: frozenset[int] = frozenset({0}),
+    on_warning: Callable[[str], None] | None = None,
+    on_read: Callable[[int], None] | None = None,
+    stream: BufferedIOBase | None = None,
+    first_page: int = 0,
+) -> Iterator[tuple[int, Document]]:
+    """``read_mediawiki``, each document with the number of ``<page>``s read so far.
+
+    That number, counting every page (redirects and other namespaces too), is
+    where a build can resume: pages before ``start_page`` are passed over
+    without being cleaned. ``stream`` reads decompressed XML from elsewhere
+    than the whole file (a range of a multistream dump, whose first page is
+    page ``first_page`` of the dump).
+    """
     warn = on_warning or (lambda _message: None)
     # No DTD at all: that rules out entity bombs and external entities before
     # any expansion could start. Entities and external references stay
@@ -72,9 +138,9 @@ def read_mediawiki(
     parser = DefusedXMLParser(
         target=TreeBuilder(), forbid_dtd=True, forbid_entities=True, forbid_external=True
     )
-    with _input_errors(path, parser), open_dump(path) as stream:
-        events = iterparse(stream, events=("start", "end"), parser=parser)
-        yield from _read_pages(events, path, namespaces, warn)
+    with _input_errors(path, parser), (stream or open_dump(path, on_read)) as xml:
+        events = iterparse(xml, events=("start", "end"), parser=parser)
+        yield from _read_pages(events, path, namespaces, warn, start_page, first_page)
 
 
 @contextmanager
@@ -162,7 +228,9 @@ def _read_pages(
     path: Path,
     namespaces: frozenset[int],
     warn: Callable[[str], None],
-) -> Iterator[Document]:
+    start_page: int = 0,
+    pages: int = 0,
+) -> Iterator[tuple[int, Document]]:
     site = _Site()
     root: Element | None = None
     page: Element | None = None
@@ -189,11 +257,16 @@ def _read_pages(
         elif name == "siteinfo":
             site.read(elem)
         elif name == "page" and root is not None:
-            document = _page_document(elem, latest, site, path, namespaces, warn)
+            pages += 1
+            document = (
+                _page_document(elem, latest, site, path, namespaces, warn)
+                if pages > start_page
+                else None
+            )
             page, latest = None, None
             root.clear()  # drop every page read so far
             if document is not None:
-                yield document
+                yield pages, document
 
 
 def _page_document(
