@@ -376,21 +376,26 @@ def load_embedder(
     return OnnxEmbedder(spec, batch_size=batch_size, quantized=backend == "onnx-int8")
 
 
-def load_query_embedder(model_meta: dict[str, Any]) -> Embedder:
-    """The embedder for queries against an index, from its ``meta.json`` model entry.
+def query_backend(model_meta: dict[str, Any]) -> str:
+    """The backend that embeds queries against an index, from its ``meta.json`` model entry.
 
     Queries use the backend that built the index. Where that backend cannot
     load here (``onnxruntime`` not installed), the float model stands in: its
     vectors agree with the ONNX backends' at cosine >= 0.99 on real passages
     (``benchmarks/embed_speed.py``), so retrieval changes little.
     """
-    backend = model_meta.get("backend", DEFAULT_BACKEND)
+    backend = str(model_meta.get("backend", DEFAULT_BACKEND))
     if backend != DEFAULT_BACKEND:
         try:
             _import_onnx_runtime()
         except UsageError:
             backend = DEFAULT_BACKEND
-    return load_embedder(model_meta["name"], backend=backend)
+    return backend
+
+
+def load_query_embedder(model_meta: dict[str, Any]) -> Embedder:
+    """The embedder for queries against an index (see ``query_backend``)."""
+    return load_embedder(model_meta["name"], backend=query_backend(model_meta))
 
 
 def _first_line(exc: BaseException) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .embedding import Embedder, load_query_embedder, resolve_model
+from .embedding import Embedder, load_embedder, query_backend, resolve_model
 from .errors import IndexLoadError, UsageError
 from .indexdir import sampled_digest
 from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
@@ -171,7 +171,8 @@ class Index:
     def embedder(self) -> Embedder:
         """The model the index was built with, loaded once."""
         if self._embedder is None:
-            embedder = load_query_embedder(self.meta["model"])
+            model = self.meta["model"]
+            embedder = load_embedder(model["name"], backend=query_backend(model))
             if embedder.dimension != self.dimension:
                 raise IndexLoadError(
                     f"index at {self.path} has dimension {self.dimension} but model "
