@@ -55,6 +55,7 @@ from .indexdir import (
 from .lexical import LEXICAL_DIR, build_lexical
 from .progress import NO_PROGRESS, Progress
 from .types import Chunk
+from .vectors import AUTO_THRESHOLD, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
@@ -72,6 +73,10 @@ class BuildOptions:
     append: bool = False
     #: Folder sources: read symbolic links that lead out of the folder.
     follow_symlinks: bool = False
+    #: ``auto``, ``flat``, ``hnsw`` or ``ivfpq`` (``ceg_cli.vectors``).
+    index_type: str = "auto"
+    #: Passages from which ``auto`` builds an approximate index.
+    auto_threshold: int = AUTO_THRESHOLD
 
 
 @dataclass
@@ -191,13 +196,14 @@ def _build(
         report.lexical_seconds = time.perf_counter() - t0
         db.close()
         db = None
-        import faiss
-
-        faiss.write_index(vectors, str(tmp / VECTORS_FILE))
+        written = write_vectors(
+            vectors, tmp / VECTORS_FILE, options.index_type, options.auto_threshold
+        )
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
+        meta["faiss"].update(written)
         meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         meta["lexical"] = lexical

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from enum import Enum
 from pathlib import Path
 
 import typer
@@ -20,6 +21,16 @@ from .common import (
     warn,
 )
 from .progress import cli_progress
+
+
+class IndexType(str, Enum):
+    """The names in ``ceg_cli.vectors.INDEX_TYPES`` (kept in step by a test)."""
+
+    auto = "auto"
+    flat = "flat"
+    hnsw = "hnsw"
+    ivfpq = "ivfpq"
+
 
 app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
 out_console = Console(highlight=False, soft_wrap=True)
@@ -63,6 +74,12 @@ def build(
         help="In folder sources, also read symbolic links that lead out of the folder "
         "(skipped with a warning by default).",
     ),
+    index_type: IndexType = typer.Option(
+        IndexType.auto,
+        "--index-type",
+        help="Vector index: flat (exact), hnsw or ivfpq (approximate, measured against "
+        "exact search into meta.json); auto: flat below 200,000 passages, hnsw from there.",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -76,6 +93,7 @@ def build(
         batch_size=batch_size,
         append=append,
         follow_symlinks=follow_symlinks,
+        index_type=index_type.value,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
@@ -127,6 +145,7 @@ def info(
         else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
         "a rebuild adds it)",
     )
+    table.add_row("index type", _type_line(meta))
     table.add_row("lexical", _lexical_line(index, meta))
     for src in meta["sources"]:
         table.add_row(
@@ -135,6 +154,19 @@ def info(
             f"{src['chunks']} passages, {src['digest'][:19]})",
         )
     out_console.print(table)
+
+
+def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
+    from ..vectors import describe
+
+    kind = describe(meta)
+    line = f"{kind['index_type']} ({kind['chosen']})"
+    if kind["recall_at_10"] is not None:
+        line += (
+            f", recall@10 {kind['recall_at_10']:.3f} against exact search, "
+            f"{kind['search_ms']} ms/query"
+        )
+    return line
 
 
 def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
