@@ -27,7 +27,7 @@ import numpy as np
 
 INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
 #: Passages from which ``auto`` builds an approximate index (see the module docstring).
-AUTO_THRESHOLD = 200_000
+AUTO_THRESHOLD = 50_000
 #: The approximate type ``auto`` picks at or above the threshold.
 AUTO_APPROXIMATE = "hnsw"
 
@@ -66,7 +66,10 @@ def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
     n, d = int(flat.ntotal), int(flat.d)
     if kind == "flat":
         return flat, {}
-    vecs = flat.reconstruct_n(0, n) if n else np.zeros((0, d), dtype=np.float32)
+    # A view of the flat index's own buffer: a copy would double peak memory.
+    vecs = np.zeros((0, d), dtype=np.float32)
+    if n:
+        vecs = faiss.rev_swig_ptr(flat.get_xb(), n * d).reshape(n, d)
     if kind == "hnsw":
         index = faiss.IndexHNSWFlat(d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION

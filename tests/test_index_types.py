@@ -18,7 +18,7 @@ from ceg_cli.cli.index_cmd import IndexType
 from ceg_cli.index import VECTORS_FILE, open_index
 from ceg_cli.indexdir import sampled_digest
 from ceg_cli.types import FACTUAL, SUPPORTED, JudgeItem, Verdict
-from ceg_cli.vectors import INDEX_TYPES, read_vectors
+from ceg_cli.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 
 APPROXIMATE = ("hnsw", "ivfpq")
 FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat"}
@@ -132,7 +132,7 @@ def test_auto_switches_to_approximate_at_the_threshold(
     build_index([mini_wiki], small, BuildOptions(), embedder=hash_embedder)
     count = _meta(small)["counts"]["chunks"]
     assert _meta(small)["faiss"]["index_type"] == "flat"
-    assert _meta(small)["faiss"]["chosen"] == f"auto: {count} passages < 200,000"
+    assert _meta(small)["faiss"]["chosen"] == f"auto: {count} passages < {AUTO_THRESHOLD:,}"
     big = tmp_path / "big"
     build_index([mini_wiki], big, BuildOptions(auto_threshold=count), embedder=hash_embedder)
     assert _meta(big)["faiss"]["index_type"] == "hnsw"
