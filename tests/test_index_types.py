@@ -191,3 +191,19 @@ def test_mmap_leaves_the_flat_vectors_in_the_file(
     assert np.array_equal(mapped.reconstruct_n(0, 5), read.reconstruct_n(0, 5))
     maps = Path("/proc/self/maps").read_text()
     assert str(path.resolve()) in maps
+
+
+def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ceg_cli.vectors as vectors
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 384)).astype(np.float32)
+    faiss.normalize_L2(x)
+    flat = faiss.IndexFlatIP(384)
+    flat.add(x)
+    assert vectors.measure(flat, flat)["latency_queries"] == 200
+    monkeypatch.setattr(vectors, "LATENCY_BUDGET_S", 0.0)
+    measured = vectors.measure(flat, flat)
+    # Recall still from all 200 queries; latency from the minimum of 5.
+    assert (measured["measured_queries"], measured["latency_queries"]) == (200, 5)
+    assert measured["recall_at_10"] == 1.0
