@@ -207,3 +207,23 @@ def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPat
     # Recall still from all 200 queries; latency from the minimum of 5.
     assert (measured["measured_queries"], measured["latency_queries"]) == (200, 5)
     assert measured["recall_at_10"] == 1.0
+
+
+def test_search_is_widened_until_the_target_recall(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import ceg_cli.vectors as vectors
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 384)).astype(np.float32)
+    faiss.normalize_L2(x)
+    flat = faiss.IndexFlatIP(384)
+    flat.add(x)
+    monkeypatch.setattr(vectors, "TARGET_RECALL", 1.01)  # never reached: every step taken
+    entry = vectors.write_vectors(flat, tmp_path / "v.faiss", "hnsw")
+    assert entry["params"]["efSearch"] == vectors.HNSW_EF_SEARCH * 2**vectors.TUNE_STEPS
+    assert read_vectors(tmp_path / "v.faiss").hnsw.efSearch == entry["params"]["efSearch"]
+    entry = vectors.write_vectors(flat, tmp_path / "i.faiss", "ivfpq")
+    nlist = entry["params"]["nlist"]
+    assert entry["params"]["nprobe"] == nlist  # widened up to every list, then stopped
+    assert faiss.extract_index_ivf(read_vectors(tmp_path / "i.faiss")).nprobe == nlist
