@@ -55,7 +55,7 @@ from .indexdir import (
 from .lexical import LEXICAL_DIR, build_lexical
 from .progress import NO_PROGRESS, Progress
 from .types import Chunk
-from .vectors import AUTO_THRESHOLD, write_vectors
+from .vectors import AUTO_THRESHOLD, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
@@ -196,9 +196,8 @@ def _build(
         report.lexical_seconds = time.perf_counter() - t0
         db.close()
         db = None
-        written = write_vectors(
-            vectors, tmp / VECTORS_FILE, options.index_type, options.auto_threshold
-        )
+        requested = requested_type(options.index_type, old_meta)
+        written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold)
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)

@@ -65,6 +65,14 @@ def choose_type(requested: str, count: int, threshold: int = AUTO_THRESHOLD) -> 
     return "flat", f"auto: {count:,} passages < {threshold:,}"
 
 
+def requested_type(requested: str, old_meta: dict[str, Any] | None) -> str:
+    """On ``--append`` without ``--index-type``, the type a user chose before stays."""
+    old = (old_meta or {}).get("faiss") or {}
+    if requested == "auto" and old.get("chosen") == "user":
+        return str(old["index_type"])
+    return requested
+
+
 def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
     """``flat`` (an ``IndexFlatIP``) as an index of ``kind``, and its parameters."""
     import faiss

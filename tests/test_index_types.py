@@ -156,12 +156,12 @@ def test_append_to_an_approximate_index_keeps_every_passage_searchable(
         encoding="utf-8",
     )
     before = _vectors(index)
-    options = BuildOptions(append=True, index_type=kind)
+    options = BuildOptions(append=True)  # no --index-type: the user's earlier choice stays
     build_index([mini_wiki, docs], index, options, embedder=HashEmbedder())
     after = _vectors(index)
     assert np.array_equal(after[: len(before)], before)
     assert len(after) == len(before) + 20
-    assert _meta(index)["faiss"]["index_type"] == kind
+    assert (_meta(index)["faiss"]["index_type"], _meta(index)["faiss"]["chosen"]) == (kind, "user")
     with open_index(index) as idx:
         chunks = list(idx.iter_chunks())
         hits = idx.search([f"{c.title}. {c.text}" for c in chunks], k=1)
