@@ -225,5 +225,8 @@ def test_search_is_widened_until_the_target_recall(
     assert read_vectors(tmp_path / "v.faiss").hnsw.efSearch == entry["params"]["efSearch"]
     entry = vectors.write_vectors(flat, tmp_path / "i.faiss", "ivfpq")
     nlist = entry["params"]["nlist"]
-    assert entry["params"]["nprobe"] == nlist  # widened up to every list, then stopped
-    assert faiss.extract_index_ivf(read_vectors(tmp_path / "i.faiss")).nprobe == nlist
+    assert entry["params"]["nprobe"] == nlist  # widened up to every list
+    assert entry["params"]["k_factor"] == vectors.REFINE_K_FACTOR * 2**vectors.TUNE_STEPS
+    stored = read_vectors(tmp_path / "i.faiss")
+    assert faiss.extract_index_ivf(stored).nprobe == nlist
+    assert stored.k_factor == entry["params"]["k_factor"]
