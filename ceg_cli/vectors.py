@@ -12,8 +12,8 @@ chosen type, measures it against exact search and writes it:
 
 Every type keeps the exact vectors, so ``reconstruct`` is exact: ``--append``
 re-reads them and hybrid retrieval's cosines (``Index.cosines``) are exact.
-``auto`` picks ``flat`` below ``AUTO_THRESHOLD`` passages and ``hnsw`` from
-there: the figures behind both are in benchmarks/README.md ("Index types").
+``auto`` picks ``flat`` below ``AUTO_THRESHOLD`` passages and ``ivfpq`` from
+there: the figures behind both are in README.md ("Index types").
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
 #: Passages from which ``auto`` builds an approximate index (see the module docstring).
 AUTO_THRESHOLD = 50_000
 #: The approximate type ``auto`` picks at or above the threshold.
-AUTO_APPROXIMATE = "hnsw"
+AUTO_APPROXIMATE = "ivfpq"
 
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 40

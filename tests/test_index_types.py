@@ -135,7 +135,7 @@ def test_auto_switches_to_approximate_at_the_threshold(
     assert _meta(small)["faiss"]["chosen"] == f"auto: {count} passages < {AUTO_THRESHOLD:,}"
     big = tmp_path / "big"
     build_index([mini_wiki], big, BuildOptions(auto_threshold=count), embedder=hash_embedder)
-    assert _meta(big)["faiss"]["index_type"] == "hnsw"
+    assert _meta(big)["faiss"]["index_type"] == "ivfpq"
     assert _meta(big)["faiss"]["chosen"] == f"auto: {count} passages >= {count}"
 
 

@@ -78,7 +78,7 @@ def build(
         IndexType.auto,
         "--index-type",
         help="Vector index: flat (exact), hnsw or ivfpq (approximate, measured against "
-        "exact search into meta.json); auto: flat below 50,000 passages, hnsw from there.",
+        "exact search into meta.json); auto: flat below 50,000 passages, ivfpq from there.",
     ),
     quiet: bool = QuietOption,
 ) -> None:
