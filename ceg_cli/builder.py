@@ -59,6 +59,7 @@ from .indexdir import (
 from .lexical import LEXICAL_DIR, build_lexical
 from .progress import NO_PROGRESS, Progress
 from .types import Chunk
+from .vectors import AUTO_THRESHOLD, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
@@ -89,6 +90,10 @@ class BuildOptions:
     #: The index of the (one) multistream dump among the sources, where it is
     #: not beside the dump under Wikimedia's name.
     multistream_index: Path | None = None
+    #: ``auto``, ``flat``, ``hnsw`` or ``ivfpq`` (``ceg_cli.vectors``).
+    index_type: str = "auto"
+    #: Passages from which ``auto`` builds an approximate index.
+    auto_threshold: int = AUTO_THRESHOLD
 
 
 @dataclass
@@ -223,13 +228,13 @@ def _build(
         if vectors.ntotal != total_chunks:
             raise RuntimeError(f"{tmp}: {vectors.ntotal} vectors for {total_chunks} passages")
         work.finish()
-        import faiss
-
-        faiss.write_index(vectors, str(tmp / VECTORS_FILE))
+        requested = requested_type(options.index_type, old_meta)
+        written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold)
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
+        meta["faiss"].update(written)
         meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         meta["lexical"] = lexical

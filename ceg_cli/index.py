@@ -4,7 +4,8 @@ Layout of an index directory::
 
     meta.json       format version, model, dimension, chunker, sources, counts,
                     size and sampled digest of vectors.faiss
-    vectors.faiss   inner product over L2-normalized vectors (= cosine)
+    vectors.faiss   inner product over L2-normalized vectors (= cosine); exact
+                    or approximate by size (``vectors``), memory-mapped
     chunks.sqlite   one row per passage; row id == FAISS vector id
     lexical/        BM25 over the same passages (``lexical``); absent in an
                     index built before it existed, which is then dense only
@@ -31,6 +32,7 @@ from .indexdir import sampled_digest
 from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
 from .lexical import search as search_lexical
 from .types import Chunk
+from .vectors import read_vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -321,13 +323,10 @@ def _identity(path: Path) -> tuple[int, ...] | None:
 
 
 def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
-    import faiss
-
     meta = read_meta(path)
     check_model(meta, model, path)
-    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
     try:
-        vectors = faiss.read_index(str(path / VECTORS_FILE), flags)
+        vectors = read_vectors(path / VECTORS_FILE, mmap)
     except RuntimeError as exc:
         raise IndexLoadError(
             f"{path / VECTORS_FILE}: unreadable FAISS index; rebuild the index"

@@ -281,6 +281,8 @@ def index_state(path: Path) -> tuple[Any, ...]:
     meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
     for key in ("created_at", "updated_at"):
         meta.pop(key)
+    for key in ("search_ms", "latency_queries", "convert_seconds"):  # measured at each build
+        meta["faiss"].pop(key, None)
     with open_index(path) as index:
         index.use_embedder(HashEmbedder())
         assert index.size == meta["counts"]["chunks"]

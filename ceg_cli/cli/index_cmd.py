@@ -12,6 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..embedding import BACKENDS, DEVICES
+from ..vectors import AUTO_THRESHOLD
 from .common import (
     IndexOption,
     QuietOption,
@@ -22,6 +23,16 @@ from .common import (
     warn,
 )
 from .progress import cli_progress
+
+
+class IndexType(str, Enum):
+    """The names in ``ceg_cli.vectors.INDEX_TYPES`` (kept in step by a test)."""
+
+    auto = "auto"
+    flat = "flat"
+    hnsw = "hnsw"
+    ivfpq = "ivfpq"
+
 
 app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
@@ -91,6 +102,13 @@ def build(
         help="Continue the unfinished build of the same SOURCEs and options that a killed "
         "run left beside the index, from its last committed shard.",
     ),
+    index_type: IndexType = typer.Option(
+        IndexType.auto,
+        "--index-type",
+        help="Vector index: flat (exact), hnsw or ivfpq (approximate, measured against "
+        f"exact search into meta.json); auto: flat below {AUTO_THRESHOLD:,} passages, "
+        "ivfpq from there.",
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -111,6 +129,7 @@ def build(
         follow_symlinks=follow_symlinks,
         resume=resume,
         multistream_index=multistream_index,
+        index_type=index_type.value,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
@@ -166,6 +185,7 @@ def info(
         else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
         "a rebuild adds it)",
     )
+    table.add_row("index type", _type_line(meta))
     table.add_row("lexical", _lexical_line(index, meta))
     for src in meta["sources"]:
         table.add_row(
@@ -174,6 +194,19 @@ def info(
             f"{src['chunks']} passages, {src['digest'][:19]})",
         )
     out_console.print(table)
+
+
+def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
+    from ..vectors import describe
+
+    kind = describe(meta)
+    line = f"{kind['index_type']} ({kind['chosen']})"
+    if kind["recall_at_10"] is not None:
+        line += (
+            f", recall@10 {kind['recall_at_10']:.3f} against exact search, "
+            f"{kind['search_ms']} ms/query"
+        )
+    return line
 
 
 def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
