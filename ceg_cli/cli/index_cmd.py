@@ -12,7 +12,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..embedding import BACKENDS, DEVICES
-from ..vectors import AUTO_THRESHOLD
 from .common import (
     IndexOption,
     QuietOption,
@@ -106,8 +105,8 @@ def build(
         IndexType.auto,
         "--index-type",
         help="Vector index: flat (exact), hnsw or ivfpq (approximate, measured against "
-        f"exact search into meta.json); auto: flat below {AUTO_THRESHOLD:,} passages, "
-        "ivfpq from there.",
+        "exact search into meta.json); auto: flat for a small index, ivfpq from the size "
+        "chosen by measurement (README, Index types).",
     ),
     quiet: bool = QuietOption,
 ) -> None:
