@@ -32,7 +32,6 @@ from .indexdir import sampled_digest
 from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
 from .lexical import search as search_lexical
 from .types import Chunk
-from .vectors import read_vectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -323,6 +322,8 @@ def _identity(path: Path) -> tuple[int, ...] | None:
 
 
 def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
+    from .vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
+
     meta = read_meta(path)
     check_model(meta, model, path)
     try:
