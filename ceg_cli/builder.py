@@ -15,7 +15,6 @@ to the same index an uninterrupted build makes.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import shutil
@@ -55,6 +54,7 @@ from .indexdir import (
     swap_into_place,
     temp_dir,
     work_path,
+    write_json,
 )
 from .lexical import LEXICAL_DIR, build_lexical
 from .progress import NO_PROGRESS, Progress
@@ -204,7 +204,6 @@ def _build(
     warn = on_warning or (lambda _message: None)
     tmp: Path | None = None
     work: BuildWork | None = None
-    vectors = None
     filled = False
     keep_work = False
     try:
@@ -238,7 +237,7 @@ def _build(
         meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         meta["lexical"] = lexical
-        _write_json(tmp / META_FILE, meta)
+        write_json(tmp / META_FILE, meta)
         swap_into_place(tmp, target)
     except (OSError, sqlite3.Error, RuntimeError) as exc:
         code = disk_full_errno(exc)
@@ -387,7 +386,7 @@ def _add_lexical(target: Path, meta: dict[str, Any]) -> float:
                 shutil.copy2(target / name, tmp / name)
         with closing(connect_readonly(tmp / CHUNKS_FILE)) as db:
             lexical = build_lexical(db, tmp, meta["embed_text"])
-        _write_json(tmp / META_FILE, {**meta, "lexical": lexical})
+        write_json(tmp / META_FILE, {**meta, "lexical": lexical})
         swap_into_place(tmp, target)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -683,9 +682,3 @@ def _meta(
         "counts": {"documents": report.total_documents, "chunks": report.total_chunks},
         "sources": sources,
     }
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, ensure_ascii=False)
-        fh.write("\n")

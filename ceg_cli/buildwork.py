@@ -36,7 +36,7 @@ import numpy as np
 
 from .errors import UsageError
 from .index import CHUNK_SCHEMA, CHUNKS_FILE
-from .indexdir import OWNER_FILE, claim
+from .indexdir import OWNER_FILE, claim, write_json
 
 MANIFEST = "manifest.json"
 SHARDS = "shards"
@@ -62,7 +62,7 @@ class BuildWork:
     def create(cls, root: Path, manifest: dict[str, Any], dimension: int) -> BuildWork:
         """Start the work in ``root``, an empty directory."""
         claim(root)
-        _write_json(root / MANIFEST, manifest)
+        write_json(root / MANIFEST, manifest)
         (root / SHARDS).mkdir()
         db = _connect(root / CHUNKS_FILE)
         db.executescript(CHUNK_SCHEMA)
@@ -199,9 +199,3 @@ def _connect(path: Path) -> sqlite3.Connection:
     # WAL with NORMAL survives a killed process; the files are fsynced before the swap.
     db.execute("PRAGMA synchronous=NORMAL")
     return db
-
-
-def _write_json(path: Path, data: dict[str, Any]) -> None:
-    part = path.with_name(path.name + ".part")
-    part.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(part, path)

@@ -470,7 +470,7 @@ def test_index_build_whose_chunk_store_fills_the_disk(
 
 # Where an ordinary write finds no room: the line it gives after the common prefix.
 ORDINARY_WRITES = {
-    "_write_json": ("meta.json", "it needs about "),
+    "write_json": ("meta.json", "it needs about "),
     "temp_dir": (".index.building", "it needs more room in "),
 }
 
@@ -484,7 +484,7 @@ def test_index_build_with_no_room_for_an_ordinary_write(
     import ceg_cli.builder
 
     def full(path: Path, *args: object) -> None:
-        name = path.name if where == "_write_json" else f".{path.name}.building"
+        name = path.name if where == "write_json" else f".{path.name}.building"
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path.parent / name))
 
     monkeypatch.setattr(ceg_cli.builder, where, full)
@@ -495,7 +495,7 @@ def test_index_build_with_no_room_for_an_ordinary_write(
     file, needs = ORDINARY_WRITES[where]
     assert line.startswith("error: disk full (No space left on device) while writing "
                            f"{file} of the new index for {old_index}: {needs}")
-    if where == "_write_json":
+    if where == "write_json":
         assert "(20 vectors x 384 dimensions x 4 bytes = 30 KiB, and " in line
     assert index_state(old_index) == index_state(hash_index)
     assert leftovers(old_index) == []
