@@ -79,7 +79,6 @@ def read_finished(path: Path, *, cut: bool = True) -> Iterator[dict[str, Any]]:
     """
     if not path.exists():
         return
-    good_end = 0
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
@@ -104,10 +103,9 @@ def read_finished(path: Path, *, cut: bool = True) -> Iterator[dict[str, Any]]:
                     f"{path}: line {number} is not a ceg output record (no schema_version); "
                     "refusing to resume into a file ceg did not write"
                 )
-            good_end = fh.tell()
             yield record
-    if cut and good_end != path.stat().st_size:
-        _truncate(path, good_end)
+    if cut:
+        cut_torn_tail(path)
 
 
 def cut_torn_tail(path: Path) -> None:
