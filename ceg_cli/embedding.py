@@ -233,7 +233,9 @@ def _export_float(model: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
+@lru_cache(maxsize=4)
 def _weights_digest(location: str) -> str:
+    # Reads every weight file (90 MB for the default model): once per process.
     digest = hashlib.sha256()
     for file in sorted(Path(location).glob("*.safetensors")) or sorted(
         Path(location).glob("*.bin")
@@ -391,11 +393,6 @@ def query_backend(model_meta: dict[str, Any]) -> str:
         except UsageError:
             backend = DEFAULT_BACKEND
     return backend
-
-
-def load_query_embedder(model_meta: dict[str, Any]) -> Embedder:
-    """The embedder for queries against an index (see ``query_backend``)."""
-    return load_embedder(model_meta["name"], backend=query_backend(model_meta))
 
 
 def _first_line(exc: BaseException) -> str:

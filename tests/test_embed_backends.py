@@ -22,7 +22,7 @@ from ceg_cli.embedding import (
     DEVICES,
     choose_backend,
     load_embedder,
-    load_query_embedder,
+    query_backend,
     resolve_device,
 )
 from ceg_cli.errors import UsageError
@@ -93,20 +93,15 @@ def test_appending_with_another_backend_is_refused() -> None:
 def test_queries_use_the_build_backend_or_the_float_model_without_onnxruntime(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    loaded: list[str] = []
-    monkeypatch.setattr(
-        embedding, "load_embedder", lambda name, backend: loaded.append(backend) or backend
-    )
     model = {"name": "m", "dimension": 384, "backend": "onnx-int8"}
-    assert load_query_embedder(model) == "onnx-int8"
-    assert load_query_embedder({"name": "m", "dimension": 384}) == "torch"  # older index
+    assert query_backend(model) == "onnx-int8"
+    assert query_backend({"name": "m", "dimension": 384}) == "torch"  # older index
 
     def missing() -> None:
         raise UsageError("the ONNX backends need onnxruntime")
 
     monkeypatch.setattr(embedding, "_import_onnx_runtime", missing)
-    assert load_query_embedder(model) == "torch"
-    assert loaded == ["onnx-int8", "torch", "torch"]
+    assert query_backend(model) == "torch"
 
 
 def test_the_cli_choices_are_the_module_choices() -> None:
