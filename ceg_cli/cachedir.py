@@ -23,14 +23,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .eval_corpus import hold_corpus_lock
+from .eval_corpus import EVAL_DIR, INDEX_NAME, corpus_file, hold_corpus_lock
+from .llm.cache import CACHE_FILE as LLM_FILE
 from .llm.cache import LLMCache
-
-LLM_FILE = "llm.sqlite"
-EVAL_DIR = "eval"
-#: What one eval entry holds: the index and, beside it, its corpus file.
-_EVAL_INDEX = "index"
-_EVAL_CORPUS = "index.corpus.jsonl"
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ def prune_cache(
         if _last_used(entry) >= cutoff:
             report.indexes_kept += 1
             continue
-        with hold_corpus_lock(entry / _EVAL_INDEX, wait=False) as held:
+        with hold_corpus_lock(entry / INDEX_NAME, wait=False) as held:
             if not held:
                 report.busy.append(entry)
                 report.indexes_kept += 1
@@ -131,7 +126,7 @@ def _eval_entries(root: Path) -> Iterator[Path]:
 
 def _last_used(entry: Path) -> float:
     """When a run last used the entry: its corpus file is rewritten by every run."""
-    for candidate in (entry / _EVAL_CORPUS, entry):
+    for candidate in (corpus_file(entry / INDEX_NAME), entry):
         try:
             return candidate.stat().st_mtime
         except FileNotFoundError:

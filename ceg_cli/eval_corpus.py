@@ -30,6 +30,12 @@ CORPUS_VERSION = 1
 _LOCK_NOTICE_S = 1.0
 
 
+#: The layout under ``cache_root()``: ``eval/<key>/index`` and, beside the
+#: index, its corpus file and lock (``corpus_file``, ``corpus_lock_path``).
+EVAL_DIR = "eval"
+INDEX_NAME = "index"
+
+
 def cache_root() -> Path:
     """Where ceg caches (eval corpora, LLM replies): ``$CEG_CACHE_DIR``, else
     ``$XDG_CACHE_HOME/ceg``, else ``~/.cache/ceg``."""
@@ -50,7 +56,7 @@ def corpus_cache_dir(dataset: Dataset, root: Path | None = None) -> Path:
     key = hashlib.sha256(
         f"{source_digest(dataset.path)}|{dataset.format}|{CORPUS_VERSION}".encode()
     ).hexdigest()[:24]
-    return (root or cache_root()) / "eval" / key
+    return (root or cache_root()) / EVAL_DIR / key
 
 
 def ensure_corpus_index(
@@ -82,8 +88,8 @@ def ensure_corpus_index(
     if not dataset.has_corpus:
         raise UsageError(f"{dataset.path}: the {dataset.format} format carries no corpus")
     warn = on_warning or _python_warning
-    index_dir = Path(target) if target is not None else corpus_cache_dir(dataset) / "index"
-    corpus = index_dir.parent / f"{index_dir.name}.corpus.jsonl"
+    index_dir = Path(target) if target is not None else corpus_cache_dir(dataset) / INDEX_NAME
+    corpus = corpus_file(index_dir)
     with hold_corpus_lock(index_dir, on_wait=warn):
         _write_atomically(corpus, dataset.documents)
         if (index_dir / META_FILE).exists():
@@ -107,6 +113,11 @@ def ensure_corpus_index(
             [corpus], index_dir, options, embedder=embedder, on_warning=warn, progress=progress
         )
     return index_dir, True
+
+
+def corpus_file(index_dir: Path) -> Path:
+    """The documents the corpus index at ``index_dir`` is built from, beside it."""
+    return index_dir.parent / f"{index_dir.name}.corpus.jsonl"
 
 
 def corpus_lock_path(index_dir: Path) -> Path:

@@ -34,7 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import UsageError
-from ..llm.cache import LLMCache, default_cache_path
+from ..llm.cache import CACHE_FILE, LLMCache, default_cache_path
 from ..llm.client import ClientSettings, Completion, LLMClient, MalformedReply, RequestRejected
 from ..llm.prompts import (
     RESPONSE_FORMATS,
@@ -259,7 +259,7 @@ def make_client(options: Mapping[str, Any]) -> LLMClient:
         if options.get("cache_path"):
             path = options["cache_path"]
         elif options.get("cache_dir"):
-            path = f"{options['cache_dir']}/llm.sqlite"
+            path = f"{options['cache_dir']}/{CACHE_FILE}"
         else:
             path = default_cache_path()
         cache = LLMCache(path)

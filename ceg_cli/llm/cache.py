@@ -41,11 +41,15 @@ CREATE TABLE IF NOT EXISTS replies (
 """
 
 
+#: The reply store's name in a cache folder.
+CACHE_FILE = "llm.sqlite"
+
+
 def default_cache_path() -> Path:
     """`$CEG_CACHE_DIR`/llm.sqlite, else `$XDG_CACHE_HOME`/ceg/llm.sqlite, else ~/.cache/ceg/..."""
     from ..eval_corpus import cache_root
 
-    return cache_root() / "llm.sqlite"
+    return cache_root() / CACHE_FILE
 
 
 def cache_key(
