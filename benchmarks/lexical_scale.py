@@ -4,8 +4,8 @@
         [--queries 200] [--project 30000000] [--workdir DIR]
 
 For each size N, a synthetic chunk store of N passages is made, then indexed
-by ``ceg_cli.lexical.build_lexical`` (the function ``ceg index build`` calls),
-then loaded memory-mapped by ``ceg_cli.lexical.LexicalIndex`` and queried. Each
+by ``ceg_cli.index.lexical.build_lexical`` (the function ``ceg index build`` calls),
+then loaded memory-mapped by ``ceg_cli.index.lexical.LexicalIndex`` and queried. Each
 of the three stages runs in its own subprocess, so the peak RSS reported
 (``ru_maxrss`` from ``os.wait4``) is that stage's own.
 
@@ -29,7 +29,7 @@ frequencies.
 **Queries.** Real sentences of the sample (a ``ceg`` query is the question
 plus a segment: one or two sentences), ``--queries`` of them, seeded. Timed:
 
-- ``full``: what ``ceg_cli.lexical.search`` does for every lexical or
+- ``full``: what ``ceg_cli.index.lexical.search`` does for every lexical or
   hybrid query: ``LexicalIndex.scores`` (bm25s's ``get_scores_from_ids``: an
   array of N scores, filled posting list by posting list), then the top
   ``FUSION_DEPTH`` of the N; then the BM25 scores of 50 hybrid candidates
@@ -86,10 +86,10 @@ def sample_rows(source: Path) -> list[tuple[str, str]]:
 
 
 def words(text: str) -> list[str]:
-    """The index's tokens of ``text`` (``ceg_cli.lexical.TOKENIZER``)."""
+    """The index's tokens of ``text`` (``ceg_cli.index.lexical.TOKENIZER``)."""
     import bm25s
 
-    from ceg_cli.lexical import TOKENIZER
+    from ceg_cli.index.lexical import TOKENIZER
 
     return bm25s.tokenize([text], **TOKENIZER, return_ids=False, show_progress=False)[0]
 
@@ -179,7 +179,7 @@ def generate(source: Path, target: Path, size: int) -> dict[str, Any]:
 
 
 def build(store: Path, index_dir: Path) -> dict[str, Any]:
-    from ceg_cli.lexical import LEXICAL_DIR, build_lexical
+    from ceg_cli.index.lexical import LEXICAL_DIR, build_lexical
 
     index_dir.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(store) as db:
@@ -208,7 +208,7 @@ def _rss_mb() -> float:
 def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
     import numpy as np
 
-    from ceg_cli.lexical import FUSION_DEPTH, LEXICAL_DIR, LexicalIndex, _top
+    from ceg_cli.index.lexical import FUSION_DEPTH, LEXICAL_DIR, LexicalIndex, _top
 
     rss_before = _rss_mb()
     started = time.perf_counter()
@@ -266,7 +266,7 @@ def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
 
 
 def select_over_all(scores: Any, depth: int) -> Any:
-    """``ceg_cli.lexical._top`` before this benchmark: ``argpartition`` over all N."""
+    """``ceg_cli.index.lexical._top`` before this benchmark: ``argpartition`` over all N."""
     import numpy as np
 
     top = np.argpartition(-scores, depth - 1)[:depth]
@@ -279,7 +279,7 @@ def posting_only(lexical: Any, query: str) -> tuple[Any, Any]:
     import bm25s
     import numpy as np
 
-    from ceg_cli.lexical import TOKENIZER
+    from ceg_cli.index.lexical import TOKENIZER
 
     bm25 = lexical._bm25
     tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]

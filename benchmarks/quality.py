@@ -199,7 +199,7 @@ def enwiki_index(given: Path | None) -> Path:
     target = cache_dir() / "enwiki-sample-index"
     if (target / "meta.json").exists():
         return target
-    from ceg_cli.builder import BuildOptions, build_index
+    from ceg_cli.index.builder import BuildOptions, build_index
     from ceg_cli.progress import PlainProgress
 
     source = (

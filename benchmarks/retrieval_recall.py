@@ -6,7 +6,7 @@
 For each embedded-text variant (``BuildOptions.embed_text``: ``title+text``
 puts "Title. " in front of every passage before it is embedded, ``text``
 embeds the passage alone) and each retrieval method (``--retrieval``: dense
-cosine, lexical BM25, or their fusion, ``ceg_cli.lexical``), one column:
+cosine, lexical BM25, or their fusion, ``ceg_cli.index.lexical``), one column:
 
 - **fever**: the 12 FEVER claims whose evidence is the Aristotle article of
   the enwiki sample, each claim as the query: is a passage of Aristotle in the
@@ -95,7 +95,7 @@ class Task:
 
 def score(index: Any, task: Task, method: str) -> dict[str, Any]:
     """recall@k (a passage of a target document in the top k) and MRR@10, by document."""
-    from ceg_cli.lexical import search
+    from ceg_cli.index.lexical import search
 
     started = time.perf_counter()
     vectors = index.embedder().embed(task.queries)
@@ -295,7 +295,7 @@ def embed_mode(index_dir: Path) -> str:
 
 def cached_enwiki_index(mode: str, embedder: Any) -> Path:
     """``benchmarks/.cache/enwiki-sample-MODE``, built unless it is already up to date."""
-    from ceg_cli.builder import BuildOptions, build_index, source_digest
+    from ceg_cli.index.builder import BuildOptions, build_index, source_digest
 
     target = cache_dir() / f"enwiki-sample-{mode}"
     if (target / "meta.json").exists():
@@ -313,7 +313,7 @@ def cached_enwiki_index(mode: str, embedder: Any) -> Path:
 
 def with_lexical(target: Path, mode: str) -> None:
     """Add the lexical part to an index built before it existed (no re-embedding)."""
-    from ceg_cli.builder import BuildOptions, build_index
+    from ceg_cli.index.builder import BuildOptions, build_index
 
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
     if "lexical" not in meta:
@@ -325,7 +325,7 @@ def with_lexical(target: Path, mode: str) -> None:
 def lexical_cost(index_dir: Path) -> dict[str, Any]:
     """Seconds to build the lexical part from the chunk store, and the sizes on disk."""
     from ceg_cli.index import CHUNKS_FILE, VECTORS_FILE, connect_readonly
-    from ceg_cli.lexical import LEXICAL_DIR, build_lexical
+    from ceg_cli.index.lexical import LEXICAL_DIR, build_lexical
 
     with tempfile.TemporaryDirectory(prefix="ceg-lexical-") as tmp:
         db = connect_readonly(index_dir / CHUNKS_FILE)
@@ -350,7 +350,7 @@ def lexical_cost(index_dir: Path) -> dict[str, Any]:
 
 
 def build_small(source: Path, target: Path, mode: str, embedder: Any) -> Path:
-    from ceg_cli.builder import BuildOptions, build_index
+    from ceg_cli.index.builder import BuildOptions, build_index
 
     build_index([source], target, BuildOptions(embed_text=mode), embedder=embedder)
     return target
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         parser.error(f"--variants: unknown {sorted(unknown)}; choose from {VARIANTS}")
-    from ceg_cli.lexical import RETRIEVAL_MODES
+    from ceg_cli.index.lexical import RETRIEVAL_MODES
 
     methods = [m for m in args.retrieval.split(",") if m]
     if set(methods) - set(RETRIEVAL_MODES):
@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     configs = [(v, m) for v in variants for m in methods]
     labels = [label(v, m, len(variants), len(methods)) for v, m in configs]
 
-    from ceg_cli.embedding import load_embedder
+    from ceg_cli.index.embedding import load_embedder
 
     embedder = load_embedder()
     given = {embed_mode(p): p.resolve() for p in args.index}

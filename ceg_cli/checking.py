@@ -15,7 +15,7 @@ from typing import Any
 
 from .errors import CegError, InputError, UsageError
 from .gate import GateOptions, GateResult, Summary, evaluate_gate
-from .lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
+from .index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from .output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
 from .pipeline import (
     DEFAULT_QUERY,

@@ -1,7 +1,7 @@
 """Evidence retrieval with the CEG threshold rule.
 
 For each query the top ``k`` passages are retrieved (dense, lexical or hybrid:
-``ceg_cli.lexical``); the top-1 passage is always kept, any other only if its
+``ceg_cli.index.lexical``); the top-1 passage is always kept, any other only if its
 cosine similarity to the query is at least ``threshold`` (the paper: k in 4..6,
 t = 0.5 for SimCSE). Queries are embedded and searched in batches.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .index import Hit, Index
-from .lexical import DEFAULT_RETRIEVAL
+from .index.lexical import DEFAULT_RETRIEVAL
 from .types import Evidence
 
 #: Calibrated for the default model (all-MiniLM-L6-v2) on FELM and HaluEval
@@ -28,7 +28,7 @@ DEFAULT_TOP_K = 5
 class RetrievalOptions:
     top_k: int = DEFAULT_TOP_K
     threshold: float = DEFAULT_THRESHOLD
-    #: dense, lexical or hybrid (``ceg_cli.lexical.RETRIEVAL_MODES``).
+    #: dense, lexical or hybrid (``ceg_cli.index.lexical.RETRIEVAL_MODES``).
     method: str = DEFAULT_RETRIEVAL
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from ceg_cli.embedding import resolve_model
+from ceg_cli.index.embedding import resolve_model
 from ceg_cli.training.crossenc import train_cross_encoder
 from ceg_cli.training.dataset import TRAIN_CAPS, counts, load_pairs, to_examples
 

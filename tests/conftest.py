@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner, Result
 
-from ceg_cli.builder import BuildOptions, build_index
-from ceg_cli.embedding import Embedder, load_embedder
+from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.embedding import Embedder, load_embedder
 
 DATA = Path(__file__).parent / "data"
 WIKI = DATA / "wiki"

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ceg_cli.builder import BuildOptions, build_index
 from ceg_cli.index import embed_text, open_index
+from ceg_cli.index.builder import BuildOptions, build_index
 
 TESTS = Path(__file__).resolve().parent
 #: Killed runs per command.
@@ -41,7 +41,7 @@ WRAPPER = '''\
 import os, signal, sys, time
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-import ceg_cli.builder, ceg_cli.index, ceg_cli.indexdir
+import ceg_cli.index.builder, ceg_cli.index, ceg_cli.index.indexdir
 from conftest import HashEmbedder
 
 embed_gate = os.environ.get("CEG_TEST_EMBED_GATE")
@@ -58,7 +58,7 @@ def load(name=None, **kwargs):
     return GatedEmbedder() if embed_gate else HashEmbedder()
 
 ceg_cli.index.load_embedder = load
-ceg_cli.builder.load_embedder = load
+ceg_cli.index.builder.load_embedder = load
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
@@ -72,18 +72,18 @@ def then_die(module, name):
 
 shard = os.environ.get("CEG_TEST_SHARD")
 if shard:  # small shards and embedding calls, so that a short build commits many shards
-    ceg_cli.builder.SHARD_PASSAGES = int(shard)
-    ceg_cli.builder.EMBED_CALL_SIZE = max(1, int(shard) // 4)
+    ceg_cli.index.builder.SHARD_PASSAGES = int(shard)
+    ceg_cli.index.builder.EMBED_CALL_SIZE = max(1, int(shard) // 4)
 
 kill_at = os.environ.get("CEG_TEST_KILL_AT", "")
 if kill_at == "before-swap":
-    ceg_cli.builder.swap_into_place = die
+    ceg_cli.index.builder.swap_into_place = die
 elif kill_at == "after-fsync":
-    then_die(ceg_cli.indexdir, "_fsync_tree")
+    then_die(ceg_cli.index.indexdir, "_fsync_tree")
 elif kill_at == "after-exchange":
-    then_die(ceg_cli.indexdir, "_exchange")
+    then_die(ceg_cli.index.indexdir, "_exchange")
 elif kill_at == "between-renames":
-    ceg_cli.indexdir._exchange = lambda a, b: False  # as where renameat2 is missing
+    ceg_cli.index.indexdir._exchange = lambda a, b: False  # as where renameat2 is missing
     real_rename = os.rename
     def rename(a, b):
         real_rename(a, b)

@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ceg_cli import embedding
-from ceg_cli.builder import BuildOptions, build_index
-from ceg_cli.embedding import (
+from ceg_cli.errors import UsageError
+from ceg_cli.index import embedding, open_index
+from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.embedding import (
     BACKENDS,
     DEVICES,
     choose_backend,
@@ -25,8 +26,6 @@ from ceg_cli.embedding import (
     query_backend,
     resolve_device,
 )
-from ceg_cli.errors import UsageError
-from ceg_cli.index import open_index
 
 REPO = Path(__file__).resolve().parent.parent
 

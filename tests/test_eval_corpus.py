@@ -22,7 +22,7 @@ import pytest
 from ceg_cli.datasets import load_dataset
 from ceg_cli.eval_corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
 from ceg_cli.index import open_index, read_meta
-from ceg_cli.indexdir import source_digest
+from ceg_cli.index.indexdir import source_digest
 
 TESTS = Path(__file__).parent
 ROOT = TESTS.parent

@@ -13,12 +13,12 @@ import pytest
 from conftest import HashEmbedder
 
 from ceg_cli import judges
-from ceg_cli.builder import BuildOptions, build_index
 from ceg_cli.cli.index_cmd import IndexType
 from ceg_cli.index import VECTORS_FILE, open_index
-from ceg_cli.indexdir import sampled_digest
+from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.indexdir import sampled_digest
+from ceg_cli.index.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 from ceg_cli.types import FACTUAL, SUPPORTED, JudgeItem, Verdict
-from ceg_cli.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 
 APPROXIMATE = ("hnsw", "ivfpq")
 FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat"}
@@ -194,7 +194,7 @@ def test_mmap_leaves_the_flat_vectors_in_the_file(
 
 
 def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ceg_cli.vectors as vectors
+    import ceg_cli.index.vectors as vectors
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 384)).astype(np.float32)
@@ -212,7 +212,7 @@ def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPat
 def test_search_is_widened_until_the_target_recall(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import ceg_cli.vectors as vectors
+    import ceg_cli.index.vectors as vectors
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 384)).astype(np.float32)

@@ -55,9 +55,9 @@ from reliability_harness import (
 )
 
 from ceg_cli import judges
-from ceg_cli.builder import BuildOptions, build_index
 from ceg_cli.errors import BackendError
 from ceg_cli.index import embed_text, open_index
+from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.types import FACTUAL, JUDGE_ERROR, NOT_JUDGED, JudgeItem, Verdict
 
 Row = Callable[[str, int, str], None]
@@ -404,9 +404,9 @@ def build_cli(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``ceg index build`` in-process with the free fake model for every model name."""
     from conftest import HashEmbedder
 
-    import ceg_cli.builder
+    import ceg_cli.index.builder
 
-    monkeypatch.setattr(ceg_cli.builder, "load_embedder", lambda *a, **k: HashEmbedder())
+    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", lambda *a, **k: HashEmbedder())
     return lambda *args: run_cli("index", "build", *args, "-q")
 
 
@@ -414,7 +414,7 @@ def _room_needed(corpus: Path, tmp_path: Path) -> str:
     """What the index of ``corpus`` takes: its vectors and its chunk store, built elsewhere."""
     from conftest import HashEmbedder
 
-    from ceg_cli.builder import _bytes
+    from ceg_cli.index.builder import _bytes
 
     roomy = tmp_path / "roomy"
     build_index([corpus], roomy, BuildOptions(), embedder=HashEmbedder())
@@ -481,13 +481,13 @@ def test_index_build_with_no_room_for_an_ordinary_write(
     monkeypatch: pytest.MonkeyPatch, where: str,
 ) -> None:
     """ENOSPC from a plain file write or a mkdir is reported the same way."""
-    import ceg_cli.builder
+    import ceg_cli.index.builder
 
     def full(path: Path, *args: object) -> None:
         name = path.name if where == "write_json" else f".{path.name}.building"
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path.parent / name))
 
-    monkeypatch.setattr(ceg_cli.builder, where, full)
+    monkeypatch.setattr(ceg_cli.index.builder, where, full)
     corpus = documents(tmp_path / "docs.jsonl", 20, "B")
     result = build_cli(corpus, "--index", old_index)
     assert result.exit_code == 3

@@ -27,8 +27,8 @@ from reliability_harness import leftovers
 from typer.testing import Result
 
 from ceg_cli import responses as responses_module
-from ceg_cli.builder import BuildOptions, build_index
-from ceg_cli.embedding import Embedder
+from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.embedding import Embedder
 
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad"
@@ -51,14 +51,14 @@ def row(record_property: Callable[[str, object], None]) -> Row:
 @pytest.fixture
 def fake_models(monkeypatch: pytest.MonkeyPatch, make_hash_embedder: Any) -> None:
     """Every model name loads ``HashEmbedder``, for checking and for building."""
-    import ceg_cli.builder
     import ceg_cli.index
+    import ceg_cli.index.builder
 
     def load(name: str | None = None, **kwargs: object) -> Embedder:
         return make_hash_embedder()  # type: ignore[no-any-return]
 
     monkeypatch.setattr(ceg_cli.index, "load_embedder", load)
-    monkeypatch.setattr(ceg_cli.builder, "load_embedder", load)
+    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", load)
 
 
 def check(run_cli: Any, responses: Path | str, index: Path, out: Path, *args: str) -> Result:
@@ -503,9 +503,9 @@ def test_a_document_that_cannot_be_split_is_skipped_by_name(
     run_cli: Any, fake_models: None, tmp_path: Path, row: Row, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A document that still trips NLTK's time limit costs only itself, with a warning."""
-    import ceg_cli.chunking
+    import ceg_cli.index.chunking
 
-    real = ceg_cli.chunking.sentence_spans
+    real = ceg_cli.index.chunking.sentence_spans
 
     def spans(text: str) -> list[tuple[int, int]]:
         if text.startswith("Pathological"):
@@ -513,7 +513,7 @@ def test_a_document_that_cannot_be_split_is_skipped_by_name(
             raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
         return real(text)
 
-    monkeypatch.setattr(ceg_cli.chunking, "sentence_spans", spans)
+    monkeypatch.setattr(ceg_cli.index.chunking, "sentence_spans", spans)
     src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],
                           {"id": "bad", "title": "Bad", "text": "Pathological. Text."},
                           GOOD_DOCUMENTS[1])

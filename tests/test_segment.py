@@ -177,7 +177,7 @@ HEAVY = {"torch", "numpy", "sentence_transformers", "faiss", "nltk"}
 
 
 def test_importing_segment_loads_no_heavy_module() -> None:
-    loaded = _modules_after("import ceg_cli.segment, ceg_cli.sentences, ceg_cli.chunking")
+    loaded = _modules_after("import ceg_cli.segment, ceg_cli.sentences, ceg_cli.index.chunking")
     assert "ceg_cli.segment" in loaded
     assert loaded.isdisjoint(HEAVY), loaded & HEAVY
 

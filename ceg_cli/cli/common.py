@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import CegError, ExitStatus, exit_code_for
+from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import UNPARSABLE_CHOICES
-from ..lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..pipeline import DEFAULT_QUERY, QUERY_MODES
 from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 

@@ -129,8 +129,8 @@ def eval_command(
     from ..errors import UsageError
     from ..evaluate import prediction_record, run_evaluation
     from ..index import open_index
+    from ..index.lexical import resolve_method
     from ..judges import create_judge
-    from ..lexical import resolve_method
     from ..pipeline import CheckOptions
     from ..retrieve import RetrievalOptions
 

@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..embedding import BACKENDS, DEVICES
+from ..index.embedding import BACKENDS, DEVICES
 from .common import (
     IndexOption,
     QuietOption,
@@ -25,7 +25,7 @@ from .progress import cli_progress
 
 
 class IndexType(str, Enum):
-    """The names in ``ceg_cli.vectors.INDEX_TYPES`` (kept in step by a test)."""
+    """The names in ``ceg_cli.index.vectors.INDEX_TYPES`` (kept in step by a test)."""
 
     auto = "auto"
     flat = "flat"
@@ -111,8 +111,8 @@ def build(
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
-    from ..builder import BuildOptions, build_index
-    from ..embedding import BACKEND_WARNINGS
+    from ..index.builder import BuildOptions, build_index
+    from ..index.embedding import BACKEND_WARNINGS
 
     if backend and backend.value in BACKEND_WARNINGS:
         warn(BACKEND_WARNINGS[backend.value])
@@ -196,7 +196,7 @@ def info(
 
 
 def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
-    from ..vectors import describe
+    from ..index.vectors import describe
 
     kind = describe(meta)
     line = f"{kind['index_type']} ({kind['chosen']})"
@@ -209,7 +209,7 @@ def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
 
 
 def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
-    from ..lexical import add_lexical_hint
+    from ..index.lexical import add_lexical_hint
 
     lexical = meta.get("lexical")
     if lexical is None:
@@ -235,7 +235,7 @@ def search(
 ) -> None:
     """Print the passages found for QUERY, best first, with their cosine score."""
     from ..index import open_index
-    from ..lexical import resolve_method
+    from ..index.lexical import resolve_method
 
     with open_index(index) as idx:
         method, warning = resolve_method(idx, retrieval.value)

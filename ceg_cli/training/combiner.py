@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..chunking import chunk_document
 from ..index import Hit
+from ..index.chunking import chunk_document
 from ..judges.features import FEATURES
 from ..judges.verifier import Combiner, assess
 from ..judges.window import DEFAULT_WINDOW_WORDS

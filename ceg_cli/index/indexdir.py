@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import IndexBusyError
+from ..errors import IndexBusyError
 
 #: Files that may sit in an index directory without being part of the index
 #: (the checkout's ``index/README.md``); they are carried over on rebuild.

@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import IndexLoadError, UsageError
+from ..types import Chunk
 from .embedding import Embedder, load_embedder, query_backend, resolve_model
-from .errors import IndexLoadError, UsageError
 from .indexdir import sampled_digest
 from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
 from .lexical import search as search_lexical
-from .types import Chunk
 
 if TYPE_CHECKING:
     import numpy as np
@@ -210,7 +210,7 @@ class Index:
     ) -> list[list[Hit]]:
         """Embed ``queries`` in one batch and return the top ``k`` passages of each.
 
-        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.lexical``);
+        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.index.lexical``);
         hybrid on an index without a lexical part is dense. Scores are cosines.
         """
         check_method(retrieval)

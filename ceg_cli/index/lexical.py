@@ -36,13 +36,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import IndexLoadError, UsageError
-from .types import Chunk
+from ..errors import IndexLoadError, UsageError
+from ..types import Chunk
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from .index import Hit, Index
+    from . import Hit, Index
 
 LEXICAL_DIR = "lexical"
 RETRIEVAL_MODES = ("dense", "lexical", "hybrid")
@@ -70,7 +70,7 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     """
     import bm25s
 
-    from .index import embed_text
+    from . import embed_text
 
     texts = [
         embed_text(Chunk("", title, 0, 0, 0, text), embed_mode)
@@ -199,7 +199,7 @@ def search(
     index: Index, queries: Sequence[str], vectors: np.ndarray, k: int, method: str
 ) -> list[list[Hit]]:
     """The top ``k`` passages of each query by ``lexical`` or ``hybrid`` retrieval."""
-    from .index import Hit
+    from . import Hit
 
     lexical = index.lexical()
     depth = max(FUSION_DEPTH, k)

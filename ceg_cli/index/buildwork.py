@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import UsageError
-from .index import CHUNK_SCHEMA, CHUNKS_FILE
+from ..errors import UsageError
+from . import CHUNK_SCHEMA, CHUNKS_FILE
 from .indexdir import OWNER_FILE, claim, write_json
 
 MANIFEST = "manifest.json"

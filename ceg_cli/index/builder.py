@@ -28,13 +28,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .buildwork import BuildWork
-from .chunking import chunk_or_skip
-from .corpus import iter_positioned, source_kind
-from .embedding import Embedder, choose_backend, load_embedder
-from .errors import DiskFullError, InputError, UsageError
-from .index import (
+from .. import __version__
+from ..corpus import iter_positioned, source_kind
+from ..errors import DiskFullError, InputError, UsageError
+from ..progress import NO_PROGRESS, Progress
+from ..types import Chunk
+from . import (
     CHUNKS_FILE,
     FORMAT_VERSION,
     META_FILE,
@@ -45,6 +44,9 @@ from .index import (
     embed_text,
     read_meta,
 )
+from .buildwork import BuildWork
+from .chunking import chunk_or_skip
+from .embedding import Embedder, choose_backend, load_embedder
 from .indexdir import (
     FOREIGN_OK,
     build_lock,
@@ -57,8 +59,6 @@ from .indexdir import (
     write_json,
 )
 from .lexical import LEXICAL_DIR, build_lexical
-from .progress import NO_PROGRESS, Progress
-from .types import Chunk
 from .vectors import AUTO_THRESHOLD, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
@@ -90,7 +90,7 @@ class BuildOptions:
     #: The index of the (one) multistream dump among the sources, where it is
     #: not beside the dump under Wikimedia's name.
     multistream_index: Path | None = None
-    #: ``auto``, ``flat``, ``hnsw`` or ``ivfpq`` (``ceg_cli.vectors``).
+    #: ``auto``, ``flat``, ``hnsw`` or ``ivfpq`` (``ceg_cli.index.vectors``).
     index_type: str = "auto"
     #: Passages from which ``auto`` builds an approximate index.
     auto_threshold: int = AUTO_THRESHOLD

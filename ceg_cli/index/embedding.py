@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .errors import BackendError, UsageError
+from ..errors import BackendError, UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -177,7 +177,7 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
     import onnxruntime
     import torch
 
-    from .eval_corpus import cache_root
+    from ..eval_corpus import cache_root
 
     key = hashlib.sha256(
         f"{_weights_digest(location)} torch {torch.__version__} "
