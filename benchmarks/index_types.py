@@ -89,6 +89,9 @@ def bench(
 
     flat = faiss.IndexFlatIP(vecs.shape[1])
     flat.add(vecs)
+    source = V.ArraySource(vecs)
+    queries = V.sample_queries(source, V.MEASURE_QUERIES, 0)
+    exact = V.exact_neighbours(source, queries, V.RECALL_K)
     rows = []
     for kind in types:
         gc.collect()
@@ -97,7 +100,7 @@ def bench(
         index, params = V.convert(flat, kind)
         build = time.perf_counter() - t0
         grew = round(rss_mib() - before, 1)
-        untuned = V.measure(index, flat)["recall_at_10"]
+        untuned = V.measure(index, queries, exact)["recall_at_10"]
         row: dict[str, Any] = {
             "vectors": name,
             "n": int(flat.ntotal),
@@ -105,13 +108,13 @@ def bench(
             "build_s": round(build, 2),
             "build_rss_growth_mib": grew,
             "recall_at_10_untuned": untuned,
-            **V.tune(index, flat, kind, params),  # as a build does: widen to the target
+            **V.tune(index, kind, params, queries, exact),  # as a build does: widen to the target
             "params": params,
         }
         if kind == "ivfpq" and hasattr(index, "base_index"):
             # The same IVF-PQ without exact re-ranking: what the refine step buys.
             base = faiss.downcast_index(index.base_index)
-            row["recall_at_10_without_refine"] = V.measure(base, flat)["recall_at_10"]
+            row["recall_at_10_without_refine"] = V.measure(base, queries, exact)["recall_at_10"]
         path = workdir / f"{name}-{kind}.faiss"
         faiss.write_index(index, str(path))
         row["file_mib"] = round(path.stat().st_size / 2**20, 1)

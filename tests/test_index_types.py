@@ -201,9 +201,11 @@ def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPat
     faiss.normalize_L2(x)
     flat = faiss.IndexFlatIP(384)
     flat.add(x)
-    assert vectors.measure(flat, flat)["latency_queries"] == 200
+    queries = x[:200]
+    exact = vectors.exact_neighbours(vectors.ArraySource(x), queries, 10)
+    assert vectors.measure(flat, queries, exact)["latency_queries"] == 200
     monkeypatch.setattr(vectors, "LATENCY_BUDGET_S", 0.0)
-    measured = vectors.measure(flat, flat)
+    measured = vectors.measure(flat, queries, exact)
     # Recall still from all 200 queries; latency from the minimum of 5.
     assert (measured["measured_queries"], measured["latency_queries"]) == (200, 5)
     assert measured["recall_at_10"] == 1.0
@@ -217,16 +219,60 @@ def test_search_is_widened_until_the_target_recall(
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 384)).astype(np.float32)
     faiss.normalize_L2(x)
-    flat = faiss.IndexFlatIP(384)
-    flat.add(x)
+    source = vectors.ArraySource(x)
     monkeypatch.setattr(vectors, "TARGET_RECALL", 1.01)  # never reached: every step taken
-    entry = vectors.write_vectors(flat, tmp_path / "v.faiss", "hnsw")
+    entry = vectors.write_vectors(source, tmp_path / "v.faiss", "hnsw")
     assert entry["params"]["efSearch"] == vectors.HNSW_EF_SEARCH * 2**vectors.TUNE_STEPS
     assert read_vectors(tmp_path / "v.faiss").hnsw.efSearch == entry["params"]["efSearch"]
-    entry = vectors.write_vectors(flat, tmp_path / "i.faiss", "ivfpq")
+    entry = vectors.write_vectors(source, tmp_path / "i.faiss", "ivfpq")
     nlist = entry["params"]["nlist"]
     assert entry["params"]["nprobe"] == nlist  # widened up to every list
     assert entry["params"]["k_factor"] == vectors.REFINE_K_FACTOR * 2**vectors.TUNE_STEPS
     stored = read_vectors(tmp_path / "i.faiss")
     assert faiss.extract_index_ivf(stored).nprobe == nlist
     assert stored.k_factor == entry["params"]["k_factor"]
+
+
+def _unit_vectors(n: int, d: int = 384, seed: int = 0) -> np.ndarray:
+    x = np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
+    faiss.normalize_L2(x)
+    return x
+
+
+@pytest.mark.parametrize("kind", ["flat", "ivfpq"])
+def test_a_streamed_vectors_file_is_the_file_faiss_itself_writes(
+    tmp_path: Path, kind: str
+) -> None:
+    """Written a batch at a time, the file has FAISS's own bytes for the same index."""
+    import ceg_cli.index.vectors as vectors
+
+    x = _unit_vectors(3000)
+    entry = vectors.write_vectors(vectors.ArraySource(x, batch=700), tmp_path / "s.faiss", kind)
+    flat = faiss.IndexFlatIP(384)
+    flat.add(x)
+    whole, _ = vectors.convert(flat, kind)  # the same index, built in memory
+    if kind == "ivfpq":
+        faiss.extract_index_ivf(whole).nprobe = entry["params"]["nprobe"]
+        whole.k_factor = entry["params"]["k_factor"]
+    faiss.write_index(whole, str(tmp_path / "w.faiss"))
+    assert (tmp_path / "s.faiss").read_bytes() == (tmp_path / "w.faiss").read_bytes()
+
+
+def test_writing_the_vectors_holds_a_batch_not_all_of_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracemalloc
+
+    import ceg_cli.index.vectors as vectors
+
+    monkeypatch.setattr(vectors, "LATENCY_BUDGET_S", 0.0)
+    x = _unit_vectors(100_000)  # 147 MiB
+    source = vectors.ArraySource(x, batch=8192)
+    tracemalloc.start()
+    try:
+        vectors.write_vectors(source, tmp_path / "v.faiss", "flat")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB"
+    assert np.array_equal(read_vectors(tmp_path / "v.faiss").reconstruct_n(0, 100_000), x)

@@ -788,3 +788,43 @@ def test_a_killed_build_leaves_no_stale_lock(
     assert leftovers(target) == []
     row("a build SIGKILLed while holding the lock", 1,
         "no stale lock: the next build takes it at once and succeeds")
+
+
+def test_a_build_that_fills_the_disk_at_its_index_file_keeps_its_shards_for_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, row: Row
+) -> None:
+    """Days of embedding are not lost to a full disk: the shards stay, --resume finishes."""
+    from conftest import HashEmbedder
+
+    import ceg_cli.index.builder
+    from ceg_cli.errors import DiskFullError
+
+    corpus = documents(tmp_path / "docs.jsonl", 300, "B")
+    target = tmp_path / "index"
+    real_write = ceg_cli.index.builder.write_vectors
+
+    def full(source: Any, path: Path, *args: Any) -> Any:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    monkeypatch.setattr(ceg_cli.index.builder, "write_vectors", full)
+    warnings: list[str] = []
+    options = BuildOptions(shard_passages=100)
+    with pytest.raises(DiskFullError) as failed:
+        build_index([corpus], target, options, embedder=HashEmbedder(),
+                    on_warning=warnings.append)
+    message = str(failed.value)
+    assert message.startswith(f"disk full (No space left on device) while writing vectors.faiss "
+                              f"of the new index for {target}: it needs about ")
+    assert message.endswith("free some space and run the same command with --resume")
+    assert any("committed passages" in w for w in warnings), warnings
+    assert list((tmp_path / ".index.building" / "shards").glob("*.npy"))
+
+    monkeypatch.setattr(ceg_cli.index.builder, "write_vectors", real_write)
+    report = build_index([corpus], target, BuildOptions(shard_passages=100, resume=True),
+                         embedder=HashEmbedder())
+    assert report.resumed_chunks >= 300 - 100
+    reference = tmp_path / "reference"
+    build_index([corpus], reference, BuildOptions(shard_passages=100), embedder=HashEmbedder())
+    assert index_state(target)[1:] == index_state(reference)[1:]
+    row("`ceg index build` whose index file fills the disk after shards were committed", 1,
+        "exit 3, the unfinished build kept; --resume finishes it without re-embedding them")

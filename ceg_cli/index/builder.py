@@ -44,7 +44,7 @@ from . import (
     embed_text,
     read_meta,
 )
-from .buildwork import BuildWork
+from .buildwork import READ_BATCH, BuildWork
 from .chunking import chunk_or_skip
 from .embedding import Embedder, choose_backend, load_embedder
 from .indexdir import (
@@ -59,7 +59,7 @@ from .indexdir import (
     write_json,
 )
 from .lexical import LEXICAL_DIR, build_lexical
-from .vectors import AUTO_THRESHOLD, requested_type, write_vectors
+from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
@@ -223,12 +223,12 @@ def _build(
         t0 = time.perf_counter()
         lexical = build_lexical(work.db, tmp, options.embed_text)
         report.lexical_seconds = time.perf_counter() - t0
-        vectors = work.vectors()
-        if vectors.ntotal != total_chunks:
-            raise RuntimeError(f"{tmp}: {vectors.ntotal} vectors for {total_chunks} passages")
-        work.finish()
+        if work.count != total_chunks:
+            raise RuntimeError(f"{tmp}: {work.count} vectors for {total_chunks} passages")
         requested = requested_type(options.index_type, old_meta)
-        written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold)
+        # Streamed from the shards: memory holds a batch of vectors, not all of them.
+        written = write_vectors(work, tmp / VECTORS_FILE, requested, options.auto_threshold)
+        work.finish()
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)
@@ -245,7 +245,12 @@ def _build(
             keep_work = _keep(work, tmp, warn)
             raise
         rows = work.rows if work is not None else 0
-        raise _disk_full(exc, code, target, tmp, rows, embedder.dimension, filled) from exc
+        # Committed shards are kept, as for any other stop: days of embedding
+        # must not be lost to a full disk that the user can free.
+        keep_work = _keep(work, tmp, warn)
+        raise _disk_full(
+            exc, code, target, tmp, rows, embedder.dimension, filled, keep_work
+        ) from exc
     except BaseException as exc:
         # Ctrl-C, a failing model: what is committed stays for --resume; not
         # a source's fault (InputError), which the same build would meet again.
@@ -330,8 +335,14 @@ def _disk_full(
     count: int,
     dimension: int,
     filled: bool,
+    kept: bool = False,
 ) -> DiskFullError:
-    """Say where the disk filled up and how much room the new index needs there."""
+    """Say where the disk filled up and how much room the new index needs there.
+
+    ``kept``: the unfinished build stays for ``--resume`` (it committed shards),
+    so its room is not free again; the index file needs the vectors' room
+    once more beside their shards.
+    """
     where = target.parent.resolve()
     if isinstance(exc, sqlite3.Error):
         file = CHUNKS_FILE
@@ -340,11 +351,27 @@ def _disk_full(
     else:
         file = VECTORS_FILE  # FAISS, the only writer that raises RuntimeError
     vector_bytes = count * dimension * 4
-    store = tmp / CHUNKS_FILE if tmp is not None else None
-    store_bytes = store.stat().st_size if store is not None and store.exists() else 0
+    store_bytes = 0
+    if tmp is not None:
+        # Until the build finishes, most new rows sit in the store's write-ahead log.
+        for name in (CHUNKS_FILE, f"{CHUNKS_FILE}-wal"):
+            if (tmp / name).exists():
+                store_bytes += (tmp / name).stat().st_size
     # The partial build is removed next; the room it holds is the user's again.
     partial = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) if tmp else 0
-    free = _bytes(shutil.disk_usage(where).free + partial)
+    free = _bytes(shutil.disk_usage(where).free + (0 if kept else partial))
+    if kept:
+        what = "for the index file" if filled else "so far, and more to come"
+        needs = (
+            f"{'about' if filled else 'more than'} {_bytes(vector_bytes)} more in {where} "
+            f"{what} ({count:,} vectors x {dimension} dimensions x 4 bytes), {free} is free "
+            "there"
+        )
+        return DiskFullError(
+            f"disk full ({os.strerror(code)}) while writing {file} of the new index for "
+            f"{target}: it needs {needs}; the unfinished build is kept in {tmp}: free some "
+            "space and run the same command with --resume"
+        )
     if count or store_bytes:
         # Until every passage is read, the count is a floor: more were coming.
         total = _bytes(vector_bytes + store_bytes)
@@ -436,7 +463,6 @@ def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Pa
 
 def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     """Commit shard 0: what is kept of the ``old`` index (nothing for a new index)."""
-    import faiss
     import numpy as np
 
     keep: list[int] = []
@@ -456,12 +482,21 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
         )
         db.commit()
         db.execute("DETACH DATABASE old")
-        if keep:
-            old_vectors = faiss.read_index(str(old / VECTORS_FILE))
-            all_old = old_vectors.reconstruct_n(0, old_vectors.ntotal)
-            work.add(np.ascontiguousarray(all_old[np.asarray(keep)]), [])
-    work.commit({"source": 0, "offset": 0, "next_id": len(keep), "kept": len(keep),
-                 "sources": {}})
+    position = {"source": 0, "offset": 0, "next_id": len(keep), "kept": len(keep), "sources": {}}
+    if not keep:
+        work.commit(position)
+        return
+    # The old vectors, memory-mapped, go to shard 0 a batch at a time.
+    old_vectors = read_vectors(old / VECTORS_FILE)
+    kept = np.asarray(keep)
+
+    def batches() -> Iterator[np.ndarray]:
+        for start in range(0, len(kept), READ_BATCH):
+            ids = kept[start : start + READ_BATCH]
+            first, last = int(ids[0]), int(ids[-1])
+            yield old_vectors.reconstruct_n(first, last - first + 1)[ids - first]
+
+    work.commit(position, batches(), len(kept))
 
 
 def _fill(

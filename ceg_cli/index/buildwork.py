@@ -17,8 +17,10 @@ committed in one SQLite transaction. The store is in WAL mode, so a killed
 process loses the uncommitted transaction and nothing else; a shard file with
 no progress row was written by a build killed in between, and is removed on
 resume. Memory holds at most one shard of vectors until the final index is
-assembled from the shard files; the last, partial shard is committed with the
-index (``finish``), not written as a shard.
+written, streamed from the shard files (``vectors.write_vectors``: the build
+is a ``VectorSource``); the last, partial shard is committed with the index
+(``finish``), not written as a shard. The shards are removed once the index
+file is complete, so the vectors take twice their room on disk at the end.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +43,8 @@ from .indexdir import OWNER_FILE, claim, write_json
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, position TEXT)"
+#: Vectors read from a shard at a time while the index file is written.
+READ_BATCH = 8192
 _INSERT = "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
@@ -129,24 +133,39 @@ class BuildWork:
     def pending(self) -> int:
         return sum(len(v) for v in self._pending)
 
-    def commit(self, position: dict[str, Any]) -> None:
-        """Save the pending vectors as the next shard and commit them with their rows."""
+    def commit(
+        self, position: dict[str, Any], vectors: Iterable[np.ndarray] | None = None,
+        count: int | None = None,
+    ) -> None:
+        """Save the pending vectors as the next shard and commit them with their rows.
+
+        ``vectors`` (``count`` of them, in batches) replaces the pending
+        vectors: a shard written in a stream, never whole in memory.
+        """
         number = self.shard + 1
-        if self._pending:
-            vectors = np.concatenate(self._pending)
-        else:
-            vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        if vectors is None:
+            vectors, count = self._pending, self.pending
         part = self.root / SHARDS / f"{number:06d}.npy.part"
-        # Through a buffer: numpy writing to a file reports a full disk without its errno.
-        data = io.BytesIO()
-        np.save(data, vectors)
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {
+            "descr": np.lib.format.dtype_to_descr(np.dtype("<f4")),
+            "fortran_order": False,
+            "shape": (count, self.dimension),
+        })
+        written = 0
+        # Bytes written by hand: numpy writing to a file reports a full disk without its errno.
         try:
             with open(part, "wb") as fh:
-                fh.write(data.getbuffer())
+                fh.write(header.getbuffer())
+                for batch in vectors:
+                    fh.write(np.ascontiguousarray(batch, dtype="<f4").tobytes())
+                    written += len(batch)
                 fh.flush()
                 os.fsync(fh.fileno())
         except OSError as exc:
             raise OSError(exc.errno, exc.strerror, str(part)) from exc
+        if written != count:
+            raise RuntimeError(f"{part}: {written} vectors written for {count}")
         os.replace(part, self.root / SHARDS / f"{number:06d}.npy")
         self.db.execute("INSERT INTO build_progress VALUES (?, ?)", (number, json.dumps(position)))
         self.db.commit()
@@ -161,18 +180,34 @@ class BuildWork:
         """
         self.db.commit()
 
-    def vectors(self) -> Any:
-        """The exact FAISS index of every shard, in order, and of the pending vectors."""
-        import faiss
+    # -- the vectors, as a ``vectors.VectorSource``: every shard, then the pending ones
 
-        index = faiss.IndexFlatIP(self.dimension)
-        for file in self._shard_files():
-            shard = np.load(file)
-            if len(shard):
-                index.add(shard)
-        for vectors in self._pending:
-            index.add(vectors)
-        return index
+    @property
+    def count(self) -> int:
+        return sum(len(s) for s in self._shards()) + self.pending
+
+    def batches(self) -> Iterator[np.ndarray]:
+        """Every vector in id order, a shard (or a slice of one) at a time."""
+        for shard in self._shards():
+            for start in range(0, len(shard), READ_BATCH):
+                yield np.ascontiguousarray(shard[start : start + READ_BATCH])
+        yield from self._pending
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        """The vectors at the sorted ids ``ids``."""
+        parts = [*self._shards(), *self._pending]
+        ends = np.cumsum([len(p) for p in parts])
+        which = np.searchsorted(ends, ids, side="right")
+        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        for number in np.unique(which):
+            rows = which == number
+            offset = ends[number] - len(parts[number])
+            out[rows] = parts[number][ids[rows] - offset]
+        return out
+
+    def _shards(self) -> list[np.ndarray]:
+        """The committed shards, memory-mapped (nothing is read until used)."""
+        return [np.load(f, mmap_mode="r") for f in self._shard_files()]
 
     def finish(self) -> None:
         """Commit the pending rows with the index; leave only the index's own files.

@@ -1,7 +1,8 @@
 """The FAISS index type of ``vectors.faiss``: chosen by size, measured, memory-mapped.
 
-A build fills an exact ``IndexFlatIP``; ``write_vectors`` turns it into the
-chosen type, measures it against exact search and writes it:
+A build keeps its vectors in shards on disk (``buildwork``); ``write_vectors``
+reads them through a ``VectorSource``, one batch at a time, writes the chosen
+type, measures it against exact search and widens its search to the target:
 
 - ``flat``: exact search (``IndexFlatIP``), every query scans every vector.
 - ``hnsw``: an HNSW graph over the exact vectors (``IndexHNSWFlat``, inner
@@ -10,18 +11,25 @@ chosen type, measures it against exact search and writes it:
   re-ranked by exact cosine from the stored flat vectors (``IndexRefineFlat``
   over ``IndexIVFPQ``); PQ alone loses too much recall (README, "Index types").
 
-Every type keeps the exact vectors, so ``reconstruct`` is exact: ``--append``
-re-reads them and hybrid retrieval's cosines (``Index.cosines``) are exact.
-``auto`` picks ``flat`` below ``AUTO_THRESHOLD`` passages and ``ivfpq`` from
-there: the figures behind both are in README.md ("Index types").
+Memory: ``flat`` and ``ivfpq`` are written in a stream (the flat vectors go
+from the shards to the file a batch at a time, beside FAISS's own
+serialization of the header and of the IVF lists, which hold 56 bytes a
+passage); only ``hnsw`` builds its graph, and its copy of the vectors, in
+memory. Every type keeps the exact vectors, so ``reconstruct`` is exact:
+``--append`` re-reads them and hybrid retrieval's cosines (``Index.cosines``)
+are exact. ``auto`` picks ``flat`` below ``AUTO_THRESHOLD`` passages and
+``ivfpq`` from there: the figures behind both are in README.md ("Index types").
 """
 
 from __future__ import annotations
 
 import math
+import os
+import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -73,46 +81,99 @@ def requested_type(requested: str, old_meta: dict[str, Any] | None) -> str:
     return requested
 
 
+class VectorSource(Protocol):
+    """Vectors to index, read a batch at a time: a build's shards, or an array."""
+
+    dimension: int
+
+    @property
+    def count(self) -> int: ...
+
+    def batches(self) -> Iterator[np.ndarray]:
+        """Every vector in order, as C-contiguous float32 arrays of bounded size."""
+        ...
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        """The vectors at the sorted positions ``ids``."""
+        ...
+
+
+class ArraySource:
+    """A ``VectorSource`` over vectors in memory (tests, benchmarks)."""
+
+    def __init__(self, vectors: np.ndarray, batch: int = 65536) -> None:
+        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.dimension = int(self.vectors.shape[1])
+        self._batch = batch
+
+    @property
+    def count(self) -> int:
+        return len(self.vectors)
+
+    def batches(self) -> Iterator[np.ndarray]:
+        for start in range(0, len(self.vectors), self._batch):
+            yield self.vectors[start : start + self._batch]
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        return self.vectors[ids]
+
+
 def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
-    """``flat`` (an ``IndexFlatIP``) as an index of ``kind``, and its parameters."""
+    """``flat`` (an ``IndexFlatIP`` in memory) as an index of ``kind``, and its parameters.
+
+    For experiments (``benchmarks/index_types.py``); a build streams instead
+    (``write_vectors``).
+    """
     import faiss
 
     n, d = int(flat.ntotal), int(flat.d)
     if kind == "flat":
         return flat, {}
-    # A view of the flat index's own buffer: a copy would double peak memory.
     vecs = np.zeros((0, d), dtype=np.float32)
     if n:
         vecs = faiss.rev_swig_ptr(flat.get_xb(), n * d).reshape(n, d)
     if kind == "hnsw":
-        index = faiss.IndexHNSWFlat(d, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.hnsw.efSearch = HNSW_EF_SEARCH
-        index.add(vecs)
-        return index, {
-            "M": HNSW_M,
-            "efConstruction": HNSW_EF_CONSTRUCTION,
-            "efSearch": HNSW_EF_SEARCH,
-        }
+        return _hnsw(ArraySource(vecs))
     if kind == "ivfpq":
         if n < IVFPQ_MIN:
             return flat, {"fallback": f"{n} passages are too few to train ivfpq"}
-        return _ivfpq(vecs, d, seed)
+        ivf, params = _trained_ivfpq(ArraySource(vecs), seed)
+        index = faiss.IndexRefineFlat(ivf)
+        index.k_factor = REFINE_K_FACTOR
+        index.add(vecs)  # to both: the IVF lists and the flat vectors
+        return index, params
     raise ValueError(f"unknown index type {kind!r}; one of {', '.join(INDEX_TYPES)}")
 
 
-def _ivfpq(vecs: np.ndarray, d: int, seed: int) -> tuple[Any, dict[str, Any]]:
+def _hnsw(source: VectorSource) -> tuple[Any, dict[str, Any]]:
     import faiss
 
-    n = len(vecs)
+    index = faiss.IndexHNSWFlat(source.dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    index.hnsw.efSearch = HNSW_EF_SEARCH
+    for batch in source.batches():
+        index.add(batch)
+    return index, {
+        "M": HNSW_M,
+        "efConstruction": HNSW_EF_CONSTRUCTION,
+        "efSearch": HNSW_EF_SEARCH,
+    }
+
+
+def _trained_ivfpq(source: VectorSource, seed: int) -> tuple[Any, dict[str, Any]]:
+    """An empty ``IndexIVFPQ`` trained on a sample of ``source``, and its parameters."""
+    import faiss
+
+    n, d = source.count, source.dimension
     nlist = max(1, min(int(math.sqrt(n)), n // 39))
     # 256 centroids per sub-quantizer need 256 training points; fewer on tiny indexes.
     nbits = max(1, min(8, int(math.log2(max(n, 2)))))
     pq_m = PQ_M if d % PQ_M == 0 else 1
     train_n = min(n, max(TRAIN_PER_LIST * nlist, 1 << (nbits + 6)))
-    sample = vecs
+    picked = np.arange(n)
     if train_n < n:
-        sample = vecs[np.random.default_rng(seed).choice(n, train_n, replace=False)]
+        picked = np.sort(np.random.default_rng(seed).choice(n, train_n, replace=False))
+    sample = np.ascontiguousarray(source.take(picked))
     quantizer = faiss.IndexFlatIP(d)
     ivf = faiss.IndexIVFPQ(quantizer, d, nlist, pq_m, nbits, faiss.METRIC_INNER_PRODUCT)
     ivf.cp.seed = seed
@@ -124,12 +185,9 @@ def _ivfpq(vecs: np.ndarray, d: int, seed: int) -> tuple[Any, dict[str, Any]]:
     # re-ranking makes up for coarser codes.
     ivf.pq.cp.max_points_per_centroid = 64
     ivf.pq.cp.niter = 10
-    ivf.train(np.ascontiguousarray(sample))
+    ivf.train(sample)
     ivf.nprobe = min(IVF_NPROBE, nlist)
-    index = faiss.IndexRefineFlat(ivf)
-    index.k_factor = REFINE_K_FACTOR
-    index.add(vecs)  # FAISS's Python layer keeps ivf and quantizer alive with it
-    return index, {
+    return ivf, {
         "nlist": nlist,
         "nprobe": int(ivf.nprobe),
         "pq_m": pq_m,
@@ -140,46 +198,70 @@ def _ivfpq(vecs: np.ndarray, d: int, seed: int) -> tuple[Any, dict[str, Any]]:
     }
 
 
-def measure(
-    index: Any, flat: Any, queries: int = MEASURE_QUERIES, k: int = RECALL_K, seed: int = 0
-) -> dict[str, Any]:
-    """Recall@k of ``index`` against exact search (``flat``), and its median latency.
+def exact_neighbours(source: VectorSource, queries: np.ndarray, k: int) -> np.ndarray:
+    """The ids of the ``k`` exact nearest (inner product) of each query, a batch at a time."""
+    import faiss
 
-    The queries are a sample of the index's own vectors; recall from one batch,
-    latency from searching them one at a time (as many as ``LATENCY_BUDGET_S``
-    allows, at least 5).
+    best_scores = np.zeros((len(queries), 0), dtype=np.float32)
+    best_ids = np.zeros((len(queries), 0), dtype=np.int64)
+    start = 0
+    for batch in source.batches():
+        scores, ids = faiss.knn(queries, batch, min(k, len(batch)),
+                                metric=faiss.METRIC_INNER_PRODUCT)
+        scores = np.hstack([best_scores, scores])
+        ids = np.hstack([best_ids, ids + start])
+        # Highest first; a stable sort keeps the lower id first among ties.
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        best_scores = np.take_along_axis(scores, order, axis=1)
+        best_ids = np.take_along_axis(ids, order, axis=1)
+        start += len(batch)
+    return best_ids
+
+
+def sample_queries(source: VectorSource, count: int, seed: int) -> np.ndarray:
+    """A sample of the index's own vectors, used as queries to measure it."""
+    n = source.count
+    picked = np.sort(np.random.default_rng(seed).choice(n, min(count, n), replace=False))
+    return np.ascontiguousarray(source.take(picked))
+
+
+def measure(
+    index: Any, queries: np.ndarray, exact: np.ndarray, k: int = RECALL_K
+) -> dict[str, Any]:
+    """Recall@k of ``index`` against the ``exact`` neighbours of ``queries``, and its latency.
+
+    Recall from one batch; latency (median) from searching the queries one at
+    a time, as many as ``LATENCY_BUDGET_S`` allows, at least 5.
     """
-    n = int(flat.ntotal)
-    if n == 0:
+    if len(queries) == 0:
         return {"recall_at_10": 1.0, "search_ms": 0.0, "measured_queries": 0}
-    k = min(k, n)
-    picked = np.sort(np.random.default_rng(seed).choice(n, min(queries, n), replace=False))
-    q = np.vstack([flat.reconstruct(int(i)) for i in picked])
-    _, exact = flat.search(q, k)
-    _, found = index.search(q, k)
+    k = min(k, int(index.ntotal))
+    _, found = index.search(queries, k)
     times: list[float] = []
-    for row in range(len(q)):
+    for row in range(len(queries)):
         t0 = time.perf_counter()
-        index.search(q[row : row + 1], k)
+        index.search(queries[row : row + 1], k)
         times.append(time.perf_counter() - t0)
         if sum(times) > LATENCY_BUDGET_S and len(times) >= 5:
             break  # an exact scan of tens of millions takes seconds a query
-    hits = sum(len(set(a) & set(b)) for a, b in zip(exact.tolist(), found.tolist()))
+    hits = sum(len(set(a) & set(b)) for a, b in zip(exact[:, :k].tolist(), found.tolist()))
     return {
-        "recall_at_10": round(hits / (len(q) * k), 4),
+        "recall_at_10": round(hits / (len(queries) * k), 4),
         "search_ms": round(1000 * float(np.median(times)), 3),
-        "measured_queries": len(q),
+        "measured_queries": len(queries),
         "latency_queries": len(times),
     }
 
 
-def tune(index: Any, flat: Any, kind: str, params: dict[str, Any]) -> dict[str, Any]:
+def tune(
+    index: Any, kind: str, params: dict[str, Any], queries: np.ndarray, exact: np.ndarray
+) -> dict[str, Any]:
     """Widen the search (HNSW efSearch; IVF nprobe and re-ranked candidates) to the target.
 
     Search-time settings are saved with the index, so the width found here is
     the one ``ceg check`` uses; ``params`` is updated. Returns the last measure.
     """
-    measured = measure(index, flat)
+    measured = measure(index, queries, exact)
     for _ in range(TUNE_STEPS):
         if kind == "flat" or measured["recall_at_10"] >= TARGET_RECALL:
             break
@@ -194,7 +276,7 @@ def tune(index: Any, flat: Any, kind: str, params: dict[str, Any]) -> dict[str, 
             index.k_factor = index.k_factor * 2
             params["nprobe"] = int(ivf.nprobe)
             params["k_factor"] = int(index.k_factor)
-        measured = measure(index, flat)
+        measured = measure(index, queries, exact)
     return measured
 
 
@@ -206,19 +288,49 @@ def faiss_ivf(index: Any) -> Any:
 
 
 def write_vectors(
-    flat: Any, path: Path, requested: str = "auto", threshold: int = AUTO_THRESHOLD
+    source: VectorSource,
+    path: Path,
+    requested: str = "auto",
+    threshold: int = AUTO_THRESHOLD,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """Write ``flat`` to ``path`` as the chosen type; the ``faiss`` entry of meta.json."""
-    import faiss
+    """Write ``source`` to ``path`` as the chosen type; the ``faiss`` entry of meta.json.
 
-    kind, why = choose_type(requested, int(flat.ntotal), threshold)
+    The index is measured and tuned as ``ceg check`` opens it: memory-mapped
+    from ``path``.
+    """
+
+    kind, why = choose_type(requested, source.count, threshold)
+    if kind == "ivfpq" and source.count < IVFPQ_MIN:
+        kind, why = "flat", f"{why}; {source.count} passages are too few to train ivfpq"
     t0 = time.perf_counter()
-    index, params = convert(flat, kind)
+    params: dict[str, Any] = {}
+    ivf = None
+    if kind == "flat":
+        _write_flat_file(source, path)
+    elif kind == "hnsw":
+        index, params = _hnsw(source)
+    else:
+        ivf, params = _trained_ivfpq(source, seed)
+        prefix = _refine_prefix(ivf, source.count)  # while the lists are empty: a cheap clone
+        for batch in source.batches():
+            ivf.add(batch)
+        _write_refine_file(prefix, ivf, REFINE_K_FACTOR, source, path)
     seconds = time.perf_counter() - t0
-    if "fallback" in params:
-        kind, why = "flat", f"{why}; {params.pop('fallback')}"
-    measured = tune(index, flat, kind, params)
-    entry = {
+    queries = sample_queries(source, MEASURE_QUERIES, seed)
+    exact = exact_neighbours(source, queries, min(RECALL_K, max(source.count, 1)))
+    if kind == "hnsw":
+        measured = tune(index, kind, params, queries, exact)
+        _write_index(index, path)
+    else:
+        index = read_vectors(path)
+        measured = tune(index, kind, params, queries, exact)
+        if ivf is not None:
+            ivf.nprobe = faiss_ivf(index).nprobe
+            _rewrite_search_width(path, len(prefix), ivf, index.k_factor)
+    del index
+    _check_written(path, source, kind)
+    return {
         "type": _FAISS_CLASS[kind],
         "metric": "inner_product",
         "index_type": kind,
@@ -227,8 +339,184 @@ def write_vectors(
         "convert_seconds": round(seconds, 3),
         **measured,
     }
+
+
+# -- writing FAISS's file format in a stream ----------------------------------------
+#
+# FAISS serializes an IndexFlatIP as a header (fourcc, d, ntotal, ...), the
+# length of its codes in 4-byte words, then the codes; an IndexRefineFlat as
+# its own header, the base index, the refine (flat) index, then k_factor. The
+# layout is read from FAISS's own serialization of small indexes each time and
+# checked, and the written file is read back (``_check_written``), so a FAISS
+# that writes another layout fails the build rather than writing a bad index.
+
+_NTOTAL = slice(8, 16)  # after the fourcc and d (int32): ntotal, an int64
+_K_FACTOR = struct.Struct("<f")
+_FLAT_FOURCC = b"IxFI"
+
+
+def _flat_layout(d: int) -> tuple[bytes, int]:
+    """The empty ``IndexFlatIP(d)``'s bytes, and its codes' length field's words per vector."""
+    import faiss
+
+    empty = faiss.serialize_index(faiss.IndexFlatIP(d)).tobytes()
+    one = faiss.IndexFlatIP(d)
+    one.add(np.zeros((1, d), dtype=np.float32))
+    single = faiss.serialize_index(one).tobytes()
+    words = int.from_bytes(single[len(empty) - 8 : len(empty)], "little")
+    if (
+        not empty.startswith(_FLAT_FOURCC)
+        or len(single) != len(empty) + 4 * d
+        or single[_NTOTAL] != (1).to_bytes(8, "little")
+        or empty[_NTOTAL] != bytes(8)
+        or words * 4 != 4 * d
+    ):
+        raise RuntimeError(
+            f"FAISS {faiss.__version__} serializes a flat index in a layout ceg does not know"
+        )
+    return empty, words
+
+
+def _flat_header(d: int, n: int) -> bytes:
+    empty, words = _flat_layout(d)
+    header = bytearray(empty)
+    header[_NTOTAL] = n.to_bytes(8, "little")
+    header[-8:] = (n * words).to_bytes(8, "little")
+    return bytes(header)
+
+
+def _write_flat_file(source: VectorSource, path: Path) -> None:
+    with _FileWriter(path) as out:
+        _write_flat_part(out, source)
+
+
+def _write_flat_part(out: _FileWriter, source: VectorSource) -> None:
+    out.write(_flat_header(source.dimension, source.count))
+    written = 0
+    for batch in source.batches():
+        out.write(np.ascontiguousarray(batch, dtype="<f4").tobytes())
+        written += len(batch)
+    if written != source.count:
+        raise RuntimeError(f"{out.path}: {written} vectors read for {source.count}")
+
+
+def _refine_prefix(ivf: Any, n: int) -> bytes:
+    """The bytes of an ``IndexRefineFlat`` of ``n`` vectors before its base index."""
+    import faiss
+
+    d = int(ivf.d)
+    empty_base = faiss.clone_index(ivf)
+    empty_base.reset()
+    refine = faiss.IndexRefineFlat(empty_base)
+    whole = faiss.serialize_index(refine).tobytes()
+    base = faiss.serialize_index(empty_base).tobytes()
+    flat, _ = _flat_layout(d)
+    cut = len(whole) - len(base) - len(flat) - _K_FACTOR.size
+    if cut <= 16 or whole[cut : cut + len(base)] != base or (
+        whole[cut + len(base) : cut + len(base) + len(flat)] != flat
+    ):
+        raise RuntimeError(
+            f"FAISS {faiss.__version__} serializes a refine index in a layout ceg does not know"
+        )
+    prefix = bytearray(whole[:cut])
+    prefix[_NTOTAL] = n.to_bytes(8, "little")
+    return bytes(prefix)
+
+
+def _write_refine_file(
+    prefix: bytes, ivf: Any, k_factor: float, source: VectorSource, path: Path
+) -> None:
+    """An ``IndexRefineFlat`` over ``ivf`` whose flat vectors stream from ``source``."""
+    with _FileWriter(path) as out:
+        out.write(prefix)
+        _serialize_into(ivf, out.write)
+        _write_flat_part(out, source)
+        out.write(_K_FACTOR.pack(k_factor))
+
+
+def _serialize_into(index: Any, write: Any) -> int:
+    """Write ``index`` in FAISS's format through ``write`` (no copy in memory); its bytes."""
+    import faiss
+
+    written = 0
+
+    def counted(data: bytes) -> None:
+        nonlocal written
+        write(data)
+        written += len(data)
+
+    faiss.write_index(index, faiss.PyCallbackIOWriter(counted))
+    return written
+
+
+def _rewrite_search_width(path: Path, prefix: int, ivf: Any, k_factor: float) -> None:
+    """Save the widened search (nprobe in the IVF header, k_factor last) in place.
+
+    The IVF index is written again over itself: only its nprobe differs, so it
+    has the same length, which is checked against where the flat part begins.
+    """
+    with open(path, "r+b") as fh:
+        fh.seek(prefix)
+        written = _serialize_into(ivf, fh.write)
+        if fh.read(len(_FLAT_FOURCC)) != _FLAT_FOURCC:
+            raise RuntimeError(f"{path}: the IVF lists changed length ({written:,} bytes)")
+        fh.seek(-_K_FACTOR.size, 2)
+        fh.write(_K_FACTOR.pack(k_factor))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _write_index(index: Any, path: Path) -> None:
+    import faiss
+
     faiss.write_index(index, str(path))
-    return entry
+
+
+def _check_written(path: Path, source: VectorSource, kind: str) -> None:
+    """Read the file back: its type, its size and a sample of its vectors must be right."""
+    index = read_vectors(path)
+    if type(index).__name__ != _FAISS_CLASS[kind] or int(index.ntotal) != source.count:
+        raise RuntimeError(
+            f"{path}: read back as {type(index).__name__} of {index.ntotal} vectors, "
+            f"written as {_FAISS_CLASS[kind]} of {source.count}"
+        )
+    if source.count:
+        rng = np.random.default_rng(1)
+        ids = np.unique(np.concatenate([[0, source.count - 1],
+                                        rng.integers(0, source.count, 16)]))
+        stored = np.vstack([index.reconstruct(int(i)) for i in ids])
+        if not np.array_equal(stored, source.take(ids)):
+            raise RuntimeError(f"{path}: vectors read back differ from those written")
+
+
+class _FileWriter:
+    """A file written whole or not at all: fsynced; OSError names the file (disk full)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> _FileWriter:
+        try:
+            self._fh = open(self.path, "wb")
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        return self
+
+    def write(self, data: bytes) -> None:
+        try:
+            self._fh.write(data)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        try:
+            if kind is None:
+                self._fh.flush()
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
+        finally:
+            self._fh.close()
 
 
 def read_vectors(path: Path, mmap: bool = True) -> Any:
