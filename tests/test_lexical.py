@@ -285,6 +285,49 @@ def _top_by_sorting(scores: np.ndarray, depth: int) -> np.ndarray:
     return np.lexsort((np.arange(len(scores)), -scores))[:depth]
 
 
+def test_no_lexical_builds_dense_only_and_says_so(
+    run_cli: Any, tmp_path: Path, hash_model: None
+) -> None:
+    source = write_jsonl(tmp_path / "docs.jsonl", [*FILLER, RARE])
+    target = tmp_path / "index"
+    build_index([source], target, BuildOptions(lexical=False), embedder=HashEmbedder())
+    meta = json.loads((target / META_FILE).read_text(encoding="utf-8"))
+    assert "lexical" not in meta and meta["lexical_skipped"] == "user: --no-lexical"
+    assert not (target / LEXICAL_DIR).exists()
+    with pytest.raises(UsageError, match="has no lexical part"):
+        search(target, "lexical")
+    info = run_cli("index", "info", "--index", target)
+    assert "none: retrieval is dense only (user: --no-lexical)" in info.stdout
+    assert "--append --lexical --index" in info.stdout
+    # The choice stays on --append of a new source without the option.
+    more = write_jsonl(tmp_path / "more.jsonl", FILLER[:3])
+    build_index([source, more], target, BuildOptions(append=True), embedder=HashEmbedder())
+    assert not (target / LEXICAL_DIR).exists()
+
+
+def test_a_build_beyond_the_size_limit_skips_the_lexical_part_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bm25s builds in memory: past LEXICAL_AUTO_MAX passages only --lexical builds it."""
+    monkeypatch.setattr(lexical, "LEXICAL_AUTO_MAX", 30)
+    source = write_jsonl(tmp_path / "docs.jsonl", [*FILLER, RARE])
+    target = tmp_path / "index"
+    warnings: list[str] = []
+    build_index([source], target, BuildOptions(), embedder=HashEmbedder(),
+                on_warning=warnings.append)
+    meta = json.loads((target / META_FILE).read_text(encoding="utf-8"))
+    assert meta["lexical_skipped"] == "auto: 41 passages > 30"
+    assert not (target / LEXICAL_DIR).exists()
+    assert [w for w in warnings if w.startswith("no lexical (BM25) part: for 41 passages")]
+    # --lexical adds it without re-embedding; the note of why it was missing goes.
+    report = build_index([source], target, BuildOptions(append=True, lexical=True),
+                         embedder=HashEmbedder())
+    assert report.lexical_seconds > 0 and report.chunks == 0
+    meta = json.loads((target / META_FILE).read_text(encoding="utf-8"))
+    assert meta["lexical"]["passages"] == 41 and "lexical_skipped" not in meta
+    assert search(target, "lexical")[0].chunk.doc_id == "rare"
+
+
 def test_top_selects_only_among_scores_at_or_above_a_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     # Most passages hold no query word (score 0); choosing among all N of them
     # was the slow part of a query at 1 M passages (benchmarks/lexical_scale.py).

@@ -108,6 +108,14 @@ def build(
         "exact search into meta.json); auto: flat for a small index, ivfpq from the size "
         "chosen by measurement (README, Index types).",
     ),
+    lexical: bool = typer.Option(
+        None,
+        "--lexical/--no-lexical",
+        help="Build the lexical (BM25) part that --retrieval lexical|hybrid use "
+        "(default: up to 2,000,000 passages; bm25s needs about 3.9 GB of memory per million "
+        "to build it).",
+        show_default=False,
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -129,6 +137,7 @@ def build(
         resume=resume,
         multistream_index=multistream_index,
         index_type=index_type.value,
+        lexical=lexical,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
@@ -213,9 +222,10 @@ def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
 
     lexical = meta.get("lexical")
     if lexical is None:
+        why = meta.get("lexical_skipped", "built before the lexical index")
         return (
-            "none: retrieval is dense only (built before the lexical index); add it "
-            f"without re-embedding: {add_lexical_hint(index, meta)}"
+            f"none: retrieval is dense only ({why}); add it without re-embedding: "
+            f"{add_lexical_hint(index, meta)}"
         )
     params = ", ".join(f"{k} {v}" for k, v in lexical["parameters"].items())
     return (

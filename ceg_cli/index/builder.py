@@ -58,7 +58,7 @@ from .indexdir import (
     work_path,
     write_json,
 )
-from .lexical import LEXICAL_DIR, build_lexical
+from .lexical import LEXICAL_DIR, build_lexical, skipped_warning, want_lexical
 from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
@@ -94,6 +94,8 @@ class BuildOptions:
     index_type: str = "auto"
     #: Passages from which ``auto`` builds an approximate index.
     auto_threshold: int = AUTO_THRESHOLD
+    #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).
+    lexical: bool | None = None
 
 
 @dataclass
@@ -175,8 +177,9 @@ def _build(
         # Every source is already indexed as it is: nothing to embed or rewrite.
         report.total_chunks = old_meta["counts"]["chunks"]
         report.total_documents = old_meta["counts"]["documents"]
-        if "lexical" not in old_meta:
-            # Built before the lexical part existed: add it, without re-embedding.
+        wanted, _ = want_lexical(options.lexical, report.total_chunks, old_meta)
+        if "lexical" not in old_meta and wanted:
+            # Built before the lexical part existed, or without it: add it, not re-embedding.
             report.lexical_seconds = _add_lexical(target, old_meta)
         return report
     if embedder is None:
@@ -220,9 +223,14 @@ def _build(
             # A wrong file or namespace, most likely: never swap in an empty index.
             names = ", ".join(str(p) for p in todo)
             raise InputError(f"{names}: no documents with text; nothing written to {target}")
-        t0 = time.perf_counter()
-        lexical = build_lexical(work.db, tmp, options.embed_text)
-        report.lexical_seconds = time.perf_counter() - t0
+        wanted, skipped = want_lexical(options.lexical, int(total_chunks), old_meta)
+        lexical = None
+        if wanted:
+            t0 = time.perf_counter()
+            lexical = build_lexical(work.db, tmp, options.embed_text)
+            report.lexical_seconds = time.perf_counter() - t0
+        elif skipped.startswith("auto"):
+            warn(skipped_warning(int(total_chunks)))
         if work.count != total_chunks:
             raise RuntimeError(f"{tmp}: {work.count} vectors for {total_chunks} passages")
         requested = requested_type(options.index_type, old_meta)
@@ -236,7 +244,10 @@ def _build(
         meta["faiss"].update(written)
         meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
-        meta["lexical"] = lexical
+        if lexical is not None:
+            meta["lexical"] = lexical
+        else:
+            meta["lexical_skipped"] = skipped
         write_json(tmp / META_FILE, meta)
         swap_into_place(tmp, target)
     except (OSError, sqlite3.Error, RuntimeError) as exc:
@@ -413,6 +424,7 @@ def _add_lexical(target: Path, meta: dict[str, Any]) -> float:
                 shutil.copy2(target / name, tmp / name)
         with closing(connect_readonly(tmp / CHUNKS_FILE)) as db:
             lexical = build_lexical(db, tmp, meta["embed_text"])
+        meta = {k: v for k, v in meta.items() if k != "lexical_skipped"}
         write_json(tmp / META_FILE, {**meta, "lexical": lexical})
         swap_into_place(tmp, target)
     finally:

@@ -112,7 +112,43 @@ def check_lexical(meta: Mapping[str, Any], path: Path, passages: int) -> None:
 def add_lexical_hint(path: Path, meta: Mapping[str, Any]) -> str:
     """How to give a dense-only index its lexical part without re-embedding."""
     sources = " ".join(str(s["path"]) for s in meta.get("sources", []))
-    return f"ceg index build {sources} --append --index {path}"
+    return f"ceg index build {sources} --append --lexical --index {path}"
+
+
+#: Passages up to which a build makes the lexical part unless told (``--lexical``,
+#: ``--no-lexical``). bm25s builds in memory, about 3.9 GB per million passages
+#: (``benchmarks/lexical_scale.py``): this many take about 8 GB, a third of the
+#: project's 24 GB machine; beyond it the build would no longer be bounded.
+LEXICAL_AUTO_MAX = 2_000_000
+#: Bytes of memory bm25s takes to build, per passage (measured at one million).
+LEXICAL_BUILD_BYTES = 3900
+
+
+def want_lexical(
+    requested: bool | None, passages: int, old_meta: Mapping[str, Any] | None = None
+) -> tuple[bool, str]:
+    """Whether a build makes the lexical part, and why (``lexical_skipped`` in meta.json).
+
+    ``requested`` None is ``auto``: by size, unless an earlier build of this
+    index was told ``--no-lexical``, which stays on ``--append``.
+    """
+    if requested is not None:
+        return requested, "user: --no-lexical"
+    if old_meta is not None and str(old_meta.get("lexical_skipped", "")).startswith("user"):
+        return False, str(old_meta["lexical_skipped"])
+    if passages > LEXICAL_AUTO_MAX:
+        return False, f"auto: {passages:,} passages > {LEXICAL_AUTO_MAX:,}"
+    return True, ""
+
+
+def skipped_warning(passages: int) -> str:
+    gigabytes = passages * LEXICAL_BUILD_BYTES / 1e9
+    return (
+        f"no lexical (BM25) part: for {passages:,} passages bm25s would need about "
+        f"{gigabytes:.0f} GB of memory to build it (more than {LEXICAL_AUTO_MAX:,} passages); "
+        "--retrieval lexical is not available and hybrid is dense; pass --lexical to build "
+        "it anyway"
+    )
 
 
 class LexicalIndex:
