@@ -5,9 +5,11 @@ Two kinds of entry live under ``cache_root()`` (``$CEG_CACHE_DIR``, else
 
 - ``llm.sqlite``: LLM replies, one row each, dated when stored;
 - ``eval/<key>/``: the index of a benchmark's own corpus (``ceg eval``), dated
-  by its corpus file, which every run that uses the index rewrites.
+  by its corpus file, which every run that uses the index rewrites;
+- ``onnx/<key>/``: the embedding model exported for ``--backend onnx`` and
+  ``onnx-int8``, dated by its newest file, which every load touches.
 
-Neither grows smaller by itself, so a CI runner's cache grows with every new
+None grows smaller by itself, so a CI runner's cache grows with every new
 prompt and dataset; ``prune_cache`` removes what was not used for a while.
 Pruning is safe beside running commands: replies go in one SQLite transaction,
 and a corpus index is removed only under its lock, never while a ``ceg eval``
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .eval_corpus import EVAL_DIR, INDEX_NAME, corpus_file, hold_corpus_lock
+from .index.embedding import ONNX_DIR
 from .llm.cache import CACHE_FILE as LLM_FILE
 from .llm.cache import LLMCache
 
@@ -51,11 +54,13 @@ class PruneReport:
     bytes_freed: int = 0
     #: Corpus indexes that another run is building now: left alone.
     busy: list[Path] = field(default_factory=list)
+    exports_removed: int = 0
+    exports_kept: int = 0
 
 
 def cache_info(root: Path) -> list[KindInfo]:
     """What the cache at ``root`` holds, by kind; creates nothing."""
-    return [_llm_info(root), _eval_info(root)]
+    return [_llm_info(root), _eval_info(root), _onnx_info(root)]
 
 
 def prune_cache(
@@ -90,7 +95,46 @@ def prune_cache(
                 # The lock file goes too: a run waiting on it sees it unlinked and
                 # takes a fresh one, so no two runs ever build one entry at once.
                 shutil.rmtree(entry)
+    for entry in _onnx_entries(root):
+        if _newest_file(entry) >= cutoff:
+            report.exports_kept += 1
+            continue
+        report.exports_removed += 1
+        report.bytes_freed += _tree_size(entry)
+        if not dry_run:
+            # Exported again, offline, by the next build that asks for the backend.
+            shutil.rmtree(entry, ignore_errors=True)
     return report
+
+
+def _onnx_info(root: Path) -> KindInfo:
+    entries = list(_onnx_entries(root))
+    used = [_newest_file(e) for e in entries]
+    return KindInfo(
+        "ONNX model exports",
+        root / ONNX_DIR,
+        len(entries),
+        sum(_tree_size(e) for e in entries),
+        min(used, default=None),
+        max(used, default=None),
+    )
+
+
+def _onnx_entries(root: Path) -> Iterator[Path]:
+    folder = root / ONNX_DIR
+    if folder.is_dir():
+        yield from sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+
+
+def _newest_file(entry: Path) -> float:
+    """When the export was last used or written (an export in progress counts as new)."""
+    times = [entry.stat().st_mtime]
+    for file in entry.iterdir():
+        try:
+            times.append(file.stat().st_mtime)
+        except FileNotFoundError:
+            continue
+    return max(times)
 
 
 def _llm_info(root: Path) -> KindInfo:

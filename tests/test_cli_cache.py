@@ -56,7 +56,18 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hash_embedder: Any) -
     new_index, _ = ensure_corpus_index(new, embedder=hash_embedder)
     stale = NOW - 40 * DAY
     os.utime(old_index.parent / "index.corpus.jsonl", (stale, stale))
-    return {"root": root, "old": old, "new": new, "old_index": old_index, "new_index": new_index}
+    # Two ONNX exports laid out as onnx_export lays them out; one last used 40 days ago.
+    exports = []
+    for key in ("0123456789abcdef01234567", "89abcdef0123456789abcdef"):
+        folder = root / "onnx" / key
+        folder.mkdir(parents=True)
+        for name in ("model.onnx", "model-int8.onnx"):
+            (folder / name).write_bytes(b"\x08\x07" * 500)
+        exports.append(folder)
+    for file in [*exports[0].iterdir(), exports[0]]:
+        os.utime(file, (stale, stale))
+    return {"root": root, "old": old, "new": new, "old_index": old_index, "new_index": new_index,
+            "exports": exports}
 
 
 def info(run_cli: CliRun) -> dict[str, Any]:
@@ -81,6 +92,11 @@ def test_info_says_where_how_many_how_large_how_old(
     assert ev["bytes"] > 0
     assert ev["oldest"].startswith(day(NOW - 40 * DAY)) and ev["newest"].startswith(day(NOW))
 
+    onnx = kinds["ONNX model exports"]
+    assert onnx["path"] == str(cache["root"] / "onnx") and onnx["entries"] == 2
+    assert onnx["bytes"] == 4 * 1000
+    assert onnx["oldest"].startswith(day(NOW - 40 * DAY)) and onnx["newest"].startswith(day(NOW))
+
     table = run_cli("cache", "info")
     assert table.exit_code == 0
     assert f"cache {cache['root']}" in table.stdout
@@ -91,7 +107,7 @@ def test_info_on_an_empty_cache_creates_nothing(run_cli: CliRun, tmp_path: Path)
     empty = tmp_path / "nothing-here"
     result = run_cli("cache", "info", "--json", "--cache-dir", empty)
     assert result.exit_code == 0
-    assert [k["entries"] for k in json.loads(result.stdout)["kinds"]] == [0, 0]
+    assert [k["entries"] for k in json.loads(result.stdout)["kinds"]] == [0, 0, 0]
     assert not empty.exists()
 
 
@@ -100,15 +116,18 @@ def test_prune_removes_what_is_old_and_keeps_what_is_used(
 ) -> None:
     dry = run_cli("cache", "prune", "--older-than", "30", "--dry-run")
     assert dry.exit_code == 0, dry.stderr
-    assert "would remove 2 LLM replies and 1 eval corpus indexes" in " ".join(dry.stderr.split())
-    assert [k["entries"] for k in info(run_cli).values()] == [3, 2]
+    assert ("would remove 2 LLM replies, 1 eval corpus indexes and 1 ONNX model exports"
+            in " ".join(dry.stderr.split()))
+    assert [k["entries"] for k in info(run_cli).values()] == [3, 2, 2]
 
     result = run_cli("cache", "prune", "--older-than", "30")
     assert result.exit_code == 0, result.stderr
     said = " ".join(result.stderr.split())
-    assert "removed 2 LLM replies and 1 eval corpus indexes older than 30 days" in said
-    assert "kept 1 replies and 1 indexes" in said
-    assert [k["entries"] for k in info(run_cli).values()] == [1, 1]
+    assert ("removed 2 LLM replies, 1 eval corpus indexes and 1 ONNX model exports older "
+            "than 30 days") in said
+    assert "kept 1 replies, 1 indexes and 1 exports" in said
+    assert [k["entries"] for k in info(run_cli).values()] == [1, 1, 1]
+    assert not cache["exports"][0].exists() and cache["exports"][1].exists()
     store = LLMCache(cache["root"] / "llm.sqlite")
     assert store.get("new-1") is not None and store.get("old-1") is None
     store.close()
@@ -145,12 +164,12 @@ def test_prune_leaves_an_index_that_a_run_is_building(
         assert result.exit_code == 0, result.stderr
         said = " ".join(result.stderr.split())
         assert "a ceg eval is building this corpus index now; left alone" in said
-        assert "and 0 eval corpus indexes" in said
+        assert "replies, 0 eval corpus indexes" in said
         assert (cache["old_index"] / "meta.json").exists()
     finally:
         holder.communicate("\n", timeout=30)
     result = run_cli("cache", "prune", "--older-than", "30")
-    assert "and 1 eval corpus indexes" in " ".join(result.stderr.split())
+    assert "replies, 1 eval corpus indexes" in " ".join(result.stderr.split())
     assert not cache["old_index"].exists()
 
 
@@ -191,4 +210,32 @@ def test_prune_beside_a_run_that_writes_replies(run_cli: CliRun, cache: dict[str
 def test_prune_needs_a_non_negative_age(run_cli: CliRun, cache: dict[str, Any]) -> None:
     result = run_cli("cache", "prune", "--older-than", "-1")
     assert result.exit_code == 2
-    assert [k["entries"] for k in info(run_cli).values()] == [3, 2]
+    assert [k["entries"] for k in info(run_cli).values()] == [3, 2, 2]
+
+
+def test_reusing_an_onnx_export_marks_it_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model loaded every day from its export is never pruned as unused."""
+    import hashlib
+
+    import onnxruntime
+    import torch
+
+    from ceg_cli.index import embedding
+
+    monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
+    weights = tmp_path / "model"
+    weights.mkdir()
+    (weights / "model.safetensors").write_bytes(b"weights")
+    key = hashlib.sha256(
+        f"{hashlib.sha256(b'weights').hexdigest()} torch {torch.__version__} "
+        f"onnxruntime {onnxruntime.__version__}".encode()
+    ).hexdigest()[:24]
+    export = tmp_path / "cache" / "onnx" / key / "model.onnx"
+    export.parent.mkdir(parents=True)
+    export.write_bytes(b"onnx")
+    stale = NOW - 40 * DAY
+    os.utime(export, (stale, stale))
+    assert embedding.onnx_export(None, str(weights), quantized=False) == export
+    assert export.stat().st_mtime > NOW - DAY

@@ -13,7 +13,8 @@ from rich.table import Table
 from .common import err_console, handle_errors, warn
 
 app = typer.Typer(
-    help="The cache of LLM replies and eval corpus indexes: show it, prune it.",
+    help="The cache of LLM replies, eval corpus indexes and ONNX model exports: show it, "
+    "prune it.",
     no_args_is_help=True,
 )
 out_console = Console(highlight=False, soft_wrap=True)
@@ -80,8 +81,8 @@ def prune(
         ...,
         "--older-than",
         min=0.0,
-        help="Remove LLM replies stored, and eval corpus indexes last used, more than "
-        "DAYS ago.",
+        help="Remove LLM replies stored, and eval corpus indexes and ONNX model exports "
+        "last used, more than DAYS ago.",
         metavar="DAYS",
     ),
     cache_dir: Path = CacheDirOption,
@@ -98,17 +99,18 @@ def prune(
         warn(f"{entry}: a ceg eval is building this corpus index now; left alone")
     freed = _size(report.bytes_freed)
     what = (
-        f"{report.replies_removed} LLM replies and {report.indexes_removed} eval corpus "
-        f"indexes older than {older_than:g} days"
+        f"{report.replies_removed} LLM replies, {report.indexes_removed} eval corpus "
+        f"indexes and {report.exports_removed} ONNX model exports older than {older_than:g} days"
     )
     if not dry_run:
         done = f"removed {what}, {freed} freed"
-    elif report.indexes_removed:
-        done = f"would remove {what} (the indexes hold {freed})"
+    elif report.indexes_removed or report.exports_removed:
+        done = f"would remove {what} (they hold {freed})"
     else:
         done = f"would remove {what}"
     err_console.print(
-        f"{root}: {done}; kept {report.replies_kept} replies and {report.indexes_kept} indexes"
+        f"{root}: {done}; kept {report.replies_kept} replies, {report.indexes_kept} indexes "
+        f"and {report.exports_kept} exports"
     )
 
 

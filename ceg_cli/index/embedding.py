@@ -36,6 +36,8 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
 
 #: How the model computes; the first is the default and the reference.
 BACKENDS = ("torch", "onnx", "onnx-int8")
+#: The cache folder's subfolder of ONNX exports, one folder per weights digest.
+ONNX_DIR = "onnx"
 DEFAULT_BACKEND = BACKENDS[0]
 #: Where it computes: ``auto`` is CUDA when torch sees a CUDA device, else the CPU.
 DEVICES = ("auto", "cpu", "cuda")
@@ -183,9 +185,10 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
         f"{_weights_digest(location)} torch {torch.__version__} "
         f"onnxruntime {onnxruntime.__version__}".encode()
     ).hexdigest()[:24]
-    folder = cache_root() / "onnx" / key
+    folder = cache_root() / ONNX_DIR / key
     path = folder / ("model-int8.onnx" if quantized else "model.onnx")
     if path.exists():
+        os.utime(path)  # used now: ``ceg cache prune`` dates an export by its use
         return path
     folder.mkdir(parents=True, exist_ok=True)
     float_path = folder / "model.onnx"
