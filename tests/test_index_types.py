@@ -6,6 +6,7 @@ import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import faiss
 import numpy as np
@@ -276,3 +277,31 @@ def test_writing_the_vectors_holds_a_batch_not_all_of_them(
         tracemalloc.stop()
     assert peak < 40 * 2**20, f"{peak / 2**20:.0f} MiB"
     assert np.array_equal(read_vectors(tmp_path / "v.faiss").reconstruct_n(0, 100_000), x)
+
+
+class Recorded:
+    """A ``Progress`` that keeps every counter's label, total and count."""
+
+    def __init__(self) -> None:
+        self.counters: dict[str, list[int | None]] = {}
+
+    def counter(self, label: str, unit: str, total: int | None = None) -> Any:
+        entry = self.counters.setdefault(label, [total, 0])
+        return type("C", (), {"update": lambda _self, n=1: entry.__setitem__(1, entry[1] + n)})()
+
+
+@pytest.mark.parametrize("kind", ["flat", *APPROXIMATE])
+def test_writing_the_index_file_shows_progress(tmp_path: Path, kind: str) -> None:
+    """At Wikipedia's size the index file takes an hour: the build says how far it is."""
+    import ceg_cli.index.vectors as vectors
+
+    progress = Recorded()
+    source = vectors.ArraySource(_unit_vectors(1000), batch=300)
+    vectors.write_vectors(source, tmp_path / "v.faiss", kind, progress=progress)
+    if kind == "hnsw":
+        assert progress.counters == {"indexed": [1000, 1000]}  # FAISS writes the graph
+    else:
+        expected = {"written": [1000, 1000]}
+        if kind == "ivfpq":
+            expected["indexed"] = [1000, 1000]
+        assert progress.counters == expected

@@ -235,7 +235,8 @@ def _build(
             raise RuntimeError(f"{tmp}: {work.count} vectors for {total_chunks} passages")
         requested = requested_type(options.index_type, old_meta)
         # Streamed from the shards: memory holds a batch of vectors, not all of them.
-        written = write_vectors(work, tmp / VECTORS_FILE, requested, options.auto_threshold)
+        written = write_vectors(work, tmp / VECTORS_FILE, requested, options.auto_threshold,
+                                progress=progress)
         work.finish()
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)

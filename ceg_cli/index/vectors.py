@@ -33,6 +33,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..progress import NO_PROGRESS, Counter, Progress
+
+_NO_COUNTER = NO_PROGRESS.counter("", "")
+
 INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
 #: Passages from which ``auto`` builds an approximate index (see the module docstring).
 AUTO_THRESHOLD = 50_000
@@ -145,7 +149,7 @@ def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
     raise ValueError(f"unknown index type {kind!r}; one of {', '.join(INDEX_TYPES)}")
 
 
-def _hnsw(source: VectorSource) -> tuple[Any, dict[str, Any]]:
+def _hnsw(source: VectorSource, added: Counter = _NO_COUNTER) -> tuple[Any, dict[str, Any]]:
     import faiss
 
     index = faiss.IndexHNSWFlat(source.dimension, HNSW_M, faiss.METRIC_INNER_PRODUCT)
@@ -153,6 +157,7 @@ def _hnsw(source: VectorSource) -> tuple[Any, dict[str, Any]]:
     index.hnsw.efSearch = HNSW_EF_SEARCH
     for batch in source.batches():
         index.add(batch)
+        added.update(len(batch))
     return index, {
         "M": HNSW_M,
         "efConstruction": HNSW_EF_CONSTRUCTION,
@@ -293,11 +298,13 @@ def write_vectors(
     requested: str = "auto",
     threshold: int = AUTO_THRESHOLD,
     seed: int = 0,
+    progress: Progress = NO_PROGRESS,
 ) -> dict[str, Any]:
     """Write ``source`` to ``path`` as the chosen type; the ``faiss`` entry of meta.json.
 
     The index is measured and tuned as ``ceg check`` opens it: memory-mapped
-    from ``path``.
+    from ``path``. ``progress`` counts the vectors added to an approximate
+    index (``indexed``) and those written to the file (``written``).
     """
 
     kind, why = choose_type(requested, source.count, threshold)
@@ -306,16 +313,21 @@ def write_vectors(
     t0 = time.perf_counter()
     params: dict[str, Any] = {}
     ivf = None
+    def written() -> Counter:
+        return progress.counter("written", "vectors", total=source.count)
+
     if kind == "flat":
-        _write_flat_file(source, path)
+        _write_flat_file(source, path, written())
     elif kind == "hnsw":
-        index, params = _hnsw(source)
+        index, params = _hnsw(source, progress.counter("indexed", "vectors", source.count))
     else:
         ivf, params = _trained_ivfpq(source, seed)
         prefix = _refine_prefix(ivf, source.count)  # while the lists are empty: a cheap clone
+        indexed = progress.counter("indexed", "vectors", total=source.count)
         for batch in source.batches():
             ivf.add(batch)
-        _write_refine_file(prefix, ivf, REFINE_K_FACTOR, source, path)
+            indexed.update(len(batch))
+        _write_refine_file(prefix, ivf, REFINE_K_FACTOR, source, path, written())
     seconds = time.perf_counter() - t0
     queries = sample_queries(source, MEASURE_QUERIES, seed)
     exact = exact_neighbours(source, queries, min(RECALL_K, max(source.count, 1)))
@@ -385,17 +397,18 @@ def _flat_header(d: int, n: int) -> bytes:
     return bytes(header)
 
 
-def _write_flat_file(source: VectorSource, path: Path) -> None:
+def _write_flat_file(source: VectorSource, path: Path, counter: Counter) -> None:
     with _FileWriter(path) as out:
-        _write_flat_part(out, source)
+        _write_flat_part(out, source, counter)
 
 
-def _write_flat_part(out: _FileWriter, source: VectorSource) -> None:
+def _write_flat_part(out: _FileWriter, source: VectorSource, counter: Counter) -> None:
     out.write(_flat_header(source.dimension, source.count))
     written = 0
     for batch in source.batches():
         out.write(np.ascontiguousarray(batch, dtype="<f4").tobytes())
         written += len(batch)
+        counter.update(len(batch))
     if written != source.count:
         raise RuntimeError(f"{out.path}: {written} vectors read for {source.count}")
 
@@ -424,13 +437,14 @@ def _refine_prefix(ivf: Any, n: int) -> bytes:
 
 
 def _write_refine_file(
-    prefix: bytes, ivf: Any, k_factor: float, source: VectorSource, path: Path
+    prefix: bytes, ivf: Any, k_factor: float, source: VectorSource, path: Path,
+    counter: Counter,
 ) -> None:
     """An ``IndexRefineFlat`` over ``ivf`` whose flat vectors stream from ``source``."""
     with _FileWriter(path) as out:
         out.write(prefix)
         _serialize_into(ivf, out.write)
-        _write_flat_part(out, source)
+        _write_flat_part(out, source, counter)
         out.write(_K_FACTOR.pack(k_factor))
 
 
