@@ -803,7 +803,7 @@ def test_a_build_that_fills_the_disk_at_its_index_file_keeps_its_shards_for_resu
     target = tmp_path / "index"
     real_write = ceg_cli.index.builder.write_vectors
 
-    def full(source: Any, path: Path, *args: Any) -> Any:
+    def full(source: Any, path: Path, *args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
     monkeypatch.setattr(ceg_cli.index.builder, "write_vectors", full)

@@ -231,11 +231,12 @@ def _build(
             report.lexical_seconds = time.perf_counter() - t0
         elif skipped.startswith("auto"):
             warn(skipped_warning(int(total_chunks)))
-        if work.count != total_chunks:
-            raise RuntimeError(f"{tmp}: {work.count} vectors for {total_chunks} passages")
+        vectors = work.vectors()
+        if vectors.count != total_chunks:
+            raise RuntimeError(f"{tmp}: {vectors.count} vectors for {total_chunks} passages")
         requested = requested_type(options.index_type, old_meta)
         # Streamed from the shards: memory holds a batch of vectors, not all of them.
-        written = write_vectors(work, tmp / VECTORS_FILE, requested, options.auto_threshold,
+        written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold,
                                 progress=progress)
         work.finish()
         all_sources = kept_sources + new_sources

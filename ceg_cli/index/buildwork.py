@@ -18,7 +18,7 @@ process loses the uncommitted transaction and nothing else; a shard file with
 no progress row was written by a build killed in between, and is removed on
 resume. Memory holds at most one shard of vectors until the final index is
 written, streamed from the shard files (``vectors.write_vectors``: the build
-is a ``VectorSource``); the last, partial shard is committed with the index
+gives a ``VectorSource``, ``vectors()``); the last, partial shard is committed with the index
 (``finish``), not written as a shard. The shards are removed once the index
 file is complete, so the vectors take twice their room on disk at the end.
 """
@@ -30,7 +30,7 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ import numpy as np
 from ..errors import UsageError
 from . import CHUNK_SCHEMA, CHUNKS_FILE
 from .indexdir import OWNER_FILE, claim, write_json
+from .vectors import ShardFiles
 
 MANIFEST = "manifest.json"
 SHARDS = "shards"
@@ -180,34 +181,9 @@ class BuildWork:
         """
         self.db.commit()
 
-    # -- the vectors, as a ``vectors.VectorSource``: every shard, then the pending ones
-
-    @property
-    def count(self) -> int:
-        return sum(len(s) for s in self._shards()) + self.pending
-
-    def batches(self) -> Iterator[np.ndarray]:
-        """Every vector in id order, a shard (or a slice of one) at a time."""
-        for shard in self._shards():
-            for start in range(0, len(shard), READ_BATCH):
-                yield np.ascontiguousarray(shard[start : start + READ_BATCH])
-        yield from self._pending
-
-    def take(self, ids: np.ndarray) -> np.ndarray:
-        """The vectors at the sorted ids ``ids``."""
-        parts = [*self._shards(), *self._pending]
-        ends = np.cumsum([len(p) for p in parts])
-        which = np.searchsorted(ends, ids, side="right")
-        out = np.empty((len(ids), self.dimension), dtype=np.float32)
-        for number in np.unique(which):
-            rows = which == number
-            offset = ends[number] - len(parts[number])
-            out[rows] = parts[number][ids[rows] - offset]
-        return out
-
-    def _shards(self) -> list[np.ndarray]:
-        """The committed shards, memory-mapped (nothing is read until used)."""
-        return [np.load(f, mmap_mode="r") for f in self._shard_files()]
+    def vectors(self) -> ShardFiles:
+        """Every vector in id order (a ``vectors.VectorSource``): the shards, then the pending."""
+        return ShardFiles(self._shard_files(), self.dimension, self._pending, READ_BATCH)
 
     def finish(self) -> None:
         """Commit the pending rows with the index; leave only the index's own files.

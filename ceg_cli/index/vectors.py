@@ -27,7 +27,7 @@ import math
 import os
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -120,6 +120,58 @@ class ArraySource:
 
     def take(self, ids: np.ndarray) -> np.ndarray:
         return self.vectors[ids]
+
+
+class ShardFiles:
+    """A ``VectorSource`` over ``.npy`` files of vectors, in order, then ``extra`` arrays.
+
+    The files are memory-mapped: nothing is read until a batch is used.
+    """
+
+    def __init__(self, files: list[Path], dimension: int, extra: Sequence[np.ndarray] = (),
+                 batch: int = 8192) -> None:
+        self.files = files
+        self.dimension = dimension
+        self.extra = list(extra)
+        self._batch = batch
+
+    def _parts(self) -> list[np.ndarray]:
+        return [*(np.load(f, mmap_mode="r") for f in self.files), *self.extra]
+
+    @property
+    def count(self) -> int:
+        return sum(len(p) for p in self._parts())
+
+    def batches(self) -> Iterator[np.ndarray]:
+        # Read, not mapped: pages of a mapping stay in the process's resident
+        # memory while it lives, which would show the whole file as used.
+        for file in self.files:
+            with open(file, "rb") as fh:
+                fmt = np.lib.format
+                header = (fmt.read_array_header_1_0 if fmt.read_magic(fh) == (1, 0)
+                          else fmt.read_array_header_2_0)
+                shape, fortran, dtype = header(fh)
+                if fortran or dtype != np.dtype("<f4") or shape[1:] != (self.dimension,):
+                    raise RuntimeError(f"{file}: not a C-order float32 array of "
+                                       f"{self.dimension} columns")
+                for start in range(0, shape[0], self._batch):
+                    rows = min(self._batch, shape[0] - start)
+                    batch = np.empty((rows, self.dimension), dtype=np.float32)
+                    if fh.readinto(memoryview(batch).cast("B")) != batch.nbytes:
+                        raise RuntimeError(f"{file}: shorter than its header says")
+                    yield batch
+        yield from self.extra
+
+    def take(self, ids: np.ndarray) -> np.ndarray:
+        parts = self._parts()
+        ends = np.cumsum([len(p) for p in parts])
+        which = np.searchsorted(ends, ids, side="right")
+        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        for number in np.unique(which):
+            rows = which == number
+            offset = ends[number] - len(parts[number])
+            out[rows] = parts[number][ids[rows] - offset]
+        return out
 
 
 def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
