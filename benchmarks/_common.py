@@ -101,3 +101,21 @@ def median(values: Sequence[float]) -> float:
 def log(message: str) -> None:
     """Progress goes to stderr so that stdout is the Markdown report alone."""
     print(message, file=sys.stderr, flush=True)
+
+
+def proc_status_kib(pid: int, *keys: str) -> dict[str, int]:
+    """Fields of ``/proc/PID/status`` in KiB (``VmHWM``, ``RssAnon``...); 0 once it is gone.
+
+    A child's peak memory is best sampled from here while it runs: the
+    ``ru_maxrss`` that ``wait4`` reports survives ``execve``, so a child
+    forked from a large parent inherits the parent's peak.
+    """
+    found = dict.fromkeys(keys, 0)
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in found:
+                found[name] = int(value.split()[0])
+    except (OSError, ValueError):
+        pass
+    return found

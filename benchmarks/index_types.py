@@ -25,7 +25,7 @@ import resource
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,16 +47,26 @@ REAL = CACHE_DIR / "enwiki-sample-index" / "vectors.faiss"
 TYPES = ("flat", "hnsw", "ivfpq")
 
 
-def synthetic(n: int, d: int = 384, centres: int = 2000, seed: int = 0) -> np.ndarray:
+def synthetic_blocks(
+    n: int, d: int = 384, centres: int = 2000, seed: int = 0
+) -> Iterator[np.ndarray]:
+    """The synthetic vectors, 100,000 at a time (the same vectors whatever is asked of them)."""
     rng = np.random.default_rng(seed)
     c = rng.standard_normal((centres, d)).astype(np.float32)
     c /= np.linalg.norm(c, axis=1, keepdims=True)
-    out = np.empty((n, d), dtype=np.float32)
     for at in range(0, n, 100_000):
         m = min(100_000, n - at)
         noise = rng.standard_normal((m, d)).astype(np.float32) / np.sqrt(d)
         block = c[rng.integers(0, centres, m)] + noise
-        out[at : at + m] = block / np.linalg.norm(block, axis=1, keepdims=True)
+        yield block / np.linalg.norm(block, axis=1, keepdims=True)
+
+
+def synthetic(n: int, d: int = 384, centres: int = 2000, seed: int = 0) -> np.ndarray:
+    out = np.empty((n, d), dtype=np.float32)
+    at = 0
+    for block in synthetic_blocks(n, d, centres, seed):
+        out[at : at + len(block)] = block
+        at += len(block)
     return out
 
 

@@ -13,8 +13,9 @@ What issue 10 asks to see at scale, end to end through the real ``ceg`` command:
    build around the model is what is measured). The build is killed with
    SIGKILL at ``--kills`` random moments while it embeds, and once while it
    writes ``vectors.faiss`` from its shards, each time run again with
-   ``--resume``, until it finishes. Every run is its own process; peak memory
-   is its ``ru_maxrss`` (``os.wait4``), killed runs included.
+   ``--resume``, until it finishes. Every run is its own process; its peak
+   memory (``VmHWM`` and anonymous ``RssAnon``) is sampled every 0.2 s,
+   killed runs included.
 3. **Nothing lost or duplicated.** Ids are dense; the documents appear in
    corpus order, each once, with ordinals 0..k-1; for a sample of documents
    the passages equal a fresh chunking of that document, and for a sample of
@@ -51,7 +52,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import ENWIKI_SAMPLE, REPO, RESULTS_DIR, cache_dir, command_line, environment
+from _common import (
+    ENWIKI_SAMPLE,
+    REPO,
+    RESULTS_DIR,
+    cache_dir,
+    command_line,
+    environment,
+    proc_status_kib,
+)
 from _standin import NAME, HashedWords
 
 STANDIN = Path(__file__).resolve().parent / "_standin.py"
@@ -131,12 +140,13 @@ def run_build(docs: Path, index: Path, resume: bool, kill_after: float | None,
     reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
     reader.start()
     killed = None
-    anon_peak = 0
+    peak = anon_peak = 0
     while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        anon_peak = max(anon_peak, _anon_kib(proc.pid))
+        now = proc_status_kib(proc.pid, "VmHWM", "RssAnon")
+        peak, anon_peak = max(peak, now["VmHWM"]), max(anon_peak, now["RssAnon"])
         now = time.perf_counter() - started
         if kill_after is not None and now >= kill_after and killed is None:
             os.kill(proc.pid, signal.SIGKILL)
@@ -155,24 +165,14 @@ def run_build(docs: Path, index: Path, resume: bool, kill_after: float | None,
         "killed": killed,
         "exit": proc.returncode,
         "seconds": round(time.perf_counter() - started, 1),
-        # ru_maxrss counts pages of mapped files too (the shards, the index file
-        # being checked), which the kernel drops under pressure; anonymous
-        # memory (sampled every 0.2 s) is what the build itself holds.
-        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        # Sampled every 0.2 s. VmHWM counts pages of mapped files too (the index
+        # file being checked), which the kernel drops under pressure; anonymous
+        # memory is what the build itself holds.
+        "peak_rss_mib": round(peak / 1024, 1),
         "peak_anon_mib": round(anon_peak / 1024, 1),
         "committed_after": committed,
         "stderr_tail": [ln.rstrip() for ln in stderr_lines[-4:]],
     }
-
-
-def _anon_kib(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
 
 
 def _committed(work: Path) -> int | None:
@@ -201,11 +201,17 @@ def verify(index: Path, docs: Path, corpus: dict[str, Any], seed: int) -> dict[s
 
     meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
     db = sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True)
+    rng = np.random.default_rng(seed)
+    # A sample of documents whose passages are compared with a fresh chunking.
+    wanted = set(rng.choice(corpus["documents"], 2000, replace=False).tolist())
+    stored_texts: dict[int, list[str]] = {n: [] for n in wanted}
     ids_dense = True
     expected_doc, expected_ordinal, documents, problems = 0, 0, 0, []
-    for number, (row_id, doc_id, ordinal) in enumerate(
-        db.execute("SELECT id, doc_id, ordinal FROM chunks ORDER BY id")
+    for number, (row_id, doc_id, ordinal, text) in enumerate(
+        db.execute("SELECT id, doc_id, ordinal, text FROM chunks ORDER BY id")
     ):
+        if int(doc_id[1:]) in stored_texts:
+            stored_texts[int(doc_id[1:])].append(text)
         ids_dense &= row_id == number
         doc = int(doc_id[1:])
         if doc == expected_doc and ordinal == expected_ordinal:
@@ -217,9 +223,6 @@ def verify(index: Path, docs: Path, corpus: dict[str, Any], seed: int) -> dict[s
                             f"#{expected_ordinal - 1}")
     documents += 1
     total = meta["counts"]["chunks"]
-    rng = np.random.default_rng(seed)
-    # A sample of documents: their passages equal a fresh chunking.
-    wanted = set(rng.choice(corpus["documents"], 2000, replace=False).tolist())
     rechunked_equal = 0
     with open(docs, encoding="utf-8") as fh:
         for number, line in enumerate(fh):
@@ -228,9 +231,7 @@ def verify(index: Path, docs: Path, corpus: dict[str, Any], seed: int) -> dict[s
             d = json.loads(line)
             fresh = [c.text for c in chunk_or_skip(Document(d["id"], d["title"], d["text"]),
                                                     100, None) or []]
-            stored = [t for (t,) in db.execute(
-                "SELECT text FROM chunks WHERE doc_id = ? ORDER BY ordinal", (d["id"],))]
-            rechunked_equal += fresh == stored
+            rechunked_equal += fresh == stored_texts[number]
     # A sample of passages: the stored vector is the model's vector of the text.
     picked = np.sort(rng.choice(total, 2000, replace=False))
     model = HashedWords()
