@@ -72,18 +72,18 @@ def test_plain_progress_time_left_of_a_long_run() -> None:
     lines: list[str] = []
     clock = Clock()
     progress = PlainProgress(lines.append, interval=30, clock=clock)
-    read = progress.counter("dumps read", "bytes", total=24_000_000_000)
+    read = progress.counter("files read", "bytes", total=24_000_000_000)
     clock.now += 3600
     read.update(1_000_000_000)  # an hour for 1 GB of 24: 23 hours left
     clock.now += 3600
     read.update(1_000_000_000)  # 2 of 24 GB in two hours: 22 h
     assert lines[1:] == [
-        "progress: dumps read 1,000,000,000/24,000,000,000 bytes, 277,777.8/s, about 23.0 h left",
-        "progress: dumps read 2,000,000,000/24,000,000,000 bytes, 277,777.8/s, about 22.0 h left",
+        "progress: files read 1,000,000,000/24,000,000,000 bytes, 277,777.8/s, about 23.0 h left",
+        "progress: files read 2,000,000,000/24,000,000,000 bytes, 277,777.8/s, about 22.0 h left",
     ]
     read.update(22_000_000_000)
     progress.close()
-    assert lines[-1] == "dumps read: 24,000,000,000 bytes in 7200.0 s"
+    assert lines[-1] == "files read: 24,000,000,000 bytes in 7200.0 s"
 
 
 def test_plain_progress_counts_updates_from_threads() -> None:

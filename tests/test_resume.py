@@ -239,10 +239,24 @@ def test_a_dump_build_counts_the_bytes_read_against_the_dump_size(
     build_index([dump], tmp_path / "index", embedder=HashEmbedder(), progress=progress)
     progress.close()
     size = dump.stat().st_size
-    assert f"dumps read: started ({size:,} bytes)" in lines
-    assert any(f"dumps read: {size:,} bytes in" in line for line in lines)
+    assert f"files read: started ({size:,} bytes)" in lines
+    assert any(f"files read: {size:,} bytes in" in line for line in lines)
     assert lines[-1].startswith("written: ")  # then the index file, with its own count
     assert any(", about " in line and " left" in line for line in lines)
+
+
+def test_a_jsonl_build_counts_the_bytes_read_against_the_file_size(
+    sources: list[Path], tmp_path: Path
+) -> None:
+    """A JSONL corpus shows the time left too, from the bytes read of its size."""
+    lines: list[str] = []
+    progress = PlainProgress(lines.append, interval=0)
+    jsonl = next(s for s in sources if s.suffix == ".jsonl")
+    build_index([jsonl], tmp_path / "index", embedder=HashEmbedder(), progress=progress)
+    progress.close()
+    size = jsonl.stat().st_size
+    assert f"files read: started ({size:,} bytes)" in lines
+    assert any(f"files read: {size:,} bytes in" in line for line in lines)
 
 
 def test_a_build_stopped_after_its_last_rows_redoes_only_its_last_shard(

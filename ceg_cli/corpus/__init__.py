@@ -115,7 +115,8 @@ def iter_positioned(
     dump with its index (``multistream_index``, or beside it under Wikimedia's
     name: ``multistream.index_beside``) is read from the stream holding the
     next page, the others are read from their start and the
-    first documents passed over. ``on_read`` counts the bytes a dump reads.
+    first documents passed over. ``on_read`` counts the bytes a dump or a
+    JSONL file reads (compressed, as the file's size is).
     """
     path = Path(path)
     kind = source_kind(path)
@@ -128,7 +129,10 @@ def iter_positioned(
         return read_mediawiki_pages(
             path, start_page=start, namespaces=namespaces, on_warning=on_warning, on_read=on_read
         )
-    documents = iter_documents(path, follow_symlinks=follow_symlinks, on_warning=on_warning)
+    if kind == "jsonl":
+        documents = read_jsonl(path, on_warning=on_warning, on_read=on_read)
+    else:
+        documents = read_folder(path, follow_symlinks=follow_symlinks, on_warning=on_warning)
     return _counted(documents, start)
 
 

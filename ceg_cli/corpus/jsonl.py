@@ -9,14 +9,13 @@ for the parser is a bad line, not a crash.
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Callable, Iterator
-from io import BufferedIOBase
 from pathlib import Path
 from typing import Any
 
+from ceg_cli.corpus.mediawiki import open_dump
 from ceg_cli.errors import InputError
 from ceg_cli.responses import MAX_LINE_BYTES, capped_lines
 from ceg_cli.types import Document
@@ -26,23 +25,21 @@ from ceg_cli.types import Document
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _open(path: Path) -> BufferedIOBase:
-    with open(path, "rb") as probe:
-        gzipped = probe.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")
-
-
 def read_jsonl(
-    path: Path, *, on_warning: Callable[[str], None] | None = None
+    path: Path,
+    *,
+    on_warning: Callable[[str], None] | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> Iterator[Document]:
     """Yield a ``Document`` for each valid line of a JSONL file (``.gz`` too).
 
     ``id`` may be a string or an integer (a missing one becomes the line
     number); ``title`` defaults to the id; ``text`` must be a non-empty string.
+    ``on_read`` is told how many bytes of the file (compressed) each read took.
     """
     warn = on_warning or (lambda _message: None)
     try:
-        with _open(path) as stream:
+        with open_dump(path, on_read) as stream:
             for number, raw in capped_lines(stream):
                 if raw is None:
                     warn(f"{path}:{number}: line is longer than {MAX_LINE_BYTES:,} bytes; "

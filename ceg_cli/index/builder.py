@@ -540,8 +540,8 @@ def _fill(
         if kinds[path] == "mediawiki":
             per_source[key]["namespaces"] = sorted(options.namespaces)
 
-    dumps = sum(s["size"] for s in per_source.values() if s["kind"] == "mediawiki")
-    bars = _Bars(progress, dumps)
+    files = sum(s["size"] for s in per_source.values() if s["kind"] in _READ_COUNTED)
+    bars = _Bars(progress, files)
     next_id = work.position["next_id"]
     position = work.position
     shard_passages = options.shard_passages or SHARD_PASSAGES
@@ -618,7 +618,7 @@ def _produce_in_background(
                     namespaces=options.namespaces,
                     follow_symlinks=options.follow_symlinks,
                     on_warning=on_warning,
-                    on_read=bars.read.update if stats["kind"] == "mediawiki" else None,
+                    on_read=bars.read.update if stats["kind"] in _READ_COUNTED else None,
                     multistream_index=options.multistream_index,
                 ):
                     # Store the resolved path so that --append recognises the source.
@@ -681,21 +681,25 @@ def _with_source(chunk: Chunk, source: str) -> Chunk:
     )
 
 
+#: Sources whose bytes read are counted against their size (folders are not).
+_READ_COUNTED = ("mediawiki", "jsonl")
+
+
 class _Bars:
     """The build's counters, updated by the reader thread and the embedder.
 
-    With MediaWiki dumps among the sources, one more counts the bytes of them
-    read against their size, which gives the time left.
+    With dumps or JSONL files among the sources, one more counts the bytes of
+    them read against their size, which gives the time left.
     """
 
-    def __init__(self, progress: Progress, dump_bytes: int = 0) -> None:
+    def __init__(self, progress: Progress, file_bytes: int = 0) -> None:
         self.pages = progress.counter("pages read", "pages")
         self.passages = progress.counter("passages", "passages")
         self.embedded = progress.counter("embedded", "passages")
         self.read = (
-            progress.counter("dumps read", "bytes", total=dump_bytes)
-            if dump_bytes
-            else NO_PROGRESS.counter("dumps read", "bytes")
+            progress.counter("files read", "bytes", total=file_bytes)
+            if file_bytes
+            else NO_PROGRESS.counter("files read", "bytes")
         )
 
 
