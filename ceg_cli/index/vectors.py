@@ -358,16 +358,16 @@ def write_vectors(
     from ``path``. ``progress`` counts the vectors added to an approximate
     index (``indexed``) and those written to the file (``written``).
     """
-
     kind, why = choose_type(requested, source.count, threshold)
     if kind == "ivfpq" and source.count < IVFPQ_MIN:
         kind, why = "flat", f"{why}; {source.count} passages are too few to train ivfpq"
-    t0 = time.perf_counter()
-    params: dict[str, Any] = {}
-    ivf = None
+
     def written() -> Counter:
         return progress.counter("written", "vectors", total=source.count)
 
+    t0 = time.perf_counter()
+    params: dict[str, Any] = {}
+    ivf = None
     if kind == "flat":
         _write_flat_file(source, path, written())
     elif kind == "hnsw":
