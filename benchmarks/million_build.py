@@ -11,7 +11,8 @@ What issue 10 asks to see at scale, end to end through the real ``ceg`` command:
    where NAME is the stand-in model of ``_standin.py`` (a fast
    feature-hashing embedder: the real model would take 4 to 8 hours here; the
    build around the model is what is measured). The build is killed with
-   SIGKILL at ``--kills`` random moments while it embeds, and once while it
+   SIGKILL at ``--kills`` random points while it embeds (once that many
+   passages, drawn at random, are committed), and once while it
    writes ``vectors.faiss`` from its shards, each time run again with
    ``--resume``, until it finishes. Every run is its own process; its peak
    memory (``VmHWM`` and anonymous ``RssAnon``) is sampled every 0.2 s,
@@ -123,9 +124,10 @@ def make_corpus(path: Path, passages: int, seed: int) -> dict[str, Any]:
 # -- 2. the build, killed and resumed ------------------------------------------------------
 
 
-def run_build(docs: Path, index: Path, resume: bool, kill_after: float | None,
+def run_build(docs: Path, index: Path, resume: bool, kill_at: int | None,
               kill_at_vectors: bool) -> dict[str, Any]:
-    """One ``ceg index build`` process; killed after ``kill_after`` s or at the vectors file."""
+    """One ``ceg index build`` process, killed once ``kill_at`` passages are committed or
+    while it writes the vectors file (``kill_at_vectors``)."""
     cmd = [sys.executable, str(STANDIN), "index", "build", str(docs), "--index", str(index),
            "--model", NAME, "--no-lexical"]
     if resume:
@@ -148,9 +150,10 @@ def run_build(docs: Path, index: Path, resume: bool, kill_after: float | None,
         now = proc_status_kib(proc.pid, "VmHWM", "RssAnon")
         peak, anon_peak = max(peak, now["VmHWM"]), max(anon_peak, now["RssAnon"])
         now = time.perf_counter() - started
-        if kill_after is not None and now >= kill_after and killed is None:
+        committed = _committed(work) if kill_at is not None else None
+        if committed is not None and committed >= kill_at and killed is None:
             os.kill(proc.pid, signal.SIGKILL)
-            killed = f"after {now:.0f} s"
+            killed = f"after {now:.0f} s, {committed:,} passages committed"
         if kill_at_vectors and killed is None and (work / "vectors.faiss").exists():
             time.sleep(random.uniform(0.0, 2.0))
             os.kill(proc.pid, signal.SIGKILL)
@@ -343,17 +346,14 @@ def main() -> None:
     index = work / "index"
     shutil.rmtree(index, ignore_errors=True)
     shutil.rmtree(work / ".index.building", ignore_errors=True)
-    # An uninterrupted build of this size takes T; kill at random moments of the first 80%.
-    expected = args.passages / 1500
-    kills = sorted(rng.uniform(0.05, 0.8) * expected for _ in range(args.kills))
+    # Kills at random points of the embedding (by passages committed), in order.
+    kills = sorted(int(rng.uniform(0.02, 0.95) * args.passages) for _ in range(args.kills))
     runs: list[dict[str, Any]] = []
-    elapsed = 0.0
     resume = False
-    for moment in kills:
-        run = run_build(docs, index, resume, max(5.0, moment - elapsed), False)
+    for kill_at in kills:
+        run = run_build(docs, index, resume, kill_at, False)
         log(f"run {len(runs) + 1}: {run}")
         runs.append(run)
-        elapsed += run["seconds"]
         resume = True
         if run["exit"] == 0:
             break
