@@ -13,10 +13,11 @@ import gzip
 import json
 import re
 from collections.abc import Callable, Iterator
-from io import BufferedIOBase
+from io import BufferedIOBase, BufferedReader
 from pathlib import Path
 from typing import Any
 
+from ceg_cli.corpus.mediawiki import CountingReader
 from ceg_cli.errors import InputError
 from ceg_cli.responses import MAX_LINE_BYTES, capped_lines
 from ceg_cli.types import Document
@@ -32,18 +33,32 @@ def _open(path: Path) -> BufferedIOBase:
     return gzip.open(path, "rb") if gzipped else open(path, "rb")
 
 
+def _open_span(path: Path, start: int, end: int | None) -> BufferedIOBase:
+    raw = open(path, "rb")
+    raw.seek(start)
+    return BufferedReader(CountingReader(raw, None, None if end is None else end - start))
+
+
 def read_jsonl(
-    path: Path, *, on_warning: Callable[[str], None] | None = None
+    path: Path,
+    *,
+    on_warning: Callable[[str], None] | None = None,
+    span: tuple[int, int | None, int] | None = None,
 ) -> Iterator[Document]:
     """Yield a ``Document`` for each valid line of a JSONL file (``.gz`` too).
 
     ``id`` may be a string or an integer (a missing one becomes the line
     number); ``title`` defaults to the id; ``text`` must be a non-empty string.
+    ``span`` reads only part of an uncompressed file: ``(start, end, line)``,
+    bytes ``start`` to ``end`` (None: the end of the file) cut at line
+    boundaries, whose first line is line number ``line`` of the file.
     """
     warn = on_warning or (lambda _message: None)
     try:
-        with _open(path) as stream:
-            for number, raw in capped_lines(stream):
+        with _open(path) if span is None else _open_span(path, span[0], span[1]) as stream:
+            before = 0 if span is None else span[2] - 1
+            for counted, raw in capped_lines(stream):
+                number = before + counted
                 if raw is None:
                     warn(f"{path}:{number}: line is longer than {MAX_LINE_BYTES:,} bytes; "
                          "line skipped")
