@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -257,3 +258,22 @@ def _wait_for_shards(root: Path, shards: int, proc: subprocess.Popen[bytes]) -> 
             return int(done)
         time.sleep(0.1)
     raise AssertionError("the driver committed too few shards in 120 s")
+
+
+@pytest.mark.slow
+def test_the_command_builds_on_ray_with_the_real_model(
+    tmp_path: Path, mini_wiki: Path, mini_index: Path
+) -> None:
+    """The real ``ceg`` entry point starts Ray on this machine; its worker loads the model."""
+    ceg = str(Path(sys.executable).with_name("ceg"))
+    target = tmp_path / "index"
+    done = subprocess.run([ceg, "index", "build", str(mini_wiki), "--index", str(target),
+                           "--engine", "ray", "--workers", "1", "-q"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "embedded by 1 Ray workers on 1 nodes" in done.stderr
+    _same_index(target, mini_index)
+    assert np.allclose(_vectors(target), _vectors(mini_index), atol=1e-5)
+    info = subprocess.run([ceg, "index", "info", "--index", str(target)], capture_output=True,
+                          text=True, timeout=120)
+    assert re.search(r"^build engine +ray, 1 worker +$", info.stdout, re.M), info.stdout

@@ -202,6 +202,10 @@ def info(
     # Indexes built before backends were recorded were built with the float model.
     table.add_row("backend", str(meta["model"].get("backend", "torch")))
     table.add_row("embedded text", meta["embed_text"])
+    # Indexes built before the engine was recorded were built in one process.
+    build = meta.get("build", {"engine": "local", "workers": 1})
+    table.add_row("build engine", f"{build['engine']}, {build['workers']} "
+                  f"worker{'s' if build['workers'] != 1 else ''}")
     table.add_row(
         "chunker",
         f"about {meta['chunker']['max_words']} words, cut at {meta['chunker']['boundaries']}",
