@@ -16,14 +16,16 @@ each repeat so that the shared machine's drifting load hits all alike:
 - **ray, k workers**: ``build_index(..., BuildOptions(engine="ray",
   workers=k))`` with no model object, as the command runs: it starts Ray on
   this machine, loads the model in the driver (for its name and dimension) and
-  in each worker, then embeds. End to end is from the call to its return;
-  **steady** is the passages embedded after the first range came back over
-  the time since then: the rate once the workers run, which is what grows
-  with the cluster.
+  in each worker, then embeds. End to end is from the call to its return.
+
+**Once running** is the passages over the time after the model is loaded
+(local) or every worker answers (Ray: Ray started, the driver's and the
+workers' models loaded; noted by wrapping ``ray_engine._start_workers``): the
+rate that grows with the cluster, apart from the start-up, which does not.
 
 The overhead at one worker is the Ray build's end-to-end time over the local
-build's (model load included on both sides), and the steady rates' ratio.
-The projection for N machines multiplies the one-worker steady rate (one
+build's (model load included on both sides), and the ratio of the rates once
+running. The projection for N machines multiplies the one-worker rate (one
 worker per machine, using the machine's cores) by N: an upper bound, which
 the driver (storing results in order, one SQLite writer) caps in the end.
 """
@@ -91,16 +93,33 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     else:
         embedder = None
         options = BuildOptions(engine="ray", workers=args.workers)
+        _note_when_workers_run(started)
     clock = _Clock(started)
     report = build_index([source], target, options, embedder=embedder, progress=clock)
     total = time.perf_counter() - started
-    first_at, first_n = clock.embedded[0]
-    steady = (report.chunks - first_n) / (total - first_at) if total > first_at else None
-    if args.engine == "local":
-        steady = report.chunks / (total - load)  # one thread embeds from the first passage
+    ready = load if args.engine == "local" else READY[0]
     return {"engine": args.engine, "workers": args.workers, "passages": report.chunks,
-            "seconds": total, "load_seconds": load, "first_result_seconds": first_at,
-            "steady_per_s": steady, "per_s": report.chunks / total}
+            "seconds": total, "ready_seconds": ready,
+            "first_result_seconds": clock.embedded[0][0],
+            "steady_per_s": report.chunks / (total - ready), "per_s": report.chunks / total}
+
+
+#: Seconds from the start until the Ray workers ran (their models loaded).
+READY: list[float] = []
+
+
+def _note_when_workers_run(started: float) -> None:
+    """Wrap ``ray_engine._start_workers`` (it returns once every worker answers)."""
+    import ceg_cli.index.ray_engine as engine
+
+    real = engine._start_workers
+
+    def start(*args: Any, **kwargs: Any) -> Any:
+        actors = real(*args, **kwargs)
+        READY.append(time.perf_counter() - started)
+        return actors
+
+    engine._start_workers = start  # type: ignore[assignment]
 
 
 # --------------------------------------------------------------------------- parent
@@ -156,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        args.engine = args.child
+        args.engine, args.workers = args.child, args.workers[0]
         Path(args.out).write_text(json.dumps(child(args)), encoding="utf-8")
         return 0
 
@@ -172,13 +191,14 @@ def main(argv: list[str] | None = None) -> int:
             runs[f"{engine}-{k}"].append(result)
 
     def med(key: str, field: str) -> float:
-        return median([r[field] for r in runs[key]])
+        values = [r[field] for r in runs[key] if r[field] is not None]
+        return median(values) if values else float("nan")
 
     rows = []
     for engine, k in configs:
         key = f"{engine}-{k}"
         rows.append([engine, k, f"{med(key, 'seconds'):.1f}", f"{med(key, 'per_s'):.1f}",
-                     f"{med(key, 'first_result_seconds'):.1f}", f"{med(key, 'steady_per_s'):.1f}"])
+                     f"{med(key, 'ready_seconds'):.1f}", f"{med(key, 'steady_per_s'):.1f}"])
     passages = runs["local-1"][0]["passages"]
     summary: dict[str, Any] = {}
     if "ray-1" in runs:
@@ -195,10 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# Ray build ({passages} passages of the enwiki sample, {args.ranges} ranges)\n")
     print(f"`{command_line()}`\n")
     print(markdown_table(["engine", "workers", "seconds", "passages/s end to end",
-                          "first result at (s)", "steady passages/s"], rows))
+                          "running after (s)", "passages/s once running"], rows))
     if summary:
         print(f"\noverhead at 1 worker: end to end x{summary['overhead_end_to_end']:.2f}, "
-              f"steady x{summary['overhead_steady']:.2f}")
+              f"once running x{summary['overhead_steady']:.2f}")
         print("\n" + markdown_table(
             ["machines", "passages/s (projected)", "hours for 64 M passages"],
             [[n, f"{p['per_s']:.0f}", f"{p['paper_corpus_hours']:.0f}"]

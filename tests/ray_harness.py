@@ -9,7 +9,10 @@ embedder class would.
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 
@@ -25,3 +28,22 @@ def by_value(*modules: ModuleType | str) -> None:
         cloudpickle.register_pickle_by_value(
             sys.modules[module] if isinstance(module, str) else module
         )
+
+
+@contextmanager
+def no_ray_auth() -> Iterator[None]:
+    """Ray without token authentication (its default since 2.5x), for the test clusters.
+
+    A loopback cluster's second node would need the head's token; and one
+    process's Ray sessions must agree on the mode: a driver that ran a local
+    Ray with tokens loses its actors on a cluster without them.
+    """
+    saved = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = saved

@@ -25,7 +25,7 @@ import pytest
 import ray
 from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
-from ray_harness import by_value
+from ray_harness import by_value, no_ray_auth
 from reliability_harness import documents, leftovers
 from test_ray_engine import _same_index
 
@@ -76,14 +76,15 @@ def _listening(port: int) -> bool:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set[str]]]:
     """(address, node ids) of a head and a second node, each with 1 CPU."""
+    with no_ray_auth():
+        yield from _two_nodes(tmp_path_factory)
+
+
+def _two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set[str]]]:
     root = tmp_path_factory.mktemp("cluster")
     port = _free_port()
     address = f"127.0.0.1:{port}"
     logs = [root / "head.log", root / "node.log"]
-    # Token authentication (Ray's default since 2.5x) would need the head's
-    # token on the second node: a loopback test cluster goes without.
-    saved = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"
     nodes: list[subprocess.Popen[bytes]] = []
     try:
         nodes.append(_start_node(["--head", f"--port={port}", "--include-dashboard=false"],
@@ -104,10 +105,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set
             os.killpg(node.pid, signal.SIGKILL)
         for node in nodes:
             node.wait(timeout=30)
-        if saved is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = saved
 
 
 @pytest.fixture

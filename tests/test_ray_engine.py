@@ -19,6 +19,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ import pytest
 import ray
 from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
-from ray_harness import TESTS_DIR, by_value
+from ray_harness import TESTS_DIR, by_value, no_ray_auth
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
@@ -40,9 +41,11 @@ from ceg_cli.index.ray_engine import INSTALL_HINT, _check_reachable
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
     by_value(__name__)
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-    yield
-    ray.shutdown()
+    with no_ray_auth():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 logging_level="WARNING", object_store_memory=100_000_000)
+        yield
+        ray.shutdown()
 
 
 @pytest.fixture
@@ -71,7 +74,7 @@ def _folder(path: Path) -> Path:
 
 
 def _rows(index: Path) -> list[tuple[object, ...]]:
-    with sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True) as db:
+    with closing(sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True)) as db:
         return db.execute("SELECT * FROM chunks ORDER BY id").fetchall()
 
 
@@ -137,6 +140,27 @@ def test_a_worker_that_loses_its_source_names_it_and_its_host(
         f"{second}: no such file or directory on worker host {socket.gethostname()} (every "
         "machine of the cluster must see the sources at the same path)")
     assert not (tmp_path / "index").exists() and leftovers(tmp_path / "index") == []
+
+
+def test_append_on_ray_is_the_single_machine_append(small: None, tmp_path: Path) -> None:
+    first = documents(tmp_path / "first.jsonl", 30, "F")
+    second = documents(tmp_path / "second.jsonl", 30, "S")
+    for name, options in (("local", BuildOptions()), ("ray", BuildOptions(engine="ray"))):
+        build_index([first], tmp_path / name, embedder=HashEmbedder())
+        report = build_index([first, second], tmp_path / name,
+                             BuildOptions(**{**options.__dict__, "append": True}),
+                             embedder=HashEmbedder())
+        assert report.unchanged == [str(first)] and report.chunks == 30
+    _same_index(tmp_path / "ray", tmp_path / "local")
+    assert _meta(tmp_path / "ray")["build"] == {"engine": "ray", "workers": 1}  # one node
+
+
+def test_importing_the_builder_and_the_cli_leaves_ray_out() -> None:
+    code = ("import sys, ceg_cli.cli.main, ceg_cli.index.builder, ceg_cli.corpus.ranges; "
+            "print('ray' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
 
 
 class DeletesAtFirstCall(HashEmbedder):
@@ -250,7 +274,9 @@ def _wait_for_shards(root: Path, shards: int, proc: subprocess.Popen[bytes]) -> 
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         try:
-            with sqlite3.connect(f"file:{root / 'chunks.sqlite'}?mode=ro", uri=True) as db:
+            # Closed at once: an open reader would keep the resumed build from finishing.
+            with closing(sqlite3.connect(f"file:{root / 'chunks.sqlite'}?mode=ro",
+                                         uri=True)) as db:
                 (done,) = db.execute("SELECT max(shard) FROM build_progress").fetchone()
         except sqlite3.Error:
             done = None

@@ -251,7 +251,7 @@ def _get(ray: Any, ref: Any) -> Any:
         raise
     except ray.exceptions.RayActorError as exc:
         raise BackendError(
-            f"a Ray worker died and was restarted {MAX_RESTARTS} times; giving up: "
+            f"a Ray worker died (restarted up to {MAX_RESTARTS} times, or failed to start): "
             f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
         ) from None
 
@@ -293,6 +293,11 @@ def _check_reachable(address: str) -> None:
         ) from None
 
 
+def _share(amount: float) -> float:
+    """A resource request Ray can grant: two decimals, rounded down, at least 0.01."""
+    return max(0.01, math.floor(amount * 100) / 100)
+
+
 def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | None,
                    report: Any) -> list[Any]:
     """Start the actors: ``workers``, or one per GPU, or one per node; wait until they run.
@@ -307,9 +312,11 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
     count = workers or gpus or max(1, len(nodes))
     node_cpus = [n["Resources"].get("CPU", 0) for n in nodes] or [1]
     share = min(resources.get("CPU", 1) / count, max(node_cpus))
-    cpus = max(0.01, math.floor(share * 100) / 100)
+    cpus = _share(share)
+    # More workers than GPUs share them (each model is small beside a GPU's memory).
+    gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
     remote = ray.remote(Worker).options(
-        num_cpus=cpus, num_gpus=1 if gpus else 0, max_restarts=MAX_RESTARTS,
+        num_cpus=cpus, num_gpus=gpu_share, max_restarts=MAX_RESTARTS,
         max_task_retries=MAX_RESTARTS, scheduling_strategy="SPREAD",
     )
     actors = [remote.remote(model) for _ in range(count)]
@@ -320,7 +327,7 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
             ray.kill(actor)
         raise BackendError(
             f"only {len(ready)} of {count} Ray workers started in {START_TIMEOUT_S:.0f} s "
-            f"(each asks for {cpus} CPUs{' and 1 GPU' if gpus else ''}; the cluster has "
+            f"(each asks for {cpus} CPUs{f' and {gpu_share} GPU' if gpus else ''}; the cluster has "
             f"{resources.get('CPU', 0):g} CPUs, {gpus} GPUs): ask for fewer with --workers"
         )
     places = [_get(ray, probe) for probe in probes]
