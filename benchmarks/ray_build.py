@@ -83,7 +83,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     from ceg_cli.index.embedding import load_embedder
 
     source, target = Path(args.source), Path(args.target)
-    ceg_cli.corpus.ranges.RANGE_BYTES = -(-source.stat().st_size // args.ranges)
+    ceg_cli.corpus.ranges.RANGE_BYTES = range_bytes(source, args.ranges)
     started = time.perf_counter()
     load = 0.0
     if args.engine == "local":
@@ -120,6 +120,11 @@ def _note_when_workers_run(started: float) -> None:
         return actors
 
     engine._start_workers = start  # type: ignore[assignment]
+
+
+def range_bytes(source: Path, ranges: int) -> int:
+    """The range size that asks for ``ranges`` ranges (fewer come: ranges end at lines)."""
+    return -(-source.stat().st_size // ranges)
 
 
 # --------------------------------------------------------------------------- parent
@@ -180,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     source = make_slice(args.passages)
+    import ceg_cli.corpus.ranges
+
+    ceg_cli.corpus.ranges.RANGE_BYTES = range_bytes(source, args.ranges)
+    made = len(ceg_cli.corpus.ranges.plan_ranges([source]))
     configs = [("local", 1)] + [("ray", k) for k in args.workers]
     runs: dict[str, list[dict[str, Any]]] = {f"{e}-{k}": [] for e, k in configs}
     for repeat in range(args.repeats):
@@ -212,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             str(n): {"per_s": n * rate, "paper_corpus_hours": PAPER_PASSAGES / (n * rate) / 3600}
             for n in (1, 8, 64, 512)
         }
-    print(f"# Ray build ({passages} passages of the enwiki sample, {args.ranges} ranges)\n")
+    print(f"# Ray build ({passages} passages of the enwiki sample, {made} ranges)\n")
     print(f"`{command_line()}`\n")
     print(markdown_table(["engine", "workers", "seconds", "passages/s end to end",
                           "running after (s)", "passages/s once running"], rows))
@@ -224,7 +233,8 @@ def main(argv: list[str] | None = None) -> int:
             [[n, f"{p['per_s']:.0f}", f"{p['paper_corpus_hours']:.0f}"]
              for n, p in summary["projection"].items()]))
     write_results("ray_build", {"command": command_line(), "environment": environment(),
-                                "passages": passages, "ranges": args.ranges, "runs": runs,
+                                "passages": passages, "ranges_asked": args.ranges,
+                                "ranges": made, "runs": runs,
                                 "summary": summary})
     return 0
 

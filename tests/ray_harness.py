@@ -32,7 +32,7 @@ def by_value(*modules: ModuleType | str) -> None:
 
 @contextmanager
 def no_ray_auth() -> Iterator[None]:
-    """Ray without token authentication (its default since 2.5x), for the test clusters.
+    """Ray without token authentication (on by default in Ray 2.60), for the test clusters.
 
     A loopback cluster's second node would need the head's token; and one
     process's Ray sessions must agree on the mode: a driver that ran a local
