@@ -35,7 +35,7 @@ import ceg_cli.index.builder
 from ceg_cli.errors import InputError, UsageError
 from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.indexdir import work_path
-from ceg_cli.index.ray_engine import INSTALL_HINT, _check_reachable
+from ceg_cli.index.ray_engine import INSTALL_HINT, check_reachable
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -183,17 +183,28 @@ def test_the_options_that_go_with_ray_alone_are_refused_without_it(tmp_path: Pat
                     embedder=HashEmbedder())
 
 
-def test_an_address_where_no_cluster_listens_is_one_line() -> None:
+def test_an_address_where_no_cluster_listens_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # free once closed: nothing listens there
     started = time.monotonic()
     with pytest.raises(UsageError, match=rf"^--ray-address 127.0.0.1:{port}: nothing answers "
                        r"there \(Connection refused\); start the cluster with `ray start --head`"):
-        _check_reachable(f"127.0.0.1:{port}")
+        check_reachable(f"127.0.0.1:{port}")
     assert time.monotonic() - started < 5
     with pytest.raises(UsageError, match="expected HOST:PORT"):
-        _check_reachable("head-node")
+        check_reachable("head-node")
+
+    def no_model(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the model was loaded before the address was checked")
+
+    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", no_model)
+    docs = documents(tmp_path / "docs.jsonl", 3, "D")
+    with pytest.raises(UsageError, match=rf"^--ray-address 127.0.0.1:{port}: nothing answers"):
+        build_index([docs], tmp_path / "index",
+                    BuildOptions(engine="ray", ray_address=f"127.0.0.1:{port}"))
 
 
 def test_without_ray_installed_the_command_says_how_to_install_it(tmp_path: Path) -> None:
@@ -297,7 +308,7 @@ def test_the_command_builds_on_ray_with_the_real_model(
                            "--engine", "ray", "--workers", "1", "-q"],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert "embedded by 1 Ray workers on 1 nodes" in done.stderr
+    assert "embedded by 1 Ray worker on 1 node" in done.stderr
     _same_index(target, mini_index)
     assert np.allclose(_vectors(target), _vectors(mini_index), atol=1e-5)
     info = subprocess.run([ceg, "index", "info", "--index", str(target)], capture_output=True,

@@ -159,8 +159,10 @@ def build(
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
     if report.worker_nodes:
-        err_console.print(f"embedded by {report.workers} Ray workers on "
-                          f"{len(set(report.worker_nodes))} nodes")
+        nodes = len(set(report.worker_nodes))
+        err_console.print(f"embedded by {report.workers} Ray worker"
+                          f"{'s' if report.workers != 1 else ''} on {nodes} node"
+                          f"{'s' if nodes != 1 else ''}")
     if report.resumed_chunks:
         err_console.print(f"resumed: {report.resumed_chunks} passages were already committed")
     for path in report.unchanged:

@@ -437,9 +437,12 @@ def _check_engine(options: BuildOptions) -> None:
     if options.workers is not None and options.workers < 1:
         raise UsageError(f"--workers {options.workers}: use at least 1")
     if options.engine == "ray":
-        from .ray_engine import require_ray
+        from .ray_engine import check_reachable, require_ray
 
-        require_ray()  # before the model loads: say at once how to install it
+        # Before the model loads: say at once how to install Ray, or that no cluster answers.
+        require_ray()
+        if options.ray_address:
+            check_reachable(options.ray_address)
     elif options.ray_address or options.workers:
         raise UsageError("--ray-address and --workers go with --engine ray")
 

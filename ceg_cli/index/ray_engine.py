@@ -267,7 +267,6 @@ def _connect(ray: Any, address: str | None) -> bool:
     if not address:
         ray.init(address="local", include_dashboard=False, **quiet)
         return True
-    _check_reachable(address)
     try:
         ray.init(address=address, **quiet)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
@@ -276,8 +275,11 @@ def _connect(ray: Any, address: str | None) -> bool:
     return True
 
 
-def _check_reachable(address: str) -> None:
-    """Fail in seconds, with one line, where no cluster listens (Ray would retry for long)."""
+def check_reachable(address: str) -> None:
+    """Fail in seconds, with one line, where no cluster listens (Ray would retry for long).
+
+    The builder calls it before loading the model.
+    """
     if address == "auto":
         return
     host, _, port = address.removeprefix("ray://").rpartition(":")
