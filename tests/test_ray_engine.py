@@ -8,6 +8,7 @@ calls and shards are made small so a few hundred passages cross many of each.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -161,6 +162,41 @@ def test_importing_the_builder_and_the_cli_leaves_ray_out() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_source_unreadable_on_a_worker_names_it_and_its_host(tmp_path: Path) -> None:
+    whole = documents(tmp_path / "docs.jsonl", 200, "G").read_bytes()
+    packed = tmp_path / "docs.jsonl.gz"
+    packed.write_bytes(gzip.compress(whole)[:-300])  # cut short: the end cannot be read
+    with pytest.raises(InputError, match=rf"^{packed}: cannot read: .* \(on worker host "
+                       rf"{re.escape(socket.gethostname())}\)$"):
+        build_index([packed], tmp_path / "index", BuildOptions(engine="ray"),
+                    embedder=HashEmbedder())
+    assert leftovers(tmp_path / "index") == []
+
+
+def test_resume_refuses_the_unfinished_build_of_the_other_engine(
+    small: None, tmp_path: Path
+) -> None:
+    docs = documents(tmp_path / "docs.jsonl", 40, "E")
+    with pytest.raises(RuntimeError, match="model crashed"):
+        build_index([docs], tmp_path / "index", BuildOptions(shard_passages=10),
+                    embedder=CrashesAfter(3))
+    with pytest.raises(UsageError, match=r"another build \(engine, ranges differ\)"):
+        build_index([docs], tmp_path / "index", BuildOptions(engine="ray", resume=True),
+                    embedder=HashEmbedder())
+
+
+class CrashesAfter(HashEmbedder):
+    def __init__(self, calls: int) -> None:
+        super().__init__()
+        self.calls = calls
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls -= 1
+        if self.calls < 0:
+            raise RuntimeError("model crashed")
+        return super().embed(texts)
 
 
 class DeletesAtFirstCall(HashEmbedder):
