@@ -321,6 +321,8 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
         num_cpus=cpus, num_gpus=gpu_share, max_restarts=MAX_RESTARTS,
         max_task_retries=MAX_RESTARTS, scheduling_strategy="SPREAD",
     )
+    if gpus and isinstance(model, dict) and model.get("device") == "auto":
+        model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
     actors = [remote.remote(model) for _ in range(count)]
     probes = [a.where.remote() for a in actors]
     ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
