@@ -131,6 +131,15 @@ def test_a_build_across_two_nodes_is_the_single_machine_build(
     assert leftovers(tmp_path / "ray") == []
 
 
+def test_by_default_one_worker_per_node_using_its_cpus(
+    cluster: tuple[str, set[str]], sources: list[Path], tmp_path: Path
+) -> None:
+    address, node_ids = cluster
+    report = build_index(sources[:1], tmp_path / "ray", BuildOptions(engine="ray",
+                         ray_address=address), embedder=HashEmbedder())
+    assert report.workers == 2 and sorted(report.worker_nodes) == sorted(node_ids)
+
+
 class KillsItsWorkerOnce(HashEmbedder):
     """The fake model; the first worker process to embed SIGKILLs itself (once in all)."""
 

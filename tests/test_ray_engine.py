@@ -36,7 +36,7 @@ import ceg_cli.index.builder
 from ceg_cli.errors import InputError, UsageError
 from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.indexdir import work_path
-from ceg_cli.index.ray_engine import INSTALL_HINT, check_reachable
+from ceg_cli.index.ray_engine import INSTALL_HINT, _placements, check_reachable
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -185,6 +185,31 @@ def test_resume_refuses_the_unfinished_build_of_the_other_engine(
     with pytest.raises(UsageError, match=r"another build \(engine, ranges differ\)"):
         build_index([docs], tmp_path / "index", BuildOptions(engine="ray", resume=True),
                     embedder=HashEmbedder())
+
+
+class _Cluster:
+    """What ``_placements`` asks of Ray: a head (aa...) without CPUs, nodes of 4 (bb...)
+    and 16 (dd...) CPUs, and a dead one."""
+
+    @staticmethod
+    def nodes() -> list[dict[str, object]]:
+        return [{"NodeID": hexid * 28, "Alive": alive, "Resources": {"CPU": cpus}}
+                for hexid, alive, cpus in (("aa", True, 0.0), ("bb", True, 4.0),
+                                           ("cc", False, 8.0), ("dd", True, 16.0))]
+
+
+def test_workers_go_one_per_node_with_its_cpus_or_share_the_cluster() -> None:
+    resources = {"CPU": 20.0}
+    per_node = _placements(_Cluster, None, resources, 0)
+    assert [(p["num_cpus"], p["scheduling_strategy"].node_id) for p in per_node] == [
+        (4.0, "bb" * 28), (16.0, "dd" * 28)]  # the head, with no CPUs, gets none
+    assert all(p["scheduling_strategy"].soft is False for p in per_node)
+    shared = _placements(_Cluster, 8, resources, 0)
+    assert [(p["num_cpus"], p["num_gpus"]) for p in shared] == [(2.5, 0)] * 8
+    on_gpus = _placements(_Cluster, None, {"CPU": 20.0, "GPU": 4.0}, 4)
+    assert [(p["num_cpus"], p["num_gpus"]) for p in on_gpus] == [(5.0, 1.0)] * 4
+    more_than_gpus = _placements(_Cluster, 8, {"CPU": 20.0, "GPU": 4.0}, 4)
+    assert {p["num_gpus"] for p in more_than_gpus} == {0.5}
 
 
 class CrashesAfter(HashEmbedder):

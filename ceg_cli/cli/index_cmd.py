@@ -128,7 +128,7 @@ def build(
         "--workers",
         min=1,
         help="With --engine ray: how many workers load the model and embed (default: one "
-        "per GPU of the cluster, else one per node).",
+        "per GPU of the cluster, else one per node with CPUs).",
         show_default=False,
     ),
     quiet: bool = QuietOption,

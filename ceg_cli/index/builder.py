@@ -101,7 +101,7 @@ class BuildOptions:
     engine: str = "local"
     #: The Ray cluster to join (None: start Ray on this machine).
     ray_address: str | None = None
-    #: Ray workers (None: one per GPU of the cluster, else one per node).
+    #: Ray workers (None: one per GPU of the cluster, else one per node with CPUs).
     workers: int | None = None
 
 

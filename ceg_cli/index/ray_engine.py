@@ -304,37 +304,51 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
                    report: Any) -> list[Any]:
     """Start the actors: ``workers``, or one per GPU, or one per node; wait until they run.
 
-    Each asks for an equal share of the cluster's CPUs (at most one node's),
-    which Ray also gives torch as its thread count, and for a GPU where the
-    cluster has them. ``SPREAD`` puts them on as many nodes as it can.
+    One per node (no GPUs, no ``workers``): each is pinned to its node and asks
+    for all of that node's CPUs, which Ray also gives torch as its thread
+    count; nodes without CPUs (a head started with ``--num-cpus=0``) get none.
+    Otherwise each asks for an equal share of the cluster's CPUs (at most one
+    node's) and a GPU (or a share of one) where the cluster has them, and
+    ``SPREAD`` puts them on as many nodes as it can.
     """
     resources = ray.cluster_resources()
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
     gpus = int(resources.get("GPU", 0))
-    count = workers or gpus or max(1, len(nodes))
-    node_cpus = [n["Resources"].get("CPU", 0) for n in nodes] or [1]
-    share = min(resources.get("CPU", 1) / count, max(node_cpus))
-    cpus = _share(share)
-    # More workers than GPUs share them (each model is small beside a GPU's memory).
-    gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
-    remote = ray.remote(Worker).options(
-        num_cpus=cpus, num_gpus=gpu_share, max_restarts=MAX_RESTARTS,
-        max_task_retries=MAX_RESTARTS, scheduling_strategy="SPREAD",
-    )
     if gpus and isinstance(model, dict) and model.get("device") == "auto":
         model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
-    actors = [remote.remote(model) for _ in range(count)]
+    places = _placements(ray, workers, resources, gpus)
+    restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
+    actors = [ray.remote(Worker).options(**place, **restarts).remote(model) for place in places]
     probes = [a.where.remote() for a in actors]
     ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
     if len(ready) < len(probes):
         for actor in actors:
             ray.kill(actor)
+        asks = f"{places[0]['num_cpus']} CPUs" + (
+            f" and {places[0]['num_gpus']} GPU" if gpus else "")
         raise BackendError(
-            f"only {len(ready)} of {count} Ray workers started in {START_TIMEOUT_S:.0f} s "
-            f"(each asks for {cpus} CPUs{f' and {gpu_share} GPU' if gpus else ''}; the cluster has "
-            f"{resources.get('CPU', 0):g} CPUs, {gpus} GPUs): ask for fewer with --workers"
+            f"only {len(ready)} of {len(places)} Ray workers started in {START_TIMEOUT_S:.0f} s "
+            f"(each asks for {asks}; the cluster has {resources.get('CPU', 0):g} CPUs, "
+            f"{gpus} GPUs): ask for fewer with --workers"
         )
-    places = [_get(ray, probe) for probe in probes]
-    report.workers = count
-    report.worker_nodes = [p["node"] for p in places]
+    report.workers = len(actors)
+    report.worker_nodes = [_get(ray, probe)["node"] for probe in probes]
     return actors
+
+
+def _placements(ray: Any, workers: int | None, resources: dict[str, float],
+                gpus: int) -> list[dict[str, Any]]:
+    """The resources and scheduling of each worker to start (see ``_start_workers``)."""
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) > 0]
+    if workers is None and not gpus and nodes:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return [{"num_cpus": _share(n["Resources"]["CPU"]), "num_gpus": 0,
+                 "scheduling_strategy": NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)}
+                for n in nodes]
+    count = workers or gpus or 1
+    most = max((n["Resources"]["CPU"] for n in nodes), default=1.0)
+    cpus = _share(min(resources.get("CPU", 1) / count, most))
+    # More workers than GPUs share them (each model is small beside a GPU's memory).
+    gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
+    return [{"num_cpus": cpus, "num_gpus": gpu_share, "scheduling_strategy": "SPREAD"}
+            for _ in range(count)]
