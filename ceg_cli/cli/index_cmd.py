@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ..index.builder import ENGINES
 from ..index.embedding import BACKENDS, DEVICES
 from .common import (
     IndexOption,
@@ -37,6 +38,7 @@ app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=Tr
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
 EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
+Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
 out_console = Console(highlight=False, soft_wrap=True)
 
 
@@ -116,6 +118,27 @@ def build(
         "to build it).",
         show_default=False,
     ),
+    engine: Engine = typer.Option(
+        "local",
+        "--engine",
+        help="local: read and embed in this process; ray: on Ray workers across a cluster "
+        "(needs ceg-cli[ray]; README, Builds on Ray).",
+    ),
+    ray_address: str = typer.Option(
+        None,
+        "--ray-address",
+        help="With --engine ray: the cluster's head node, HOST:PORT (as `ray start --head` "
+        "prints it), ray://HOST:PORT or auto (default: start Ray on this machine).",
+        show_default=False,
+    ),
+    workers: int = typer.Option(
+        None,
+        "--workers",
+        min=1,
+        help="With --engine ray: how many workers load the model and embed (default: one "
+        "per GPU of the cluster, else one per node with CPUs).",
+        show_default=False,
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
@@ -138,9 +161,17 @@ def build(
         multistream_index=multistream_index,
         index_type=index_type.value,
         lexical=lexical,
+        engine=engine.value,
+        ray_address=ray_address,
+        workers=workers,
     )
     with cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
+    if report.worker_nodes:
+        nodes = len(set(report.worker_nodes))
+        err_console.print(f"embedded by {report.workers} Ray worker"
+                          f"{'s' if report.workers != 1 else ''} on {nodes} node"
+                          f"{'s' if nodes != 1 else ''}")
     if report.resumed_chunks:
         err_console.print(f"resumed: {report.resumed_chunks} passages were already committed")
     for path in report.unchanged:
@@ -182,6 +213,10 @@ def info(
     # Indexes built before backends were recorded were built with the float model.
     table.add_row("backend", str(meta["model"].get("backend", "torch")))
     table.add_row("embedded text", meta["embed_text"])
+    # Indexes built before the engine was recorded were built in one process.
+    build = meta.get("build", {"engine": "local", "workers": 1})
+    table.add_row("build engine", f"{build['engine']}, {build['workers']} "
+                  f"worker{'s' if build['workers'] != 1 else ''}")
     table.add_row(
         "chunker",
         f"about {meta['chunker']['max_words']} words, cut at {meta['chunker']['boundaries']}",

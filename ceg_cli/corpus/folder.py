@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ceg_cli.corpus.markdown import markdown_to_text
@@ -43,7 +43,15 @@ def read_folder(
     ``on_warning`` and skipped.
     """
     warn = on_warning or (lambda _message: None)
-    for relative, target in _text_files(path, follow_symlinks, warn):
+    yield from read_text_files(path, text_files(path, follow_symlinks, warn), warn)
+
+
+def read_text_files(
+    path: Path, files: Iterable[tuple[str, Path]], on_warning: Callable[[str], None] | None
+) -> Iterator[Document]:
+    """The documents of some of ``text_files(path, ...)``'s files (a part of the folder)."""
+    warn = on_warning or (lambda _message: None)
+    for relative, target in files:
         file = path / relative
         if not target.is_file():
             warn(f"{file}: not a regular file; file skipped")
@@ -68,7 +76,7 @@ def read_folder(
         yield Document(id=relative, title=title, text=text, url=None, source=str(path))
 
 
-def _text_files(
+def text_files(
     root: Path, follow_symlinks: bool, warn: Callable[[str], None]
 ) -> list[tuple[str, Path]]:
     """(relative POSIX path, path to read) of the text files under ``root``, sorted.

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from io import BufferedIOBase, BufferedReader
 from pathlib import Path
 from typing import Any
 
-from ceg_cli.corpus.mediawiki import open_dump
+from ceg_cli.corpus.mediawiki import CountingReader, open_dump
 from ceg_cli.errors import InputError
 from ceg_cli.responses import MAX_LINE_BYTES, capped_lines
 from ceg_cli.types import Document
@@ -25,22 +26,35 @@ from ceg_cli.types import Document
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def _open_span(path: Path, start: int, end: int | None) -> BufferedIOBase:
+    raw = open(path, "rb")
+    raw.seek(start)
+    return BufferedReader(CountingReader(raw, None, None if end is None else end - start))
+
+
 def read_jsonl(
     path: Path,
     *,
     on_warning: Callable[[str], None] | None = None,
     on_read: Callable[[int], None] | None = None,
+    span: tuple[int, int | None, int] | None = None,
 ) -> Iterator[Document]:
     """Yield a ``Document`` for each valid line of a JSONL file (``.gz`` too).
 
     ``id`` may be a string or an integer (a missing one becomes the line
     number); ``title`` defaults to the id; ``text`` must be a non-empty string.
     ``on_read`` is told how many bytes of the file (compressed) each read took.
+    ``span`` reads only part of an uncompressed file: ``(start, end, line)``,
+    bytes ``start`` to ``end`` (None: the end of the file) cut at line
+    boundaries, whose first line is line number ``line`` of the file.
     """
     warn = on_warning or (lambda _message: None)
     try:
-        with open_dump(path, on_read) as stream:
-            for number, raw in capped_lines(stream):
+        stream = open_dump(path, on_read) if span is None else _open_span(path, *span[:2])
+        with stream:
+            before = 0 if span is None else span[2] - 1
+            for counted, raw in capped_lines(stream):
+                number = before + counted
                 if raw is None:
                     warn(f"{path}:{number}: line is longer than {MAX_LINE_BYTES:,} bytes; "
                          "line skipped")

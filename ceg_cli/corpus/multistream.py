@@ -126,7 +126,7 @@ def read_from_page(
     """The dump's documents after its first ``start_page`` pages, read from their stream on."""
     ranges = read_index(index)
     at = max(0, bisect.bisect_right([r.first_page for r in ranges], start_page) - 1)
-    _check_stream_start(dump, index, ranges[at].start)
+    check_stream_start(dump, index, ranges[at].start)
     rest = StreamRange(ranges[at].start, None, ranges[at].first_page, 0)
     return read_range(
         dump, ranges[0].start, rest, start_page=start_page, namespaces=namespaces,
@@ -134,7 +134,7 @@ def read_from_page(
     )
 
 
-def _check_stream_start(dump: Path, index: Path, offset: int) -> None:
+def check_stream_start(dump: Path, index: Path, offset: int) -> None:
     """Refuse an index of another dump: its offsets do not start bz2 streams of this one."""
     with open(dump, "rb") as fh:
         fh.seek(offset)

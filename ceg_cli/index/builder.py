@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import __version__
 from ..corpus import iter_positioned, source_kind
+from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
 from ..errors import DiskFullError, InputError, UsageError
 from ..progress import NO_PROGRESS, Progress
 from ..types import Chunk
@@ -65,6 +66,8 @@ from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
 EMBED_CALL_SIZE = 1024
 DEFAULT_EMBED_TEXT = "title+text"
+#: How a build reads and embeds: here, or on Ray workers (``ray_engine``).
+ENGINES = ("local", "ray")
 #: Passages per committed shard: a killed build loses at most this much work
 #: (about four minutes of embedding at the 35 passages/s measured on 2 cores).
 SHARD_PASSAGES = 8192
@@ -96,6 +99,12 @@ class BuildOptions:
     auto_threshold: int = AUTO_THRESHOLD
     #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).
     lexical: bool | None = None
+    #: ``local`` (this process) or ``ray`` (``ray_engine``: workers across a cluster).
+    engine: str = "local"
+    #: The Ray cluster to join (None: start Ray on this machine).
+    ray_address: str | None = None
+    #: Ray workers (None: one per GPU of the cluster, else one per node with CPUs).
+    workers: int | None = None
 
 
 @dataclass
@@ -115,6 +124,9 @@ class BuildReport:
     resumed_chunks: int = 0
     #: The unfinished build's directory that this build started over in, if any.
     discarded: str | None = None
+    #: Processes that read and embedded (Ray workers), and the Ray node of each.
+    workers: int = 1
+    worker_nodes: list[str] = field(default_factory=list)
 
 
 def build_index(
@@ -139,6 +151,7 @@ def build_index(
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)
+    _check_engine(options)
     _check_target(target)
     with build_lock(target):
         report = _build(kinds, target, options, embedder, on_warning, progress)
@@ -182,15 +195,18 @@ def _build(
             # Built before the lexical part existed, or without it: add it, not re-embedding.
             report.lexical_seconds = _add_lexical(target, old_meta)
         return report
+    # Ray workers load the model themselves, unless given a model object.
+    model: Embedder | dict[str, Any] | None = embedder
     if embedder is None:
-        embedder = load_embedder(
-            old_meta["model"]["name"] if old_meta else options.model,
-            batch_size=options.batch_size,
-            backend=choose_backend(
+        model = {
+            "name": old_meta["model"]["name"] if old_meta else options.model,
+            "batch_size": options.batch_size,
+            "backend": choose_backend(
                 options.backend, old_meta["model"].get("backend", "torch") if old_meta else None
             ),
-            device=options.device,
-        )
+            "device": options.device,
+        }
+        embedder = load_embedder(**model)
     if old_meta is not None and (
         embedder.name != old_meta["model"]["name"]
         or embedder.dimension != old_meta["model"]["dimension"]
@@ -202,7 +218,12 @@ def _build(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
-    manifest = _manifest(todo, kinds, digests, options, embedder, old_meta, replaced_keys)
+    plan = (
+        plan_ranges(todo, follow_symlinks=options.follow_symlinks,
+                    multistream_index=options.multistream_index)
+        if options.engine == "ray" else None
+    )
+    manifest = _manifest(todo, kinds, digests, options, embedder, old_meta, replaced_keys, plan)
     kept_sources = [s for s in old_sources if s["path"] not in replaced_keys]
     warn = on_warning or (lambda _message: None)
     tmp: Path | None = None
@@ -215,7 +236,7 @@ def _build(
             _start(work, target if old_meta else None, replaced_keys)
         report.resumed_chunks = work.position["next_id"] - work.position["kept"]
         new_sources = _fill(todo, kinds, digests, options, embedder, work, report, on_warning,
-                            progress)
+                            progress, plan, model)
         work.rows_done()
         filled = True
         (total_chunks,) = work.db.execute("SELECT count(*) FROM chunks").fetchone()
@@ -321,9 +342,13 @@ def _manifest(
     embedder: Embedder,
     old_meta: dict[str, Any] | None,
     replaced: set[str],
+    plan: list[SourceRange] | None,
 ) -> dict[str, Any]:
     """What makes two builds the same build: --resume continues only the same one."""
     return {
+        # A Ray build commits after whole ranges: it resumes only with the same ranges.
+        "engine": options.engine,
+        "ranges": plan_digest(plan) if plan is not None else None,
         "sources": [
             {"path": str(p.resolve()), "kind": kinds[p], "digest": digests[p]} for p in todo
         ],
@@ -447,6 +472,22 @@ def _check_multistream_index(kinds: dict[Path, str], index: Path | None) -> None
         raise UsageError(f"--multistream-index {index}: no such file")
 
 
+def _check_engine(options: BuildOptions) -> None:
+    if options.engine not in ENGINES:
+        raise UsageError(f"--engine {options.engine}: expected one of {', '.join(ENGINES)}")
+    if options.workers is not None and options.workers < 1:
+        raise UsageError(f"--workers {options.workers}: use at least 1")
+    if options.engine == "ray":
+        from .ray_engine import check_reachable, require_ray
+
+        # Before the model loads: say at once how to install Ray, or that no cluster answers.
+        require_ray()
+        if options.ray_address:
+            check_reachable(options.ray_address)
+    elif options.ray_address or options.workers:
+        raise UsageError("--ray-address and --workers go with --engine ray")
+
+
 def _check_target(target: Path) -> None:
     if target.exists() and not target.is_dir():
         raise UsageError(f"--index {target}: exists and is not a directory")
@@ -523,8 +564,14 @@ def _fill(
     report: BuildReport,
     on_warning: Callable[[str], None] | None,
     progress: Progress,
+    plan: list[SourceRange] | None = None,
+    model: Embedder | dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Stream every source in ``todo`` into ``work``, from where it stands, in shards."""
+    """Stream every source in ``todo`` into ``work``, from where it stands, in shards.
+
+    With a ``plan`` (``--engine ray``), Ray workers read and embed its ranges,
+    each loading ``model`` (load_embedder's arguments, or a model object).
+    """
     per_source: dict[str, dict[str, Any]] = {}
     for path in todo:
         key = str(path.resolve())
@@ -542,9 +589,38 @@ def _fill(
 
     files = sum(s["size"] for s in per_source.values() if s["kind"] in _READ_COUNTED)
     bars = _Bars(progress, files)
+    shard_passages = options.shard_passages or SHARD_PASSAGES
+    if plan is not None:
+        from .ray_engine import RangeSettings, fill_on_ray
+
+        settings = RangeSettings(options.chunk_words, options.namespaces, options.embed_text,
+                                 EMBED_CALL_SIZE)
+        fill_on_ray(plan, per_source, [str(p.resolve()) for p in todo], options,
+                    model or embedder, settings, work, report, on_warning, bars, shard_passages)
+    else:
+        _fill_here(todo, options, embedder, work, report, on_warning, per_source, bars,
+                   shard_passages)
+    # The last, partial shard is committed with the index itself (``finish``):
+    # its vectors go from memory into the index file.
+    report.documents = sum(s["documents"] for s in per_source.values())
+    report.chunks = sum(s["chunks"] for s in per_source.values())
+    return list(per_source.values())
+
+
+def _fill_here(
+    todo: list[Path],
+    options: BuildOptions,
+    embedder: Embedder,
+    work: BuildWork,
+    report: BuildReport,
+    on_warning: Callable[[str], None] | None,
+    per_source: dict[str, dict[str, Any]],
+    bars: _Bars,
+    shard_passages: int,
+) -> None:
+    """Read and chunk in a thread, embed here: the single-machine engine."""
     next_id = work.position["next_id"]
     position = work.position
-    shard_passages = options.shard_passages or SHARD_PASSAGES
     for batch, position in _produce_in_background(
         todo, options, per_source, work.position, bars, on_warning
     ):
@@ -572,11 +648,6 @@ def _fill(
         bars.embedded.update(len(batch))
         if work.pending >= shard_passages:
             work.commit({**position, "next_id": next_id, "kept": work.position["kept"]})
-    # The last, partial shard is committed with the index itself: written as a
-    # shard file too, it would need the vectors' room on disk twice at the end.
-    report.documents = sum(s["documents"] for s in per_source.values())
-    report.chunks = sum(s["chunks"] for s in per_source.values())
-    return list(per_source.values())
 
 
 def _produce_in_background(
@@ -734,4 +805,5 @@ def _meta(
         "chunker": {"max_words": options.chunk_words, "boundaries": "sentence, newline"},
         "counts": {"documents": report.total_documents, "chunks": report.total_chunks},
         "sources": sources,
+        "build": {"engine": options.engine, "workers": report.workers},
     }

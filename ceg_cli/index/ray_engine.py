@@ -1,0 +1,354 @@
+"""Index builds on Ray: the sources' ranges read, chunked and embedded across a cluster.
+
+``ceg index build --engine ray`` splits the sources into ranges
+(``ceg_cli.corpus.ranges``) and hands them to Ray actors, each loading the
+model once (on a GPU where the cluster has them). The driver (this process)
+keeps a bounded number of ranges in flight, takes the results back **in range
+order**, numbers the passages and commits them to the build's work directory
+as the single-machine build does (``builder._fill``), so the index is the same:
+the same passages in the same order, vectors equal up to floating point (a
+range's embedding calls are cut after whole documents as the local build cuts
+them, but ranges start new calls).
+
+Failures: an actor whose process dies is restarted by Ray and its ranges are
+redone (``MAX_RESTARTS``); a driver that dies leaves the committed ranges, which
+``--resume`` skips (the position records the next range); a source missing or
+unreadable on a worker is an ``InputError`` naming the source and the worker's
+host.
+
+``ray`` is an optional dependency (``pip install 'ceg-cli[ray]'``), imported
+only here, and only when a Ray build runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..corpus.ranges import SourceRange, read_part
+from ..errors import BackendError, CegError, InputError, UsageError
+from ..types import Chunk
+from . import embed_text
+from .buildwork import BuildWork
+from .chunking import chunk_or_skip
+from .embedding import Embedder, load_embedder
+
+INSTALL_HINT = "pip install 'ceg-cli[ray]'"
+#: Times Ray restarts a worker whose process died, redoing its ranges.
+MAX_RESTARTS = 3
+#: Ranges given to each worker at once: one being embedded, one waiting, so
+#: that no worker idles while the driver stores a result; memory stays bounded.
+IN_FLIGHT_PER_WORKER = 2
+#: Seconds the workers have to start (scheduling, loading the model).
+START_TIMEOUT_S = 600.0
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or a ``UsageError`` saying how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(
+            f"--engine ray needs Ray, which is not installed here: {INSTALL_HINT}"
+        ) from None
+    return ray
+
+
+@dataclass
+class RangeResult:
+    """What a worker sends back for one range."""
+
+    #: (doc_id, title, ordinal, start, end, text, url, source) per passage: rows without ids.
+    rows: list[tuple[Any, ...]]
+    vectors: np.ndarray
+    documents: int
+    chunks: int
+    warnings: list[str] = field(default_factory=list)
+    host: str = ""
+    embed_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class RangeSettings:
+    """How a worker reads, chunks and embeds: the build's options that matter there."""
+
+    chunk_words: int
+    namespaces: frozenset[int]
+    embed_text: str
+    #: Passages per embedding call, cut after whole documents (``builder.EMBED_CALL_SIZE``).
+    call_size: int
+
+
+def embed_range(
+    part: SourceRange, key: str, embedder: Embedder, settings: RangeSettings
+) -> RangeResult:
+    """Read, chunk and embed one range: a worker's job (callable without Ray too).
+
+    ``key`` is the source's name in the index (its resolved path on the driver).
+    """
+    host = socket.gethostname()
+    if not Path(part.path).exists():
+        raise InputError(f"{part.path}: no such file or directory on worker host {host} "
+                         "(every machine of the cluster must see the sources at the same path)")
+    result = RangeResult([], np.zeros((0, 0), dtype=np.float32), 0, 0, host=host)
+    vectors: list[np.ndarray] = []
+    batch: list[Chunk] = []
+
+    def embed() -> None:
+        t0 = time.perf_counter()
+        vectors.append(np.asarray(
+            embedder.embed([embed_text(c, settings.embed_text) for c in batch]), dtype=np.float32
+        ))
+        result.embed_seconds += time.perf_counter() - t0
+        result.rows.extend(
+            (c.doc_id, c.title, c.ordinal, c.start, c.end, c.text, c.url, key) for c in batch
+        )
+        batch.clear()
+
+    try:
+        for doc in read_part(part, namespaces=settings.namespaces,
+                             on_warning=result.warnings.append):
+            chunks = chunk_or_skip(doc, settings.chunk_words, result.warnings.append)
+            if chunks is None:
+                continue
+            result.documents += 1
+            result.chunks += len(chunks)
+            batch.extend(chunks)
+            if len(batch) >= settings.call_size:
+                embed()
+    except InputError as exc:
+        raise InputError(f"{exc} (on worker host {host})") from None
+    if batch:
+        embed()
+    result.vectors = (np.concatenate(vectors) if vectors
+                      else np.zeros((0, embedder.dimension), dtype=np.float32))
+    return result
+
+
+class Worker:
+    """The Ray actor (``ray.remote(Worker)``): one model, loaded once, many ranges."""
+
+    def __init__(self, model: Embedder | dict[str, Any]) -> None:
+        # A dict: load_embedder's arguments (the CLI); else a model object
+        # shipped by value (tests' fake model, a notebook's own embedder).
+        self.embedder = load_embedder(**model) if isinstance(model, dict) else model
+
+    def where(self) -> dict[str, Any]:
+        import ray
+
+        return {"host": socket.gethostname(), "node": ray.get_runtime_context().get_node_id(),
+                "pid": os.getpid()}
+
+    def run(self, part: SourceRange, key: str, settings: RangeSettings) -> RangeResult:
+        return embed_range(part, key, self.embedder, settings)
+
+
+def fill_on_ray(
+    plan: list[SourceRange],
+    per_source: dict[str, dict[str, Any]],
+    keys: list[str],
+    options: Any,
+    model: Embedder | dict[str, Any],
+    settings: RangeSettings,
+    work: BuildWork,
+    report: Any,
+    on_warning: Callable[[str], None] | None,
+    bars: Any,
+    shard_passages: int,
+) -> None:
+    """Embed the ranges of ``plan`` not yet committed in ``work`` on Ray workers, in order.
+
+    ``keys[i]`` names source ``i`` in the index; ``per_source`` (by key) gets
+    each source's counts; ``report.workers`` and ``report.worker_nodes`` say
+    where the work ran.
+    """
+    ray = require_ray()
+    started = _connect(ray, options.ray_address)
+    actors: list[Any] = []
+    try:
+        actors = _start_workers(ray, model, options.workers, report)
+        warn = on_warning or (lambda _message: None)
+        next_id = work.position["next_id"]
+        for number, result in _in_order(ray, actors, plan, keys, settings,
+                                        work.position.get("range", 0)):
+            part = plan[number]
+            for message in (*part.warnings, *result.warnings):
+                warn(message)
+            if result.vectors.shape[1:] != (work.dimension,):
+                raise BackendError(f"a Ray worker on {result.host} embedded with dimension "
+                                   f"{result.vectors.shape[1:]}, not {work.dimension}")
+            work.add(result.vectors, ((next_id + i, *row) for i, row in enumerate(result.rows)))
+            next_id += len(result.rows)
+            stats = per_source[keys[part.source]]
+            stats["documents"] += result.documents
+            stats["chunks"] += result.chunks
+            report.embed_seconds += result.embed_seconds
+            bars.pages.update(result.documents)
+            bars.passages.update(result.chunks)
+            bars.embedded.update(result.chunks)
+            if part.kind != "folder":  # dumps and JSONL files count bytes against their size
+                bars.read.update(part.size)
+            if work.pending >= shard_passages:
+                work.commit({
+                    "engine": "ray", "range": number + 1, "next_id": next_id,
+                    "kept": work.position["kept"],
+                    "sources": {k: {"documents": s["documents"], "chunks": s["chunks"]}
+                                for k, s in per_source.items()},
+                })
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        if started:
+            ray.shutdown()
+
+
+def _in_order(
+    ray: Any,
+    actors: list[Any],
+    plan: list[SourceRange],
+    keys: list[str],
+    settings: RangeSettings,
+    first: int,
+) -> Any:
+    """(range number, result) from ``first`` on, in order, with a bounded number in flight."""
+    limit = IN_FLIGHT_PER_WORKER * len(actors)
+    load = [0] * len(actors)
+    running: dict[Any, tuple[int, int]] = {}  # object ref -> (range, actor)
+    finished: dict[int, RangeResult] = {}
+    submit = first
+    for number in range(first, len(plan)):
+        while number not in finished:
+            while submit < len(plan) and len(running) + len(finished) < limit:
+                actor = load.index(min(load))
+                ref = actors[actor].run.remote(plan[submit], keys[plan[submit].source], settings)
+                running[ref] = (submit, actor)
+                load[actor] += 1
+                submit += 1
+            ready, _ = ray.wait(list(running), num_returns=1)
+            done, actor = running.pop(ready[0])
+            load[actor] -= 1
+            finished[done] = _get(ray, ready[0])
+        yield number, finished.pop(number)
+
+
+def _get(ray: Any, ref: Any) -> Any:
+    """``ray.get``, with a worker's own error (a ``CegError``) raised as itself."""
+    try:
+        return ray.get(ref)
+    except ray.exceptions.RayTaskError as exc:
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, CegError):
+            raise type(cause)(str(cause)) from None
+        raise
+    except ray.exceptions.RayActorError as exc:
+        raise BackendError(
+            f"a Ray worker died (restarted up to {MAX_RESTARTS} times, or failed to start): "
+            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None
+
+
+def _connect(ray: Any, address: str | None) -> bool:
+    """Join the cluster at ``address``, or start Ray on this machine; True if we started it.
+
+    A process already connected (a test session, a notebook) is used as it is.
+    """
+    if ray.is_initialized():
+        return False
+    quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
+    if not address:
+        ray.init(address="local", include_dashboard=False, **quiet)
+        return True
+    try:
+        ray.init(address=address, **quiet)
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"--ray-address {address}: cannot join the Ray cluster: {first}") from None
+    return True
+
+
+def check_reachable(address: str) -> None:
+    """Fail in seconds, with one line, where no cluster listens (Ray would retry for long).
+
+    The builder calls it before loading the model.
+    """
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--ray-address {address}: expected HOST:PORT (the head node's "
+                         "address, as `ray start --head` prints it), ray://HOST:PORT or auto")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise UsageError(
+            f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start "
+            "the cluster with `ray start --head`, or check the address"
+        ) from None
+
+
+def _share(amount: float) -> float:
+    """A resource request Ray can grant: two decimals, rounded down, at least 0.01."""
+    return max(0.01, math.floor(amount * 100) / 100)
+
+
+def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | None,
+                   report: Any) -> list[Any]:
+    """Start the actors: ``workers``, or one per GPU, or one per node; wait until they run.
+
+    One per node (no GPUs, no ``workers``): each is pinned to its node and asks
+    for all of that node's CPUs, which Ray also gives torch as its thread
+    count; nodes without CPUs (a head started with ``--num-cpus=0``) get none.
+    Otherwise each asks for an equal share of the cluster's CPUs (at most one
+    node's) and a GPU (or a share of one) where the cluster has them, and
+    ``SPREAD`` puts them on as many nodes as it can.
+    """
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    if gpus and isinstance(model, dict) and model.get("device") == "auto":
+        model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
+    places = _placements(ray, workers, resources, gpus)
+    restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
+    actors = [ray.remote(Worker).options(**place, **restarts).remote(model) for place in places]
+    probes = [a.where.remote() for a in actors]
+    ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
+    if len(ready) < len(probes):
+        for actor in actors:
+            ray.kill(actor)
+        asks = f"{places[0]['num_cpus']} CPUs" + (
+            f" and {places[0]['num_gpus']} GPU" if gpus else "")
+        raise BackendError(
+            f"only {len(ready)} of {len(places)} Ray workers started in {START_TIMEOUT_S:.0f} s "
+            f"(each asks for {asks}; the cluster has {resources.get('CPU', 0):g} CPUs, "
+            f"{gpus} GPUs): ask for fewer with --workers"
+        )
+    report.workers = len(actors)
+    report.worker_nodes = [_get(ray, probe)["node"] for probe in probes]
+    return actors
+
+
+def _placements(ray: Any, workers: int | None, resources: dict[str, float],
+                gpus: int) -> list[dict[str, Any]]:
+    """The resources and scheduling of each worker to start (see ``_start_workers``)."""
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) > 0]
+    if workers is None and not gpus and nodes:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        return [{"num_cpus": _share(n["Resources"]["CPU"]), "num_gpus": 0,
+                 "scheduling_strategy": NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)}
+                for n in nodes]
+    count = workers or gpus or 1
+    most = max((n["Resources"]["CPU"] for n in nodes), default=1.0)
+    cpus = _share(min(resources.get("CPU", 1) / count, most))
+    # More workers than GPUs share them (each model is small beside a GPU's memory).
+    gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
+    return [{"num_cpus": cpus, "num_gpus": gpu_share, "scheduling_strategy": "SPREAD"}
+            for _ in range(count)]
