@@ -179,11 +179,15 @@ def test_onnx_backends_agree_with_the_float_model(
     # under int8 (0.97 measured), but still points the same way.
     assert cosine[:2].min() >= (0.99 if backend == "onnx-int8" else 0.9999)
     assert cosine[2] >= 0.95
-    # The export is cached: a second load reuses the file.
+    # The export is cached: a second load reuses the file (an export is written
+    # under another name and renamed: a new file would be a new inode), and
+    # marks it used for `ceg cache prune`.
     exported = sorted(tmp_path.glob("onnx/*/*.onnx"))
-    stamps = [os.stat(p).st_mtime_ns for p in exported]
+    inodes = [os.stat(p).st_ino for p in exported]
+    used = max(os.stat(p).st_mtime_ns for p in exported)
     load_embedder(backend=backend)
-    assert [os.stat(p).st_mtime_ns for p in exported] == stamps
+    assert [os.stat(p).st_ino for p in exported] == inodes
+    assert max(os.stat(p).st_mtime_ns for p in exported) > used
     assert fast.embed([]).shape == (0, 384)
 
 
