@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,7 +60,11 @@ class PruneReport:
 
 def cache_info(root: Path) -> list[KindInfo]:
     """What the cache at ``root`` holds, by kind; creates nothing."""
-    return [_llm_info(root), _eval_info(root), _onnx_info(root)]
+    return [
+        _llm_info(root),
+        _folder_info("eval corpus indexes", root / EVAL_DIR, _last_used),
+        _folder_info("ONNX model exports", root / ONNX_DIR, _newest_file),
+    ]
 
 
 def prune_cache(
@@ -80,7 +84,7 @@ def prune_cache(
             cache.close()
         if not dry_run:
             report.bytes_freed += max(0, before - _files_size(_llm_files(llm)))
-    for entry in _eval_entries(root):
+    for entry in _entries(root / EVAL_DIR):
         if _last_used(entry) >= cutoff:
             report.indexes_kept += 1
             continue
@@ -95,7 +99,7 @@ def prune_cache(
                 # The lock file goes too: a run waiting on it sees it unlinked and
                 # takes a fresh one, so no two runs ever build one entry at once.
                 shutil.rmtree(entry)
-    for entry in _onnx_entries(root):
+    for entry in _entries(root / ONNX_DIR):
         if _newest_file(entry) >= cutoff:
             report.exports_kept += 1
             continue
@@ -105,25 +109,6 @@ def prune_cache(
             # Exported again, offline, by the next build that asks for the backend.
             shutil.rmtree(entry, ignore_errors=True)
     return report
-
-
-def _onnx_info(root: Path) -> KindInfo:
-    entries = list(_onnx_entries(root))
-    used = [_newest_file(e) for e in entries]
-    return KindInfo(
-        "ONNX model exports",
-        root / ONNX_DIR,
-        len(entries),
-        sum(_tree_size(e) for e in entries),
-        min(used, default=None),
-        max(used, default=None),
-    )
-
-
-def _onnx_entries(root: Path) -> Iterator[Path]:
-    folder = root / ONNX_DIR
-    if folder.is_dir():
-        yield from sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
 
 
 def _newest_file(entry: Path) -> float:
@@ -149,12 +134,13 @@ def _llm_info(root: Path) -> KindInfo:
     return KindInfo("LLM replies", path, count, _files_size(_llm_files(path)), oldest, newest)
 
 
-def _eval_info(root: Path) -> KindInfo:
-    entries = list(_eval_entries(root))
-    used = [_last_used(e) for e in entries]
+def _folder_info(kind: str, folder: Path, last_used: Callable[[Path], float]) -> KindInfo:
+    """A kind whose entries are the folders in ``folder``, each dated by ``last_used``."""
+    entries = list(_entries(folder))
+    used = [last_used(e) for e in entries]
     return KindInfo(
-        "eval corpus indexes",
-        root / EVAL_DIR,
+        kind,
+        folder,
         len(entries),
         sum(_tree_size(e) for e in entries),
         min(used, default=None),
@@ -162,8 +148,7 @@ def _eval_info(root: Path) -> KindInfo:
     )
 
 
-def _eval_entries(root: Path) -> Iterator[Path]:
-    folder = root / EVAL_DIR
+def _entries(folder: Path) -> Iterator[Path]:
     if folder.is_dir():
         yield from sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
 
