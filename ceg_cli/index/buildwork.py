@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import UsageError
 from . import CHUNK_SCHEMA, CHUNKS_FILE
 from .indexdir import OWNER_FILE, claim, write_json
-from .vectors import ShardFiles
+from .vectors import FileWriter, ShardFiles
 
 MANIFEST = "manifest.json"
 SHARDS = "shards"
@@ -112,7 +112,7 @@ class BuildWork:
         for file in (root / SHARDS).iterdir():
             if not file.name.endswith(".npy") or int(file.name.split(".")[0]) > work.shard:
                 file.unlink()  # written by a build killed before it committed the rows
-        vectors = sum(np.load(f, mmap_mode="r").shape[0] for f in work._shard_files())
+        vectors = ShardFiles(work._shard_files(), dimension).count
         if rows > work.position["next_id"]:
             # The last shard's rows, committed at the end ahead of its vectors (``rows_done``).
             db.execute("DELETE FROM chunks WHERE id >= ?", (work.position["next_id"],))
@@ -155,16 +155,11 @@ class BuildWork:
         })
         written = 0
         # Bytes written by hand: numpy writing to a file reports a full disk without its errno.
-        try:
-            with open(part, "wb") as fh:
-                fh.write(header.getbuffer())
-                for batch in vectors:
-                    fh.write(np.ascontiguousarray(batch, dtype="<f4").tobytes())
-                    written += len(batch)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(part)) from exc
+        with FileWriter(part) as out:
+            out.write(header.getbuffer())
+            for batch in vectors:
+                out.write(np.ascontiguousarray(batch, dtype="<f4").tobytes())
+                written += len(batch)
         if written != count:
             raise RuntimeError(f"{part}: {written} vectors written for {count}")
         os.replace(part, self.root / SHARDS / f"{number:06d}.npy")

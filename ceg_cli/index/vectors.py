@@ -450,11 +450,11 @@ def _flat_header(d: int, n: int) -> bytes:
 
 
 def _write_flat_file(source: VectorSource, path: Path, counter: Counter) -> None:
-    with _FileWriter(path) as out:
+    with FileWriter(path) as out:
         _write_flat_part(out, source, counter)
 
 
-def _write_flat_part(out: _FileWriter, source: VectorSource, counter: Counter) -> None:
+def _write_flat_part(out: FileWriter, source: VectorSource, counter: Counter) -> None:
     out.write(_flat_header(source.dimension, source.count))
     written = 0
     for batch in source.batches():
@@ -493,7 +493,7 @@ def _write_refine_file(
     counter: Counter,
 ) -> None:
     """An ``IndexRefineFlat`` over ``ivf`` whose flat vectors stream from ``source``."""
-    with _FileWriter(path) as out:
+    with FileWriter(path) as out:
         out.write(prefix)
         _serialize_into(ivf, out.write)
         _write_flat_part(out, source, counter)
@@ -555,13 +555,13 @@ def _check_written(path: Path, source: VectorSource, kind: str) -> None:
             raise RuntimeError(f"{path}: vectors read back differ from those written")
 
 
-class _FileWriter:
-    """A file written whole or not at all: fsynced; OSError names the file (disk full)."""
+class FileWriter:
+    """A file written and fsynced; an OSError names the file (a full disk says where)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def __enter__(self) -> _FileWriter:
+    def __enter__(self) -> FileWriter:
         try:
             self._fh = open(self.path, "wb")
         except OSError as exc:
