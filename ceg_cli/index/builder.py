@@ -45,7 +45,7 @@ from . import (
     embed_text,
     read_meta,
 )
-from .buildwork import READ_BATCH, BuildWork
+from .buildwork import READ_BATCH, BuildWork, chunk_row, source_counts
 from .chunking import chunk_or_skip
 from .embedding import Embedder, choose_backend, load_embedder
 from .indexdir import (
@@ -627,23 +627,7 @@ def _fill_here(
         t0 = time.perf_counter()
         vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
         report.embed_seconds += time.perf_counter() - t0
-        work.add(
-            vecs,
-            (
-                (
-                    next_id + i,
-                    c.doc_id,
-                    c.title,
-                    c.ordinal,
-                    c.start,
-                    c.end,
-                    c.text,
-                    c.url,
-                    c.source,
-                )
-                for i, c in enumerate(batch)
-            ),
-        )
+        work.add(vecs, ((next_id + i, *chunk_row(c, c.source)) for i, c in enumerate(batch)))
         next_id += len(batch)
         bars.embedded.update(len(batch))
         if work.pending >= shard_passages:
@@ -670,11 +654,7 @@ def _produce_in_background(
     stop = threading.Event()
 
     def snapshot(source: int, offset: int) -> dict[str, Any]:
-        counts = {
-            key: {"documents": s["documents"], "chunks": s["chunks"]}
-            for key, s in per_source.items()
-        }
-        return {"source": source, "offset": offset, "sources": counts}
+        return {"source": source, "offset": offset, "sources": source_counts(per_source)}
 
     def work() -> None:
         try:

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
+from ..types import Chunk
 from . import CHUNK_SCHEMA, CHUNKS_FILE
 from .indexdir import OWNER_FILE, claim, write_json
 from .vectors import FileWriter, ShardFiles
@@ -47,6 +48,18 @@ _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, posi
 #: Vectors read from a shard at a time while the index file is written.
 READ_BATCH = 8192
 _INSERT = "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+
+def chunk_row(chunk: Chunk, source: str) -> tuple[Any, ...]:
+    """A passage's row of the chunk store, without its id (which comes first)."""
+    return (chunk.doc_id, chunk.title, chunk.ordinal, chunk.start, chunk.end, chunk.text,
+            chunk.url, source)
+
+
+def source_counts(per_source: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:
+    """Each source's documents and passages so far: part of a committed position."""
+    return {key: {"documents": s["documents"], "chunks": s["chunks"]}
+            for key, s in per_source.items()}
 
 
 class BuildWork:

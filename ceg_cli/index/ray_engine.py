@@ -38,7 +38,7 @@ from ..corpus.ranges import SourceRange, read_part
 from ..errors import BackendError, CegError, InputError, UsageError
 from ..types import Chunk
 from . import embed_text
-from .buildwork import BuildWork
+from .buildwork import BuildWork, chunk_row, source_counts
 from .chunking import chunk_or_skip
 from .embedding import Embedder, load_embedder
 
@@ -67,7 +67,7 @@ def require_ray() -> Any:
 class RangeResult:
     """What a worker sends back for one range."""
 
-    #: (doc_id, title, ordinal, start, end, text, url, source) per passage: rows without ids.
+    #: Passages as rows of the chunk store without their ids (``buildwork.chunk_row``).
     rows: list[tuple[Any, ...]]
     vectors: np.ndarray
     documents: int
@@ -109,9 +109,7 @@ def embed_range(
             embedder.embed([embed_text(c, settings.embed_text) for c in batch]), dtype=np.float32
         ))
         result.embed_seconds += time.perf_counter() - t0
-        result.rows.extend(
-            (c.doc_id, c.title, c.ordinal, c.start, c.end, c.text, c.url, key) for c in batch
-        )
+        result.rows.extend(chunk_row(c, key) for c in batch)
         batch.clear()
 
     try:
@@ -200,9 +198,7 @@ def fill_on_ray(
             if work.pending >= shard_passages:
                 work.commit({
                     "engine": "ray", "range": number + 1, "next_id": next_id,
-                    "kept": work.position["kept"],
-                    "sources": {k: {"documents": s["documents"], "chunks": s["chunks"]}
-                                for k, s in per_source.items()},
+                    "kept": work.position["kept"], "sources": source_counts(per_source),
                 })
     finally:
         for actor in actors:
