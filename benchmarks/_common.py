@@ -14,6 +14,7 @@ import platform
 import shlex
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -119,3 +120,23 @@ def proc_status_kib(pid: int, *keys: str) -> dict[str, int]:
     except (OSError, ValueError):
         pass
     return found
+
+
+def watch(proc: Any, tick: Any = None, every: float = 0.2) -> tuple[int, int, int]:
+    """Wait for the child ``proc`` (a ``Popen``), sampling its memory every ``every`` s.
+
+    ``tick()``, if given, runs at each sample (to kill the child at a chosen
+    point, say). Returns its exit code (negative: the signal that ended it),
+    and its peak ``VmHWM`` and ``RssAnon`` in KiB (``proc_status_kib``).
+    """
+    peak = anon = 0
+    while True:
+        pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, peak, anon
+        now = proc_status_kib(proc.pid, "VmHWM", "RssAnon")
+        peak, anon = max(peak, now["VmHWM"]), max(anon, now["RssAnon"])
+        if tick is not None:
+            tick()
+        time.sleep(every)

@@ -48,6 +48,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,10 @@ from _common import (
     cache_dir,
     command_line,
     environment,
-    proc_status_kib,
+    watch,
 )
 from _standin import NAME, HashedWords
+from index_types import rss_mib
 
 STANDIN = Path(__file__).resolve().parent / "_standin.py"
 RESPONSES = REPO / "sample_data" / "responses.jsonl"
@@ -137,30 +139,26 @@ def run_build(docs: Path, index: Path, resume: bool, kill_at: int | None,
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     stderr_lines: list[str] = []
-    import threading
-
     reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
     reader.start()
     killed = None
-    peak = anon_peak = 0
-    while True:
-        pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        now = proc_status_kib(proc.pid, "VmHWM", "RssAnon")
-        peak, anon_peak = max(peak, now["VmHWM"]), max(anon_peak, now["RssAnon"])
-        now = time.perf_counter() - started
+
+    def kill_when_due() -> None:
+        nonlocal killed
+        if killed is not None:
+            return
         committed = _committed(work) if kill_at is not None else None
-        if committed is not None and committed >= kill_at and killed is None:
+        if committed is not None and committed >= kill_at:
             os.kill(proc.pid, signal.SIGKILL)
-            killed = f"after {now:.0f} s, {committed:,} passages committed"
-        if kill_at_vectors and killed is None and (work / "vectors.faiss").exists():
+            killed = (f"after {time.perf_counter() - started:.0f} s, {committed:,} passages "
+                      "committed")
+        elif kill_at_vectors and (work / "vectors.faiss").exists():
             time.sleep(random.uniform(0.0, 2.0))
             os.kill(proc.pid, signal.SIGKILL)
             size = (work / "vectors.faiss").stat().st_size
             killed = f"while writing vectors.faiss ({size:,} bytes written)"
-        time.sleep(0.2)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+
+    _, peak, anon_peak = watch(proc, kill_when_due)
     reader.join(timeout=5)
     committed = _committed(work)
     return {
@@ -259,13 +257,6 @@ def verify(index: Path, docs: Path, corpus: dict[str, Any], seed: int) -> dict[s
 # -- 4. the index: type, opening, searching, checking -------------------------------------------
 
 
-def _rss_mib() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def open_and_search(index: Path, seed: int) -> dict[str, Any]:
     import faiss
 
@@ -277,11 +268,11 @@ def open_and_search(index: Path, seed: int) -> dict[str, Any]:
     for mmap in (True, False):
         times, grew = [], []
         for _ in range(3 if mmap else 2):
-            before = _rss_mib()
+            before = rss_mib()
             t0 = time.perf_counter()
             vectors = read_vectors(path, mmap=mmap)
             times.append(time.perf_counter() - t0)
-            grew.append(_rss_mib() - before)
+            grew.append(rss_mib() - before)
             del vectors
         key = "mmap" if mmap else "full_read"
         out[f"open_{key}_ms"] = round(1000 * float(np.median(times)), 1)
@@ -306,7 +297,7 @@ def open_and_search(index: Path, seed: int) -> dict[str, Any]:
         out[f"recall_at_10_{name}"] = round(hits / exact.size, 4)
         out[f"queries_{name}"] = len(queries)
         out[f"search_ms_{name}_batch"] = round(1000 * per_query, 2)
-    out["rss_after_searches_mib"] = round(_rss_mib(), 1)
+    out["rss_after_searches_mib"] = round(rss_mib(), 1)
     return out
 
 

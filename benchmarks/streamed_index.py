@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -41,9 +40,9 @@ from _common import (  # noqa: E402
     cache_dir,
     command_line,
     environment,
-    proc_status_kib,
+    watch,
 )
-from index_types import synthetic_blocks  # noqa: E402
+from index_types import rss_mib, synthetic_blocks  # noqa: E402
 
 from ceg_cli.index import vectors as V  # noqa: E402
 
@@ -82,36 +81,24 @@ def child(kind: str, folder: Path, out: Path) -> None:
     print(json.dumps({"entry": entry, "write_and_tune_s": round(seconds, 1)}), flush=True)
 
 
-def _rss_mib() -> float:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
 def measure(kind: str, folder: Path, out: Path) -> dict[str, Any]:
     proc = subprocess.Popen(
         [sys.executable, __file__, "--child", kind, "--shards", str(folder), "--file", str(out)],
         stdout=subprocess.PIPE, text=True)
-    peak = anon = 0
-    while True:
-        pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        now = proc_status_kib(proc.pid, "VmHWM", "RssAnon")
-        peak, anon = max(peak, now["VmHWM"]), max(anon, now["RssAnon"])
-        time.sleep(0.2)
+    code, peak, anon = watch(proc)
     assert proc.stdout is not None
-    if os.waitstatus_to_exitcode(status) != 0:
+    if code != 0:
         raise SystemExit(f"{kind}: the child failed")
     row = json.loads(proc.stdout.read().strip().splitlines()[-1])
     row.update(type=kind, peak_rss_mib=round(peak / 1024),
                peak_anon_mib=round(anon / 1024), file_mib=round(out.stat().st_size / 2**20))
     times, grew = [], []
     for _ in range(3):
-        before = _rss_mib()
+        before = rss_mib()
         t0 = time.perf_counter()
         index = V.read_vectors(out)
         times.append(time.perf_counter() - t0)
-        grew.append(_rss_mib() - before)
+        grew.append(rss_mib() - before)
         del index
     row["open_mmap_ms"] = round(1000 * float(np.median(times)), 2)
     row["open_mmap_rss_growth_mib"] = round(float(np.median(grew)), 1)
