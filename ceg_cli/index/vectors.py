@@ -125,7 +125,8 @@ class ArraySource:
 class ShardFiles:
     """A ``VectorSource`` over ``.npy`` files of vectors, in order, then ``extra`` arrays.
 
-    The files are memory-mapped: nothing is read until a batch is used.
+    The files' sizes are read once, from their headers; the vectors are read
+    a batch at a time (``batches``) or memory-mapped for a few rows (``take``).
     """
 
     def __init__(self, files: list[Path], dimension: int, extra: Sequence[np.ndarray] = (),
@@ -134,13 +135,12 @@ class ShardFiles:
         self.dimension = dimension
         self.extra = list(extra)
         self._batch = batch
-
-    def _parts(self) -> list[np.ndarray]:
-        return [*(np.load(f, mmap_mode="r") for f in self.files), *self.extra]
+        self._lengths = [np.load(f, mmap_mode="r").shape[0] for f in files]
+        self._lengths += [len(e) for e in self.extra]
 
     @property
     def count(self) -> int:
-        return sum(len(p) for p in self._parts())
+        return sum(self._lengths)
 
     def batches(self) -> Iterator[np.ndarray]:
         # Read, not mapped: pages of a mapping stay in the process's resident
@@ -163,14 +163,14 @@ class ShardFiles:
         yield from self.extra
 
     def take(self, ids: np.ndarray) -> np.ndarray:
-        parts = self._parts()
-        ends = np.cumsum([len(p) for p in parts])
+        ends = np.cumsum(self._lengths)
         which = np.searchsorted(ends, ids, side="right")
         out = np.empty((len(ids), self.dimension), dtype=np.float32)
         for number in np.unique(which):
             rows = which == number
-            offset = ends[number] - len(parts[number])
-            out[rows] = parts[number][ids[rows] - offset]
+            part = (np.load(self.files[number], mmap_mode="r") if number < len(self.files)
+                    else self.extra[number - len(self.files)])
+            out[rows] = part[ids[rows] - (ends[number] - self._lengths[number])]
         return out
 
 
