@@ -46,7 +46,7 @@ class Timed:
 
 
 def one_run(index: Path, responses: Path, out: Path, judge_name: str) -> dict[str, float]:
-    from ceg_cli.checking import CheckRun, RunSettings
+    from ceg_cli.check.run import CheckRun, RunSettings
 
     t0 = time.perf_counter()
     # Opening the run loads the index's model (so a broken model fails early).

@@ -8,9 +8,9 @@ The first run builds two small indexes into benchmarks/.cache/ (git-ignored:
 it holds FELM text, CC BY-NC-SA) and caches every case's retrieved passages
 (k = 6, nothing dropped) for both query modes; narrower settings are derived
 from that cache exactly as ``retrieve`` would. The ``report`` step reruns the
-chosen setting end to end through ``ceg_cli.pipeline.check`` and checks that
+chosen setting end to end through ``ceg_cli.check.pipeline.check`` and checks that
 the cached figures agree. Metric definitions are those of ``ceg eval``
-(``ceg_cli.evaluate``).
+(``ceg_cli.eval.evaluate``).
 
 Data (see /work/shared/data/README.md):
 
@@ -23,7 +23,7 @@ Data (see /work/shared/data/README.md):
 - HaluEval QA dev: 250 items; each answer checked as a response to its
   question; corpus = the 250 knowledge passages. Pairwise accuracy (right
   answer gets the better verdict; tie broken by mean segment score; exact tie
-  0.5), also on length-matched pairs (``ceg_cli.evaluate.length_matched``: 41
+  0.5), also on length-matched pairs (``ceg_cli.eval.evaluate.length_matched``: 41
   pairs), and balanced accuracy over the 500 answers.
 - FEVER: 12 Aristotle claims against the enwiki-sample index at /tmp/idx1.
 
@@ -301,7 +301,7 @@ def build_corpus_index(name: str, docs: list[dict]) -> Path:
 
 def response_inputs(cases: Sequence[Case]) -> list:
     """One ``ResponseInput`` per response (FELM's cases share a response)."""
-    from ceg_cli.pipeline import ResponseInput
+    from ceg_cli.check.pipeline import ResponseInput
     from ceg_cli.types import Segment
 
     out, seen = [], set()
@@ -324,10 +324,10 @@ def response_inputs(cases: Sequence[Case]) -> list:
 
 def run_pipeline(cases: Sequence[Case], index_path: Path, judge, *, top_k: int,
                  threshold: float, query: str, embedder=None) -> dict[str, list]:
-    """Check the cases' responses through ``ceg_cli.pipeline.check``; results by response id."""
+    """Check the cases' responses through ``ceg_cli.check.pipeline.check``; results by id."""
+    from ceg_cli.check.pipeline import CheckOptions, check
+    from ceg_cli.check.retrieve import RetrievalOptions
     from ceg_cli.index import open_index
-    from ceg_cli.pipeline import CheckOptions, check
-    from ceg_cli.retrieve import RetrievalOptions
 
     index = open_index(index_path)
     if embedder is not None:
@@ -472,7 +472,7 @@ def judge_cached(data: dict[str, Collected], s: Setting, decide=default_decide) 
 
 def metrics(data: dict[str, Collected], verdicts: Verdicts) -> Figures:
     """The benchmark figures, with the metric definitions of ``ceg eval``."""
-    from ceg_cli.evaluate import (
+    from ceg_cli.eval.evaluate import (
         average_precision,
         balanced_accuracy,
         class_accuracy,
@@ -593,8 +593,8 @@ def _auc(pos: Sequence[float], neg: Sequence[float]) -> float:
 
 def claim_rows(c: Collected, s: Setting) -> list[tuple[Case, list[dict[str, float]]]]:
     """Feature rows of each case's claim segments (no-claim segments left out)."""
+    from ceg_cli.check.segment import has_claim
     from ceg_cli.judges.offline import _LIST_NUMBER
-    from ceg_cli.segment import has_claim
 
     out = []
     for case in c.cases:
@@ -606,7 +606,7 @@ def claim_rows(c: Collected, s: Setting) -> list[tuple[Case, list[dict[str, floa
 
 
 def step_features(data: dict[str, Collected], s: Setting) -> None:
-    from ceg_cli.evaluate import length_matched
+    from ceg_cli.eval.evaluate import length_matched
 
     print(f"\n## Per-feature signal ({s})")
     print("FELM: AUC of the feature for factual vs nonfactual claim segments (0.5 = no signal,"
@@ -927,7 +927,7 @@ def step_holdout(data: dict[str, Collected]) -> None:
 
 
 def step_report(data: dict[str, Collected], s: Setting) -> Figures:
-    """The figures through ``ceg_cli.pipeline.check`` with the offline judge, end to end."""
+    """The figures through ``ceg_cli.check.pipeline.check`` with the offline judge, end to end."""
     from ceg_cli.index.embedding import load_embedder
     from ceg_cli.judges import create_judge
 
@@ -949,7 +949,7 @@ def step_report(data: dict[str, Collected], s: Setting) -> Figures:
             else:
                 verdicts[(name, case.key)] = [r.verdict for r in results[case.key].segments]
     out = metrics(data, verdicts)
-    print(f"\n## Through ceg_cli.pipeline.check, judge {judge.name!r} ({s})\n")
+    print(f"\n## Through ceg_cli.check.pipeline.check, judge {judge.name!r} ({s})\n")
     print(f"method: {judge.method}")
     print(out.line())
     print(f"FELM accuracy on gold-factual segments {out.felm_acc[0]:.3f},"
@@ -1005,7 +1005,7 @@ def print_intervals(data: dict[str, Collected], verdicts: Verdicts, rounds: int 
 
 def print_length_baseline(data: dict[str, Collected]) -> None:
     """HaluEval's length floor: "the shorter answer is the right one", no evidence at all."""
-    from ceg_cli.evaluate import length_matched, shorter_wins
+    from ceg_cli.eval.evaluate import length_matched, shorter_wins
 
     pairs: dict[int, dict[bool, Case]] = {}
     for c in data["halueval"].cases:

@@ -55,8 +55,8 @@ from _common import (  # noqa: E402
     write_results,
 )
 
+from ceg_cli.check.segment import has_claim  # noqa: E402
 from ceg_cli.judges import create_judge  # noqa: E402
-from ceg_cli.segment import has_claim  # noqa: E402
 from ceg_cli.types import FACTUAL, Evidence, JudgeItem, Segment  # noqa: E402
 
 MODEL_ALIAS = "smollm2"
@@ -152,11 +152,11 @@ def wait_until_up(base_url: str, proc: subprocess.Popen[bytes], log_path: Path,
 
 def judge_items(responses_path: Path, index_path: Path) -> tuple[list[JudgeItem], int]:
     """Every segment of every readable response with its evidence, as ``ceg check`` builds it."""
+    from ceg_cli.check.pipeline import CheckOptions, build_query
+    from ceg_cli.check.responses import read_responses
+    from ceg_cli.check.retrieve import retrieve
+    from ceg_cli.check.segment import segment_response
     from ceg_cli.index import open_index
-    from ceg_cli.pipeline import CheckOptions, build_query
-    from ceg_cli.responses import read_responses
-    from ceg_cli.retrieve import retrieve
-    from ceg_cli.segment import segment_response
 
     options = CheckOptions()
     inputs = [r for r in read_responses(str(responses_path)) if r.error is None]

@@ -260,8 +260,8 @@ def verify(index: Path, docs: Path, corpus: dict[str, Any], seed: int) -> dict[s
 def open_and_search(index: Path, seed: int) -> dict[str, Any]:
     import faiss
 
+    from ceg_cli.check.segment import segment_response
     from ceg_cli.index.vectors import read_vectors
-    from ceg_cli.segment import segment_response
 
     path = index / "vectors.faiss"
     out: dict[str, Any] = {"file_mib": round(path.stat().st_size / 2**20, 1)}

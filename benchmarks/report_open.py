@@ -14,7 +14,7 @@ and question, and two corpora are simulated:
 - **distinct**: every copy's passages are new (id and text changed), the
   worst case for size: nothing is shared between responses.
 
-For each, the report is written (``ceg_cli.html_report.write_report``, timed)
+For each, the report is written (``ceg_cli.report.html.write_report``, timed)
 and opened ``--runs`` times in Debian's headless Chromium, each in a fresh
 browser context, from a ``file://`` URL. **Open** is navigation start to
 interactive: the page's script sets ``data-ready-ms`` (``performance.now()``,
@@ -53,7 +53,7 @@ def real_records(records: Path | None, index: Path) -> list[dict[str, Any]]:
     if records is None:
         records = cache_dir() / "report_open-sample-checked.jsonl"
         if not records.exists():
-            from ceg_cli.checking import CheckRun, RunSettings
+            from ceg_cli.check.run import CheckRun, RunSettings
 
             log(f"checking {SAMPLE.name} against {index} ...")
             run = CheckRun(RunSettings.resolve(responses=str(SAMPLE), index=index, out=records))
@@ -134,7 +134,7 @@ def main() -> None:
 
     from playwright.sync_api import sync_playwright
 
-    from ceg_cli.html_report import write_report
+    from ceg_cli.report.html import write_report
 
     base = real_records(args.records, args.index)
     rows, results = [], []

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .eval_corpus import EVAL_DIR, INDEX_NAME, corpus_file, hold_corpus_lock
+from .eval.corpus import EVAL_DIR, INDEX_NAME, corpus_file, hold_corpus_lock
 from .index.embedding import ONNX_DIR
 from .llm.cache import CACHE_FILE as LLM_FILE
 from .llm.cache import LLMCache

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from conftest import CliRun
 
-from ceg_cli.datasets import load_dataset
-from ceg_cli.eval_corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
+from ceg_cli.eval.corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
+from ceg_cli.eval.datasets import load_dataset
 from ceg_cli.llm.cache import LLMCache
 
 DAY = 86400.0

@@ -22,9 +22,9 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from ceg_cli import judges
+from ceg_cli.check.pipeline import CheckOptions
 from ceg_cli.index import open_index
-from ceg_cli.pipeline import CheckOptions
-from ceg_cli.report import SCHEMA_VERSION
+from ceg_cli.report.records import SCHEMA_VERSION
 from ceg_cli.types import (
     CONTRADICTED,
     FACTUAL,

@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from ceg_cli.datasets import (
+from ceg_cli.errors import UsageError
+from ceg_cli.eval.corpus import corpus_cache_dir, ensure_corpus_index
+from ceg_cli.eval.datasets import (
     load_dataset,
     locate_segments,
     normalize_title,
     title_from_url,
 )
-from ceg_cli.errors import UsageError
-from ceg_cli.eval_corpus import corpus_cache_dir, ensure_corpus_index
 from ceg_cli.index import open_index, read_meta
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from ceg_cli.datasets import load_dataset
-from ceg_cli.eval_corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
+from ceg_cli.eval.corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
+from ceg_cli.eval.datasets import load_dataset
 from ceg_cli.index import open_index, read_meta
 from ceg_cli.index.indexdir import source_digest
 
@@ -35,8 +35,8 @@ RUN = r"""
 import json, sys, time
 from pathlib import Path
 from conftest import HashEmbedder
-from ceg_cli.datasets import load_dataset
-from ceg_cli.eval_corpus import ensure_corpus_index
+from ceg_cli.eval.datasets import load_dataset
+from ceg_cli.eval.corpus import ensure_corpus_index
 
 role, data, flags = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 
@@ -196,7 +196,7 @@ lock.release()
 def test_a_run_waiting_while_its_folder_is_pruned_takes_a_fresh_lock(tmp_path: Path) -> None:
     import threading
 
-    from ceg_cli.eval_corpus import hold_corpus_lock
+    from ceg_cli.eval.corpus import hold_corpus_lock
 
     index_dir = tmp_path / "eval" / "key" / "index"
     index_dir.parent.mkdir(parents=True)

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 from sklearn.metrics import average_precision_score
 
-from ceg_cli.datasets import Example
-from ceg_cli.evaluate import (
+from ceg_cli.check.pipeline import CheckedResponse, CheckOptions, ResponseInput, SegmentResult
+from ceg_cli.check.retrieve import RetrievalOptions
+from ceg_cli.eval.datasets import Example
+from ceg_cli.eval.evaluate import (
     average_precision,
     balanced_accuracy,
     class_accuracy,
@@ -24,8 +26,6 @@ from ceg_cli.evaluate import (
     shorter_wins,
 )
 from ceg_cli.index import Hit
-from ceg_cli.pipeline import CheckedResponse, CheckOptions, ResponseInput, SegmentResult
-from ceg_cli.retrieve import RetrievalOptions
 from ceg_cli.types import FACTUAL, NONFACTUAL, Chunk, Evidence, JudgeItem, Segment, Verdict
 
 
@@ -290,7 +290,7 @@ def test_run_evaluation_end_to_end_with_fakes() -> None:
             evidence_titles=frozenset({"nile"}),
         ),
     ]
-    from ceg_cli.datasets import Dataset
+    from ceg_cli.eval.datasets import Dataset
 
     dataset = Dataset(Path("x.jsonl"), "jsonl", examples)
     seen: list[str] = []

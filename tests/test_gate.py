@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from ceg_cli.ci_report import (
+from ceg_cli.check.pipeline import CheckedResponse, ResponseInput, SegmentResult, response_label
+from ceg_cli.errors import ExitStatus, UsageError
+from ceg_cli.report.ci import (
     JUnitWriter,
     md_cell,
     render_markdown,
@@ -16,9 +18,7 @@ from ceg_cli.ci_report import (
     write_markdown_summary,
     xml_safe,
 )
-from ceg_cli.errors import ExitStatus, UsageError
-from ceg_cli.gate import GateOptions, GateResult, Summary, evaluate_gate
-from ceg_cli.pipeline import CheckedResponse, ResponseInput, SegmentResult, response_label
+from ceg_cli.report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ceg_cli.types import (
     CONTRADICTED,
     FACTUAL,
@@ -374,7 +374,7 @@ def test_markdown_passed_run_and_capped_examples() -> None:
 
 
 def test_ci_modules_import_no_cli_or_model_libraries() -> None:
-    code = ("import sys, ceg_cli.gate, ceg_cli.ci_report; "
+    code = ("import sys, ceg_cli.report.gate, ceg_cli.report.ci; "
             "print(sorted(m for m in ('typer', 'rich', 'torch', 'faiss') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, check=True)

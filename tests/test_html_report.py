@@ -21,17 +21,17 @@ import pytest
 import typer
 from typer.testing import CliRunner, Result
 
+from ceg_cli.check.pipeline import CheckedResponse, ResponseInput, SegmentResult
 from ceg_cli.cli.report_cmd import report_command
-from ceg_cli.gate import GateOptions, evaluate_gate
-from ceg_cli.html_report import (
+from ceg_cli.report.gate import GateOptions, evaluate_gate
+from ceg_cli.report.html import (
     ReportBuilder,
     _assets,
     csp_hash,
     embed_json,
     write_report,
 )
-from ceg_cli.pipeline import CheckedResponse, ResponseInput, SegmentResult
-from ceg_cli.report import to_record
+from ceg_cli.report.records import to_record
 from ceg_cli.types import (
     CONTRADICTED,
     FACTUAL,
@@ -199,7 +199,7 @@ def test_script_never_parses_data_as_html() -> None:
 
 
 def test_the_core_imports_no_cli_or_model_library() -> None:
-    code = ("import sys, ceg_cli.html_report; "
+    code = ("import sys, ceg_cli.report.html; "
             "print(sorted(m for m in ('typer', 'rich', 'torch', 'faiss') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -353,7 +353,7 @@ def test_the_cache_dir_option(fake: FakeOpenAI, tmp_path: Path) -> None:
 def test_a_check_run_with_the_llm_judge(
     fake: FakeOpenAI, tmp_path: Path, hash_index: Path, hash_model: None
 ) -> None:
-    from ceg_cli.checking import CheckRun, RunSettings
+    from ceg_cli.check.run import CheckRun, RunSettings
 
     responses = tmp_path / "r.jsonl"
     responses.write_text(

@@ -264,8 +264,8 @@ def test_check_uses_the_retrieval_option(
 
 
 def test_a_cached_eval_corpus_index_gets_its_lexical_part(tmp_path: Path) -> None:
-    from ceg_cli.datasets import Dataset
-    from ceg_cli.eval_corpus import ensure_corpus_index
+    from ceg_cli.eval.corpus import ensure_corpus_index
+    from ceg_cli.eval.datasets import Dataset
 
     data = Dataset(tmp_path / "qa.jsonl", "halueval", [], documents=[*FILLER[:5], RARE])
     target = tmp_path / "corpus" / "index"

@@ -192,7 +192,7 @@ def test_hostile_responses_go_through_the_real_model(
 def test_a_check_run_against_the_real_server(
     llama_server: str, tmp_path: Path, hash_index: Path, hash_model: None
 ) -> None:
-    from ceg_cli.checking import CheckRun, RunSettings
+    from ceg_cli.check.run import CheckRun, RunSettings
 
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps({"id": "x", "question": QUESTION,
@@ -219,7 +219,7 @@ def test_regeneration_against_the_real_server(
     llama_server: str, tmp_path: Path, hash_index: Path, hash_model: None
 ) -> None:
     """``--regenerate`` end to end: the offline judge flags, the real model rewrites."""
-    from ceg_cli.checking import CheckRun, RunSettings
+    from ceg_cli.check.run import CheckRun, RunSettings
 
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps({

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ceg_cli.errors import ExitStatus, InputError
-from ceg_cli.output import OutputError, RecordWriter, read_finished
+from ceg_cli.report.output import OutputError, RecordWriter, read_finished
 
 
 def record(n: int) -> dict[str, Any]:
@@ -161,8 +161,8 @@ def test_unwritable_output_is_an_output_error(tmp_path: Path) -> None:
 
 def test_records_ceg_writes_start_the_way_resume_expects(tmp_path: Path) -> None:
     # read_finished recognizes a torn line of ours by its first bytes.
-    from ceg_cli.pipeline import CheckedResponse, ResponseInput
-    from ceg_cli.report import to_record
+    from ceg_cli.check.pipeline import CheckedResponse, ResponseInput
+    from ceg_cli.report.records import to_record
 
     judge = {"name": "test", "method": "test"}
     out = tmp_path / "out.jsonl"

@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ceg_cli.output import read_finished
-from ceg_cli.responses import parse_line
-from ceg_cli.segment import has_claim, segment_response
+from ceg_cli.check.responses import parse_line
+from ceg_cli.check.segment import has_claim, segment_response
+from ceg_cli.report.output import read_finished
 
 EXAMPLES = int(os.environ.get("CEG_HYPOTHESIS_EXAMPLES", "200"))
 PROPERTY = settings(

@@ -17,7 +17,7 @@ import pytest
 from llm_fakes import FakeOpenAI
 
 from ceg_cli import judges
-from ceg_cli.checking import CheckRun, RunSettings
+from ceg_cli.check.run import CheckRun, RunSettings
 from ceg_cli.errors import UsageError
 from ceg_cli.types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, JudgeItem, Verdict
 

@@ -285,7 +285,7 @@ def test_disk_full_at_many_points_then_resume(
 ) -> None:
     """The disk fills at a record boundary, inside a record, at the first byte: exit 3, a
     prefix that does not end like a finished file; freed and resumed: identical."""
-    import ceg_cli.output
+    import ceg_cli.report.output
 
     responses = many_responses(tmp_path / "r.jsonl", 60)
     reference = tmp_path / "reference.jsonl"
@@ -304,9 +304,9 @@ def test_disk_full_at_many_points_then_resume(
             raw = FullDisk(Path(path), mode, room)
             return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8")
 
-        monkeypatch.setattr(ceg_cli.output, "open", full_disk_open, raising=False)
+        monkeypatch.setattr(ceg_cli.report.output, "open", full_disk_open, raising=False)
         result = checked(run_cli, responses, hash_index, out)
-        monkeypatch.setattr(ceg_cli.output, "open", real_open, raising=False)
+        monkeypatch.setattr(ceg_cli.report.output, "open", real_open, raising=False)
         assert result.exit_code == 3, result.stderr
         (line,) = error_lines(result.stderr)
         assert "No space left on device" in line and "the output is incomplete" in line

@@ -22,9 +22,9 @@ import pytest
 from reliability_harness import ceg_command
 from typer.testing import Result
 
-from ceg_cli import responses as responses_module
-from ceg_cli.pipeline import CheckOptions
-from ceg_cli.responses import read_responses
+from ceg_cli.check import responses as responses_module
+from ceg_cli.check.pipeline import CheckOptions
+from ceg_cli.check.responses import read_responses
 
 Row = Callable[[str, int, str], None]
 

@@ -26,7 +26,7 @@ import pytest
 from reliability_harness import leftovers
 from typer.testing import Result
 
-from ceg_cli import responses as responses_module
+from ceg_cli.check import responses as responses_module
 from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.embedding import Embedder
 
@@ -357,7 +357,7 @@ def test_deep_nesting_and_huge_jsonl_document_lines_cost_only_themselves(
     run_cli: Any, fake_models: None, tmp_path: Path, row: Row
 ) -> None:
     """JSONL documents: a line nested 100,000 deep and one over the line cap are skipped."""
-    from ceg_cli.responses import MAX_LINE_BYTES
+    from ceg_cli.check.responses import MAX_LINE_BYTES
 
     deep = '{"id": "deep", "text": "Nested.", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
     huge = json.dumps({"id": "huge", "text": "x " * (MAX_LINE_BYTES // 2)})

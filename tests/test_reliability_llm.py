@@ -123,7 +123,7 @@ class DroppingServer:
 def run_check(responses: Path, index: Path, out: Path, base_url: str, tmp_path: Path,
               *, max_rate: float | None = None, **options: Any) -> tuple[int, str]:
     """``ceg check --judge llm:fake-model`` as the CLI runs it: (exit status, message)."""
-    from ceg_cli.checking import CheckRun, RunSettings
+    from ceg_cli.check.run import CheckRun, RunSettings
 
     judge_options = {"base_url": base_url, "cache_path": str(tmp_path / "llm.sqlite"),
                      "timeout": 0.5, "max_retries": MAX_RETRIES, "backoff": 0.01,

@@ -1,7 +1,7 @@
 """The output record contract of ``ceg check``, pinned: keys, types, annotated text.
 
 A failure here means the output format changed. If that is intended, bump
-``SCHEMA_VERSION`` in ``ceg_cli/report.py`` and update the expectations below
+``SCHEMA_VERSION`` in ``ceg_cli/report/records.py`` and update the expectations below
 in the same change.
 """
 
@@ -10,9 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ceg_cli.pipeline import CheckedResponse, ResponseInput, SegmentResult
-from ceg_cli.report import SCHEMA_VERSION, annotate, from_record, number_citations, to_record
-from ceg_cli.responses import FieldNames, parse_line
+from ceg_cli.check.pipeline import CheckedResponse, ResponseInput, SegmentResult
+from ceg_cli.check.responses import FieldNames, parse_line
+from ceg_cli.report.records import (
+    SCHEMA_VERSION,
+    annotate,
+    from_record,
+    number_citations,
+    to_record,
+)
 from ceg_cli.types import (
     CONTRADICTED,
     FACTUAL,

@@ -33,7 +33,7 @@ from playwright.sync_api import (
 )
 from test_html_report import HOSTILE_QUESTION, HOSTILE_TEXT, TUTOR, report_records
 
-from ceg_cli.html_report import write_report
+from ceg_cli.report.html import write_report
 
 REPO = Path(__file__).resolve().parent.parent
 SCREENSHOT = REPO / "docs" / "report-screenshot.png"
@@ -261,7 +261,7 @@ def test_sample_report_screenshot(
     them against ``$CEG_INDEX`` (the enwiki sample index) and rewrites the
     committed image.
     """
-    from ceg_cli.checking import CheckRun, RunSettings
+    from ceg_cli.check.run import CheckRun, RunSettings
 
     update = os.environ.get("CEG_UPDATE_SCREENSHOT", "") not in ("", "0")
     index = Path(os.environ["CEG_INDEX"]) if update else request.getfixturevalue("mini_index")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from ceg_cli.check.pipeline import ResponseInput
+from ceg_cli.check.responses import FieldNames, parse_line, read_responses
 from ceg_cli.errors import InputError
-from ceg_cli.pipeline import ResponseInput
-from ceg_cli.responses import FieldNames, parse_line, read_responses
 
 GOOD_BEFORE = b'{"id": "before", "response": "Aristotle was Greek."}'
 GOOD_AFTER = b'{"id": "after", "response": "Plato taught him.", "question": "Who?"}'

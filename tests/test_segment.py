@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ceg_cli.segment import has_claim, segment_response
+from ceg_cli.check.segment import has_claim, segment_response
 from ceg_cli.types import Segment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,14 +177,16 @@ HEAVY = {"torch", "numpy", "sentence_transformers", "faiss", "nltk"}
 
 
 def test_importing_segment_loads_no_heavy_module() -> None:
-    loaded = _modules_after("import ceg_cli.segment, ceg_cli.sentences, ceg_cli.index.chunking")
-    assert "ceg_cli.segment" in loaded
+    loaded = _modules_after(
+        "import ceg_cli.check.segment, ceg_cli.sentences, ceg_cli.index.chunking"
+    )
+    assert "ceg_cli.check.segment" in loaded
     assert loaded.isdisjoint(HEAVY), loaded & HEAVY
 
 
 def test_segmenting_never_loads_torch() -> None:
     # Punkt itself comes from NLTK, which imports numpy and scipy on its own;
     # torch, faiss and sentence-transformers must still stay out.
-    loaded = _modules_after("import ceg_cli.segment as s; s.segment_response('A b. C d.')")
+    loaded = _modules_after("import ceg_cli.check.segment as s; s.segment_response('A b. C d.')")
     assert "nltk" in loaded
     assert loaded.isdisjoint({"torch", "sentence_transformers", "faiss"})

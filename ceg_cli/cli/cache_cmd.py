@@ -29,7 +29,7 @@ CacheDirOption = typer.Option(
 
 
 def _root(cache_dir: Path | None) -> Path:
-    from ..eval_corpus import cache_root
+    from ..eval.corpus import cache_root
 
     return cache_dir if cache_dir is not None else cache_root()
 

@@ -101,10 +101,10 @@ def check_command(
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
-    from ..checking import CheckRun, RunSettings
+    from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
-    from ..html_report import ReportBuilder, write_report
-    from ..output import refuse_same_files
+    from ..report.html import ReportBuilder, write_report
+    from ..report.output import refuse_same_files
 
     settings = RunSettings.resolve(
         responses=responses,

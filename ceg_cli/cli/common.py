@@ -12,11 +12,11 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ..check.pipeline import DEFAULT_QUERY, QUERY_MODES
+from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import UNPARSABLE_CHOICES
-from ..pipeline import DEFAULT_QUERY, QUERY_MODES
-from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 
 F = TypeVar("F", bound=Callable[..., Any])
 

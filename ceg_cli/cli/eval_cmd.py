@@ -125,14 +125,14 @@ def eval_command(
 ) -> None:
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
-    from ..datasets import load_dataset
+    from ..check.pipeline import CheckOptions
+    from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
-    from ..evaluate import prediction_record, run_evaluation
+    from ..eval.datasets import load_dataset
+    from ..eval.evaluate import prediction_record, run_evaluation
     from ..index import open_index
     from ..index.lexical import resolve_method
     from ..judges import create_judge
-    from ..pipeline import CheckOptions
-    from ..retrieve import RetrievalOptions
 
     for flag, path in (("--out", out), ("--json", json_out)):
         # Fail before a long run, not after it.
@@ -191,7 +191,7 @@ def _resolve_index(
 ) -> Path:
     """Which index to check against (flag, then the data's own corpus, then $CEG_INDEX, ./index)."""
     from ..errors import UsageError
-    from ..eval_corpus import ensure_corpus_index
+    from ..eval.corpus import ensure_corpus_index
     from ..index import META_FILE
 
     if build_corpus is None:
@@ -235,7 +235,7 @@ def render_table(metrics: dict[str, Any]) -> Table:
     """The metrics as a table, with the paper's figures beside ours where they exist."""
     from rich.table import Table
 
-    from ..evaluate import reference_figures
+    from ..eval.evaluate import reference_figures
 
     run = metrics["run"]
     refs = reference_figures(run["format"])

@@ -41,9 +41,9 @@ def report_command(
 ) -> None:
     """Write RECORDS as one self-contained HTML page to read in a browser."""
     from ..errors import UsageError
-    from ..gate import GateOptions, evaluate_gate
-    from ..html_report import ReportBuilder, iter_records
-    from ..output import refuse_same_files
+    from ..report.gate import GateOptions, evaluate_gate
+    from ..report.html import ReportBuilder, iter_records
+    from ..report.output import refuse_same_files
 
     if out.is_dir():
         raise UsageError(f"--out {out}: is a directory; name a file")

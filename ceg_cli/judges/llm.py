@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..check.segment import has_claim
 from ..errors import UsageError
 from ..llm.cache import CACHE_FILE, LLMCache, default_cache_path
 from ..llm.client import ClientSettings, Completion, LLMClient, MalformedReply, RequestRejected
@@ -43,7 +44,6 @@ from ..llm.prompts import (
     judge_response_format,
     parse_judge_reply,
 )
-from ..segment import has_claim
 from ..types import (
     CONTRADICTED,
     FACTUAL,

@@ -31,8 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..check.segment import has_claim
 from ..errors import BackendError, UsageError
-from ..segment import has_claim
 from ..types import (
     CONTRADICTED,
     FACTUAL,

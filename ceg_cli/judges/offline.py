@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..check.segment import has_claim
 from ..errors import UsageError
-from ..segment import has_claim
 from ..types import (
     FACTUAL,
     NO_CLAIM,

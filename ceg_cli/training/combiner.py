@@ -15,12 +15,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, apply_threshold, to_evidence
 from ..index import Hit
 from ..index.chunking import chunk_document
 from ..judges.features import FEATURES
 from ..judges.verifier import Combiner, assess
 from ..judges.window import DEFAULT_WINDOW_WORDS
-from ..retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, apply_threshold, to_evidence
 from ..types import Chunk, Document, JudgeItem, Segment
 from .sources import Pair
 

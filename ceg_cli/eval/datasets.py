@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from .errors import UsageError
-from .pipeline import ResponseInput
-from .types import Segment
+from ..check.pipeline import ResponseInput
+from ..errors import UsageError
+from ..types import Segment
 
 FORMATS = ("felm", "halueval", "fever", "jsonl")
 

@@ -12,11 +12,9 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from .index import Index
-from .judges import Judge
-from .retrieve import RetrievalOptions, retrieve
-from .segment import segment_response
-from .types import (
+from ..index import Index
+from ..judges import Judge
+from ..types import (
     FACTUAL,
     NONFACTUAL,
     NOT_JUDGED,
@@ -25,6 +23,8 @@ from .types import (
     Segment,
     Verdict,
 )
+from .retrieve import RetrievalOptions, retrieve
+from .segment import segment_response
 
 QUERY_MODES = ("segment", "question+segment")
 #: Measured (benchmarks/judge_design.py): with the question, recall@5 of a

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .index import Hit, Index
-from .index.lexical import DEFAULT_RETRIEVAL
-from .types import Evidence
+from ..index import Hit, Index
+from ..index.lexical import DEFAULT_RETRIEVAL
+from ..types import Evidence
 
 #: Calibrated for the default model (all-MiniLM-L6-v2) on FELM and HaluEval
 #: (benchmarks/judge_design.py, "calibrate"): passages from a case's own

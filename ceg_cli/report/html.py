@@ -1,6 +1,6 @@
 """The HTML report: one self-contained file a reviewer opens from disk.
 
-``ReportBuilder`` takes output records (``ceg_cli.report.to_record``) one at a
+``ReportBuilder`` takes output records (``ceg_cli.report.records.to_record``) one at a
 time and keeps a compact copy; ``render`` turns them and the run's summary
 into one page: a static overview (counts, gate, judge, index, verdict chart)
 written here, and the responses embedded as JSON and drawn by a small script
@@ -48,12 +48,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import InputError
-from .gate import ERROR, GateResult, Summary
-from .output import OutputError
-from .report import RESERVED_KEYS, from_record
-from .types import (
+from .. import __version__
+from ..errors import InputError
+from ..types import (
     CONTRADICTED,
     FACTUAL,
     JUDGE_ERROR,
@@ -63,6 +60,9 @@ from .types import (
     NOT_JUDGED,
     SUPPORTED,
 )
+from .gate import ERROR, GateResult, Summary
+from .output import OutputError
+from .records import RESERVED_KEYS, from_record
 
 REPORT_DATA_VERSION = 1
 #: Most carried-through input fields shown per response, and their length.
@@ -349,8 +349,8 @@ def _joined(text: str, segments: list[Mapping[str, Any]]) -> list[list[Any]]:
 
 
 def _assets(name: str) -> str:
-    """One of the page's files, shipped as package data in ``ceg_cli/report_assets``."""
-    text = resources.files("ceg_cli").joinpath("report_assets", name).read_text(encoding="utf-8")
+    """One of the page's files, shipped as package data in ``ceg_cli/report/assets``."""
+    text = resources.files("ceg_cli.report").joinpath("assets", name).read_text(encoding="utf-8")
     # An inline style or script ends at the first "</": the assets must not hold one.
     if name != "page.html" and "</" in text:
         raise RuntimeError(f"report asset {name} contains '</'")

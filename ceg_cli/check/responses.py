@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import InputError
+from ..errors import InputError
 from .pipeline import ResponseInput
 
 #: A response longer than this is refused as a bad line. 200,000 characters

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from .pipeline import CheckedResponse, ResponseInput, SegmentResult
-from .types import FACTUAL, NO_CLAIM, NONFACTUAL, Evidence, Segment, Verdict
+from ..check.pipeline import CheckedResponse, ResponseInput, SegmentResult
+from ..types import FACTUAL, NO_CLAIM, NONFACTUAL, Evidence, Segment, Verdict
 
 SCHEMA_VERSION = 1
 

@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .errors import UsageError
-from .index import Index
-from .judges import Judge
+from ..errors import UsageError
+from ..index import Index
+from ..judges import Judge
+from ..types import FACTUAL, NONFACTUAL, Evidence
 from .pipeline import CheckedResponse, CheckOptions, check_batch
-from .types import FACTUAL, NONFACTUAL, Evidence
 
 DEFAULT_MAX_ATTEMPTS = 2
 
@@ -71,7 +71,7 @@ class LlmRewriter:
         nonfactual: Sequence[str],
         documents: Sequence[Evidence],
     ) -> str:
-        from .llm.generate import regenerate_response
+        from ..llm.generate import regenerate_response
 
         return regenerate_response(
             self.client, self.model, question, previous, list(nonfactual), list(documents),

@@ -13,10 +13,11 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from .errors import CegError, InputError, UsageError
-from .gate import GateOptions, GateResult, Summary, evaluate_gate
-from .index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
-from .output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
+from ..errors import CegError, InputError, UsageError
+from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
+from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
+from ..report.output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
+from ..report.records import from_record, to_record
 from .pipeline import (
     DEFAULT_QUERY,
     QUERY_MODES,
@@ -25,7 +26,6 @@ from .pipeline import (
     ResponseInput,
     check,
 )
-from .report import from_record, to_record
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
 
@@ -173,8 +173,8 @@ class CheckRun:
         on_bad_line: Callable[[str], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
-        from .index import open_index
-        from .judges import create_judge
+        from ..index import open_index
+        from ..judges import create_judge
 
         self.settings = settings
         self.on_bad_line = on_bad_line
@@ -222,7 +222,7 @@ class CheckRun:
         """Check every pending response, writing each record as it is finished."""
         settings = self.settings
         if junit is not None:
-            from .ci_report import JUnitWriter
+            from ..report.ci import JUnitWriter
 
             # Streams test cases to a spool file: memory stays flat for big runs.
             self._junit = JUnitWriter(junit)
@@ -295,7 +295,7 @@ class CheckRun:
 
     def finish(self, *, markdown: Path | None = None) -> GateResult:
         """Decide the gate and write the CI files."""
-        from .ci_report import write_markdown_summary
+        from ..report.ci import write_markdown_summary
 
         result = evaluate_gate(self.summary, self.settings.gate)
         if self._junit is not None:

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import CegError, InputError, UsageError
+from ..errors import CegError, InputError, UsageError
 
 #: How every line ``RecordWriter`` writes for ``report.to_record`` begins.
 _RECORD_START = b'{"schema_version": '

@@ -3,7 +3,7 @@
 ``Summary`` is fed one ``CheckedResponse`` at a time (``summary.add``) so a
 run of any size streams; ``evaluate_gate`` turns it into a ``GateResult`` with
 an exit status and one-line reasons. The JUnit and Markdown renderings are in
-``ceg_cli.ci_report``. No CLI library is imported here.
+``ceg_cli.report.ci``. No CLI library is imported here.
 
 Exit statuses (``ceg_cli.errors.ExitStatus``):
 
@@ -30,9 +30,9 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ExitStatus, UsageError
-from .pipeline import CheckedResponse
-from .types import (
+from ..check.pipeline import CheckedResponse
+from ..errors import ExitStatus, UsageError
+from ..types import (
     CONTRADICTED,
     FACTUAL,
     JUDGE_ERROR,

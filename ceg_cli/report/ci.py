@@ -15,6 +15,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from ..check.pipeline import CheckedResponse
+from ..types import FACTUAL, NONFACTUAL, NOT_JUDGED
 from .gate import (
     ERROR,
     FlaggedSegment,
@@ -23,8 +25,6 @@ from .gate import (
     Summary,
     shorten,
 )
-from .pipeline import CheckedResponse
-from .types import FACTUAL, NONFACTUAL, NOT_JUDGED
 
 # Characters XML 1.0 forbids even escaped (C0 controls other than tab, newline
 # and carriage return; lone surrogates; U+FFFE/U+FFFF). ElementTree writes them

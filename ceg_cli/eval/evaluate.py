@@ -26,11 +26,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..check.pipeline import CheckedResponse, CheckOptions, build_query, check
+from ..index import Hit, Index
+from ..judges import Judge
+from ..types import FACTUAL
 from .datasets import Dataset, Example, normalize_title
-from .index import Hit, Index
-from .judges import Judge
-from .pipeline import CheckedResponse, CheckOptions, build_query, check
-from .types import FACTUAL
 
 #: Length-matched pairs: the longer answer has at most this many times the
 #: words of the shorter one, or at most ``LENGTH_SLACK_WORDS`` words more.
