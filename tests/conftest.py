@@ -126,12 +126,12 @@ def hash_model(monkeypatch: pytest.MonkeyPatch) -> None:
     An index loads the model it was built with by name; this maps the fake
     model's name to the fake, and leaves every other name to the real loader.
     """
-    import ceg_cli.index
+    import ceg_cli.index.store
 
-    real = ceg_cli.index.load_embedder
+    real = ceg_cli.index.store.load_embedder
     fake_name = HashEmbedder().name
 
     def load(name: str | None = None, **kwargs: object) -> Embedder:
         return HashEmbedder() if name == fake_name else real(name, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(ceg_cli.index, "load_embedder", load)
+    monkeypatch.setattr(ceg_cli.index.store, "load_embedder", load)

@@ -57,7 +57,7 @@ class GatedEmbedder(HashEmbedder):
 def load(name=None, **kwargs):
     return GatedEmbedder() if embed_gate else HashEmbedder()
 
-ceg_cli.index.load_embedder = load
+ceg_cli.index.store.load_embedder = load
 ceg_cli.index.builder.load_embedder = load
 
 def die(*args, **kwargs):

@@ -509,9 +509,9 @@ def test_resume_with_repeated_ids(run_cli, hash_index: Path, tmp_path: Path) -> 
 KILLABLE = """\
 import os, sys
 sys.path.insert(0, {tests!r})
-import ceg_cli.index
+import ceg_cli.index.store
 from conftest import HashEmbedder
-ceg_cli.index.load_embedder = lambda name=None, **kwargs: HashEmbedder()
+ceg_cli.index.store.load_embedder = lambda name=None, **kwargs: HashEmbedder()
 from ceg_cli.judges import register
 from test_cli_check import FakeJudge
 register("fake", lambda arg, options: FakeJudge(block_at=2, ready={ready!r}))

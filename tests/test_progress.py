@@ -24,10 +24,10 @@ TESTS = Path(__file__).resolve().parent
 WRAPPER = """
 import sys
 sys.path.insert(0, {tests!r})
-import ceg_cli.index
+import ceg_cli.index.store
 from conftest import HashEmbedder
-real = ceg_cli.index.load_embedder
-ceg_cli.index.load_embedder = lambda name=None, **kw: (
+real = ceg_cli.index.store.load_embedder
+ceg_cli.index.store.load_embedder = lambda name=None, **kw: (
     HashEmbedder() if name == HashEmbedder().name else real(name, **kw))
 from ceg_cli.cli.main import app
 app(sys.argv[1:], prog_name="ceg")

@@ -34,17 +34,6 @@ from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
 from ..errors import DiskFullError, InputError, UsageError
 from ..progress import NO_PROGRESS, Progress
 from ..types import Chunk
-from . import (
-    CHUNKS_FILE,
-    FORMAT_VERSION,
-    META_FILE,
-    VECTORS_FILE,
-    check_model,
-    check_vectors_file,
-    connect_readonly,
-    embed_text,
-    read_meta,
-)
 from .buildwork import READ_BATCH, BuildWork, chunk_row, source_counts
 from .chunking import chunk_or_skip
 from .embedding import Embedder, choose_backend, load_embedder
@@ -59,7 +48,9 @@ from .indexdir import (
     work_path,
     write_json,
 )
+from .layout import CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, embed_text
 from .lexical import LEXICAL_DIR, build_lexical, skipped_warning, want_lexical
+from .store import check_model, check_vectors_file, connect_readonly, read_meta
 from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call

@@ -38,9 +38,9 @@ import numpy as np
 
 from ..errors import UsageError
 from ..types import Chunk
-from . import CHUNK_SCHEMA, CHUNKS_FILE
 from .faissfile import FileWriter
 from .indexdir import OWNER_FILE, claim, write_json
+from .layout import CHUNK_SCHEMA, CHUNKS_FILE
 from .vectors import ShardFiles
 
 MANIFEST = "manifest.json"

@@ -32,17 +32,16 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
+from .layout import Hit, embed_text
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from . import Hit, Index
 
 LEXICAL_DIR = "lexical"
 RETRIEVAL_MODES = ("dense", "lexical", "hybrid")
@@ -69,8 +68,6 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     Returns the ``lexical`` entry of meta.json.
     """
     import bm25s
-
-    from . import embed_text
 
     texts = [
         embed_text(Chunk("", title, 0, 0, 0, text), embed_mode)
@@ -179,12 +176,30 @@ class LexicalIndex:
 # --------------------------------------------------------------------------- searching
 
 
+class SearchedIndex(Protocol):
+    """What lexical and hybrid search need of an opened index (``store.Index``)."""
+
+    path: Path
+    meta: dict[str, Any]
+
+    @property
+    def has_lexical(self) -> bool: ...
+
+    def lexical(self) -> LexicalIndex: ...
+
+    def dense_candidates(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]: ...
+
+    def cosines(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]: ...
+
+    def chunks(self, ids: Iterable[int]) -> dict[int, Chunk]: ...
+
+
 def check_method(method: str) -> None:
     if method not in RETRIEVAL_MODES:
         raise UsageError(f"--retrieval {method}: choose one of {', '.join(RETRIEVAL_MODES)}")
 
 
-def resolve_method(index: Index, method: str) -> tuple[str, str | None]:
+def resolve_method(index: SearchedIndex, method: str) -> tuple[str, str | None]:
     """The method a run with ``method`` on ``index`` uses, and a warning, if any.
 
     ``hybrid`` on an index without a lexical part falls back to ``dense`` with a
@@ -232,11 +247,9 @@ def fuse(dense: Mapping[int, float], lexical: Mapping[int, float]) -> list[tuple
 
 
 def search(
-    index: Index, queries: Sequence[str], vectors: np.ndarray, k: int, method: str
+    index: SearchedIndex, queries: Sequence[str], vectors: np.ndarray, k: int, method: str
 ) -> list[list[Hit]]:
     """The top ``k`` passages of each query by ``lexical`` or ``hybrid`` retrieval."""
-    from . import Hit
-
     lexical = index.lexical()
     depth = max(FUSION_DEPTH, k)
     dense_lists = index.dense_candidates(vectors, depth) if method == "hybrid" else None

@@ -37,10 +37,10 @@ import numpy as np
 from ..corpus.ranges import SourceRange, read_part
 from ..errors import BackendError, CegError, InputError, UsageError
 from ..types import Chunk
-from . import embed_text
 from .buildwork import BuildWork, chunk_row, source_counts
 from .chunking import chunk_or_skip
 from .embedding import Embedder, load_embedder
+from .layout import embed_text
 
 INSTALL_HINT = "pip install 'ceg-cli[ray]'"
 #: Times Ray restarts a worker whose process died, redoing its ranges.

@@ -1,0 +1,49 @@
+"""What an index directory holds: its file names, the chunk store's schema, a hit.
+
+The names every part of the index package agrees on, kept apart from the code
+that reads and writes them so that the builder, the lexical part and the
+reader can all use them without importing each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..types import Chunk
+
+FORMAT_VERSION = 1
+META_FILE = "meta.json"
+VECTORS_FILE = "vectors.faiss"
+CHUNKS_FILE = "chunks.sqlite"
+INDEX_FILES = (META_FILE, VECTORS_FILE, CHUNKS_FILE)
+
+CHUNK_SCHEMA = """
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    doc_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    url TEXT,
+    source TEXT NOT NULL
+);
+"""
+CHUNK_COLUMNS = "id, doc_id, title, ordinal, start, end, text, url, source"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One retrieved passage: its FAISS id, cosine similarity and the passage."""
+
+    chunk_id: int
+    score: float
+    chunk: Chunk
+
+
+def embed_text(chunk: Chunk, mode: str) -> str:
+    """The text that is embedded for a passage; ``mode`` is recorded in meta.json."""
+    if mode == "title+text" and chunk.title:
+        return f"{chunk.title}. {chunk.text}"
+    return chunk.text

@@ -1,0 +1,341 @@
+"""Opening an index directory for search: ``meta.json`` checked, files agreed, ``Index``.
+
+Layout of an index directory::
+
+    meta.json       format version, model, dimension, chunker, sources, counts,
+                    size and sampled digest of vectors.faiss
+    vectors.faiss   inner product over L2-normalized vectors (= cosine); exact
+                    or approximate by size (``vectors``), memory-mapped
+    chunks.sqlite   one row per passage; row id == FAISS vector id
+    lexical/        BM25 over the same passages (``lexical``); absent in an
+                    index built before it existed, which is then dense only
+
+An index is never modified in place: ``builder`` writes a complete new
+directory and renames it into place, so readers can open every file
+read-only (SQLite ``immutable``, FAISS memory-mapped).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import IndexLoadError, UsageError
+from ..types import Chunk
+from .embedding import Embedder, load_embedder, query_backend, resolve_model
+from .indexdir import sampled_digest
+from .layout import CHUNK_COLUMNS, CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, Hit
+from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
+from .lexical import search as search_lexical
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """Read and check ``meta.json``; errors say what is wrong and how to fix it."""
+    meta_path = path / META_FILE
+    if not path.exists():
+        raise IndexLoadError(
+            f"no index at {path}: build one with 'ceg index build SOURCE --index {path}'"
+        )
+    if not meta_path.exists():
+        raise IndexLoadError(
+            f"{path} is not a complete ceg index (no {META_FILE}): "
+            f"rebuild it with 'ceg index build SOURCE --index {path}'"
+        )
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexLoadError(f"{meta_path}: unreadable ({exc}); rebuild the index") from exc
+    if not isinstance(meta, dict) or not isinstance(meta.get("format_version"), int):
+        raise IndexLoadError(f"{meta_path}: field 'format_version' missing; rebuild the index")
+    version = meta["format_version"]
+    if version > FORMAT_VERSION:
+        raise IndexLoadError(
+            f"{meta_path}: index format {version} is newer than this ceg reads "
+            f"(up to {FORMAT_VERSION}); upgrade ceg or rebuild the index"
+        )
+    for key in ("model", "counts", "chunker", "sources", "embed_text"):
+        if key not in meta:
+            raise IndexLoadError(f"{meta_path}: field '{key}' missing; rebuild the index")
+    for name in (VECTORS_FILE, CHUNKS_FILE):
+        if not (path / name).exists():
+            raise IndexLoadError(
+                f"index at {path} is incomplete: {name} is missing; rebuild it with "
+                f"'ceg index build SOURCE --index {path}'"
+            )
+    return meta
+
+
+def check_vectors_file(path: Path, meta: dict[str, Any]) -> None:
+    """Fail when ``vectors.faiss`` is not the file this index's build wrote.
+
+    A vectors file of another index with the same count and dimension would
+    otherwise pass every other check and return other passages' neighbours.
+    Indexes built before the digest was recorded are not checked.
+    """
+    recorded = (meta.get("faiss") or {}).get("file_digest")
+    if recorded is None:
+        return
+    file = path / VECTORS_FILE
+    if file.stat().st_size != meta["faiss"].get("file_size") or sampled_digest(file) != recorded:
+        raise IndexLoadError(
+            f"{file} is not the vectors file this index was built with (its size or digest "
+            f"differs from {META_FILE}: copied from another index, or damaged); rebuild the "
+            f"index with 'ceg index build SOURCE --index {path}'"
+        )
+
+
+def check_model(meta: dict[str, Any], requested: str | None, where: Path) -> None:
+    """Fail when a run asks for another model than the index was built with.
+
+    The model an index was built with decides how queries are encoded; nothing
+    may silently change it.
+    """
+    if requested is None:
+        return
+    built = meta["model"]
+    if resolve_model(requested).name != built["name"]:
+        raise UsageError(
+            f"index at {where} was built with model {built['name']} "
+            f"(dimension {built['dimension']}); this run asked for {requested}: "
+            f"drop --model, or rebuild the index with that model"
+        )
+
+
+class Index:
+    """A loaded index: search by vector or by text, fetch passages by id."""
+
+    def __init__(self, path: Path, meta: dict[str, Any], vectors: Any, db: sqlite3.Connection):
+        self.path = path
+        self.meta = meta
+        self._vectors = vectors
+        self._db = db
+        self._embedder: Embedder | None = None
+        self._lexical: LexicalIndex | None = None
+
+    @property
+    def size(self) -> int:
+        return int(self._vectors.ntotal)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.meta["model"]["dimension"])
+
+    @property
+    def model_name(self) -> str:
+        return str(self.meta["model"]["name"])
+
+    def embedder(self) -> Embedder:
+        """The model the index was built with, loaded once."""
+        if self._embedder is None:
+            model = self.meta["model"]
+            embedder = load_embedder(model["name"], backend=query_backend(model))
+            if embedder.dimension != self.dimension:
+                raise IndexLoadError(
+                    f"index at {self.path} has dimension {self.dimension} but model "
+                    f"{self.model_name} gives {embedder.dimension}; rebuild the index"
+                )
+            self._embedder = embedder
+        return self._embedder
+
+    def use_embedder(self, embedder: Embedder) -> None:
+        """Use an already loaded embedder (it must match the index's dimension)."""
+        if embedder.dimension != self.dimension:
+            raise UsageError(
+                f"index at {self.path} was built with model {self.model_name} "
+                f"(dimension {self.dimension}); the embedder given has dimension "
+                f"{embedder.dimension}"
+            )
+        self._embedder = embedder
+
+    @property
+    def has_lexical(self) -> bool:
+        """Whether the index has its BM25 part (one built before it existed has not)."""
+        return "lexical" in self.meta
+
+    def lexical(self) -> LexicalIndex:
+        """The BM25 index, loaded (memory-mapped) once."""
+        if self._lexical is None:
+            if not self.has_lexical:
+                raise UsageError(f"index at {self.path} has no lexical part")
+            self._lexical = LexicalIndex(self.path / LEXICAL_DIR)
+        return self._lexical
+
+    def search(
+        self, queries: Sequence[str], k: int = 5, retrieval: str = "dense"
+    ) -> list[list[Hit]]:
+        """Embed ``queries`` in one batch and return the top ``k`` passages of each.
+
+        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.index.lexical``);
+        hybrid on an index without a lexical part is dense. Scores are cosines.
+        """
+        check_method(retrieval)
+        vectors = self.embedder().embed(queries)
+        if retrieval == "dense" or (retrieval == "hybrid" and not self.has_lexical):
+            return self.search_vectors(vectors, k)
+        return search_lexical(self, queries, vectors, k, retrieval)
+
+    def dense_candidates(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
+        """(passage id, cosine) of the top ``k`` of each vector, without the passages."""
+        import numpy as np
+
+        if len(vectors) == 0 or self.size == 0:
+            return [[] for _ in range(len(vectors))]
+        k = max(1, min(k, self.size))
+        scores, ids = self._vectors.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        return [
+            [(int(i), float(s)) for s, i in zip(row_s, row_i) if i >= 0]
+            for row_s, row_i in zip(scores, ids)
+        ]
+
+    def cosines(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+        """Cosine of ``vector`` with the stored vectors of passages ``ids``."""
+        if not ids:
+            return {}
+        import numpy as np
+
+        stored = np.vstack([self._vectors.reconstruct(int(i)) for i in ids])
+        return {int(i): float(s) for i, s in zip(ids, stored @ vector)}
+
+    def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
+        found = self.dense_candidates(vectors, k)
+        chunks = self.chunks(i for row in found for i, _ in row)
+        return [[Hit(i, s, chunks[i]) for i, s in row] for row in found]
+
+    def chunks(self, ids: Iterable[int]) -> dict[int, Chunk]:
+        wanted = sorted(set(ids))
+        found: dict[int, Chunk] = {}
+        # SQLite limits the number of bound parameters; fetch in slices.
+        for at in range(0, len(wanted), 500):
+            part = wanted[at : at + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part
+            ).fetchall()
+            for row in rows:
+                found[row[0]] = _row_to_chunk(row)
+        missing = [i for i in wanted if i not in found]
+        if missing:
+            raise IndexLoadError(
+                f"index at {self.path} is inconsistent: vector {missing[0]} has no passage "
+                f"in {CHUNKS_FILE}; rebuild the index"
+            )
+        return found
+
+    def iter_chunks(self) -> Iterator[Chunk]:
+        """Every passage in id order, streamed (a document's passages are adjacent)."""
+        for row in self._db.execute(f"SELECT {CHUNK_COLUMNS} FROM chunks ORDER BY id"):
+            yield _row_to_chunk(row)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: Attempts to open an index that a build keeps replacing while it is opened.
+_OPEN_ATTEMPTS = 5
+
+
+def open_index(path: Path, *, model: str | None = None, mmap: bool = True) -> Index:
+    """Open the index at ``path`` for reading, checking that its files agree.
+
+    A build may swap a new index in while the three files are being opened,
+    and then they could come from two builds: the directory's identity is read
+    before and after, and the index opened again if it changed. Once opened,
+    the files stay the reader's even when a later build replaces them.
+    """
+    path = Path(path)
+    for attempt in range(1, _OPEN_ATTEMPTS + 1):
+        before = _identity(path)
+        try:
+            index = _open_once(path, model, mmap)
+        except IndexLoadError:
+            # Where a swap is two renames, the index is missing between them,
+            # with the previous one parked beside it.
+            between_renames = before is None and any(path.parent.glob(f".{path.name}.old-*"))
+            changed = _identity(path) != before
+            if not (changed or between_renames) or attempt == _OPEN_ATTEMPTS:
+                raise
+        else:
+            if _identity(path) == before:
+                return index
+            index.close()
+        time.sleep(0.01 * attempt)  # lets a swap in progress finish
+    raise IndexLoadError(f"index at {path} kept being replaced while it was opened; try again")
+
+
+def _identity(path: Path) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
+    from .vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
+
+    meta = read_meta(path)
+    check_model(meta, model, path)
+    try:
+        vectors = read_vectors(path / VECTORS_FILE, mmap)
+    except RuntimeError as exc:
+        raise IndexLoadError(
+            f"{path / VECTORS_FILE}: unreadable FAISS index; rebuild the index"
+        ) from exc
+    db = connect_readonly(path / CHUNKS_FILE)
+    try:
+        (rows,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise IndexLoadError(
+            f"{path / CHUNKS_FILE}: unreadable ({exc}); rebuild the index"
+        ) from exc
+    expected = meta["counts"].get("chunks")
+    if vectors.d != meta["model"]["dimension"]:
+        db.close()
+        raise IndexLoadError(
+            f"index at {path} is inconsistent: {VECTORS_FILE} has dimension {vectors.d}, "
+            f"{META_FILE} says {meta['model']['dimension']}; rebuild the index"
+        )
+    if not (vectors.ntotal == rows == expected):
+        db.close()
+        raise IndexLoadError(
+            f"index at {path} is inconsistent: {VECTORS_FILE} holds {vectors.ntotal} vectors, "
+            f"{CHUNKS_FILE} {rows} passages, {META_FILE} says {expected}; rebuild the index"
+        )
+    try:
+        check_lexical(meta, path, rows)
+        # Last: the checks above name a wrong count or dimension more precisely.
+        check_vectors_file(path, meta)
+    except IndexLoadError:
+        db.close()
+        raise
+    return Index(path, meta, vectors, db)
+
+
+def connect_readonly(db_path: Path) -> sqlite3.Connection:
+    # immutable=1: the file never changes under a reader (indexes are replaced
+    # by rename, not edited), so SQLite can skip locking entirely.
+    uri = f"file:{db_path.resolve().as_posix()}?mode=ro&immutable=1"
+    try:
+        return sqlite3.connect(uri, uri=True, check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise IndexLoadError(f"{db_path}: cannot open ({exc}); rebuild the index") from exc
+
+
+def _row_to_chunk(row: Sequence[Any]) -> Chunk:
+    _, doc_id, title, ordinal, start, end, text, url, source = row
+    return Chunk(doc_id, title, ordinal, start, end, text, url, source)
