@@ -51,8 +51,8 @@ def row(record_property: Callable[[str, object], None]) -> Row:
 @pytest.fixture
 def fake_models(monkeypatch: pytest.MonkeyPatch, make_hash_embedder: Any) -> None:
     """Every model name loads ``HashEmbedder``, for checking and for building."""
-    import ceg_cli.index.store
     import ceg_cli.index.builder
+    import ceg_cli.index.store
 
     def load(name: str | None = None, **kwargs: object) -> Embedder:
         return make_hash_embedder()  # type: ignore[no-any-return]
