@@ -21,7 +21,7 @@ from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
 from reliability_harness import documents, leftovers
 
-import ceg_cli.corpus
+import ceg_cli.corpus.sources
 import ceg_cli.index.builder
 from ceg_cli.corpus import iter_documents, iter_positioned
 from ceg_cli.corpus.multistream import index_beside, read_from_page, read_index, read_range
@@ -301,8 +301,8 @@ def test_an_index_given_by_option_is_used_to_resume_and_one_of_another_dump_is_r
     with pytest.raises(RuntimeError):
         build_index([dump], target, embedder=StopsAfter(1))
     seeks: list[int] = []
-    real = ceg_cli.corpus.read_from_page
-    monkeypatch.setattr(ceg_cli.corpus, "read_from_page",
+    real = ceg_cli.corpus.sources.read_from_page
+    monkeypatch.setattr(ceg_cli.corpus.sources, "read_from_page",
                         lambda d, i, start, **kw: seeks.append(start) or real(d, i, start, **kw))
     build_index([dump], target, BuildOptions(resume=True, multistream_index=elsewhere),
                 embedder=HashEmbedder())

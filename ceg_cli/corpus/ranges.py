@@ -23,7 +23,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ceg_cli.corpus import iter_positioned, source_kind
 from ceg_cli.corpus.folder import read_text_files, text_files
 from ceg_cli.corpus.jsonl import read_jsonl
 from ceg_cli.corpus.multistream import (
@@ -33,6 +32,7 @@ from ceg_cli.corpus.multistream import (
     read_index,
     read_range,
 )
+from ceg_cli.corpus.sources import iter_positioned, source_kind
 from ceg_cli.types import Document
 
 #: Pages per range of a multistream dump (Wikimedia puts 100 in a stream).
