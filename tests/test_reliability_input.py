@@ -26,6 +26,7 @@ import pytest
 from reliability_harness import leftovers
 from typer.testing import Result
 
+from ceg_cli import textio
 from ceg_cli.check import responses as responses_module
 from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.embedding import Embedder
@@ -212,6 +213,7 @@ def test_a_line_longer_than_the_line_limit_is_never_held(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A line past the byte limit (binary file, no newlines) is skipped without reading it whole."""
+    monkeypatch.setattr(textio, "MAX_LINE_BYTES", 1 << 20)
     monkeypatch.setattr(responses_module, "MAX_LINE_BYTES", 1 << 20)
     good = (BAD / "truncated.jsonl").read_bytes().split(b"\n")
     src = tmp_path / "long-line.jsonl"

@@ -17,15 +17,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import InputError
+from ..textio import MAX_LINE_BYTES, capped_lines
 from .pipeline import ResponseInput
 
 #: A response longer than this is refused as a bad line. 200,000 characters
 #: (some 2,000 sentences) is more than a chatbot answers at once; a 5 MB line
 #: would be 50,000 segments or more, tens of minutes of embedding on a CPU.
 MAX_RESPONSE_CHARS = 200_000
-#: A line longer than this is refused without being held in memory: a binary
-#: file or a dump passed by mistake must not be read as one enormous line.
-MAX_LINE_BYTES = 32 * 1024 * 1024
 #: What a record may carry of its input's fields, as JSON, apart from the id,
 #: response and question: larger fields are left out, largest first, with a
 #: warning. Metadata, a reference answer or retrieved contexts fit easily.
@@ -282,20 +280,6 @@ def read_responses(path: str | Path, names: FieldNames = FieldNames()) -> Iterat
 def _read_and_close(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[ResponseInput]:
     with fh:
         yield from _read(fh, source, names)
-
-
-def capped_lines(fh: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
-    """``(line number, line)`` for each line; ``None`` for a line longer than
-    ``MAX_LINE_BYTES``, whose rest is skipped without being held in memory."""
-    number = 0
-    while raw := fh.readline(MAX_LINE_BYTES + 1):
-        number += 1
-        if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
-            while (rest := fh.readline(1 << 20)) and not rest.endswith(b"\n"):
-                pass
-            yield number, None
-        else:
-            yield number, raw
 
 
 def _read(fh: IO[bytes], source: str, names: FieldNames) -> Iterator[ResponseInput]:

@@ -2,7 +2,7 @@
 
 A bad line costs only itself: it is reported through ``on_warning`` with the
 file and line number, and the rest of the file is still read. Lines are guarded
-as a responses file's are (``ceg_cli.check.responses``): one longer than
+as a responses file's are (``ceg_cli.textio``): one longer than
 ``MAX_LINE_BYTES`` is skipped without being held, and JSON nested too deeply
 for the parser is a bad line, not a crash.
 """
@@ -16,9 +16,9 @@ from io import BufferedIOBase, BufferedReader
 from pathlib import Path
 from typing import Any
 
-from ceg_cli.check.responses import MAX_LINE_BYTES, capped_lines
 from ceg_cli.corpus.mediawiki import CountingReader, open_dump
 from ceg_cli.errors import InputError
+from ceg_cli.textio import MAX_LINE_BYTES, capped_lines
 from ceg_cli.types import Document
 
 # An unpaired UTF-16 surrogate, which JSON can escape ("\ud800") but UTF-8
