@@ -6,7 +6,9 @@ be used (and tested) on its own, from a notebook as well as from the CLI.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,45 @@ class Verdict:
     score: float
     cited: tuple[int, ...] = ()
     reason: str = ""
+
+
+@dataclass(frozen=True)
+class ResponseInput:
+    """One line of a responses file.
+
+    ``error`` is set for a line that could not be read as a response: it is
+    passed through to the output as an error record, never checked.
+    ``warnings`` name what was changed to carry the line through (a field too
+    large to carry, a number JSON cannot hold); the line is still checked.
+    ``segments`` may be given (benchmarks come pre-segmented); otherwise the
+    response is segmented with Punkt.
+    """
+
+    id: Any
+    line: int
+    response: str = ""
+    question: str | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    segments: tuple[Segment, ...] | None = None
+    error: str | None = None
+    #: What reading the line changed (a field dropped or rewritten), one line each.
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SegmentResult:
+    segment: Segment
+    verdict: Verdict
+    evidence: tuple[Evidence, ...]
+
+
+@dataclass(frozen=True)
+class CheckedResponse:
+    input: ResponseInput
+    segments: tuple[SegmentResult, ...] = ()
+    #: factual, nonfactual, not_judged (some segment could not be judged) or error.
+    label: str = FACTUAL
+
+    @property
+    def error(self) -> str | None:
+        return self.input.error

@@ -7,10 +7,9 @@ judge can batch or parallelize), and results come out in input order.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import islice
-from typing import Any
 
 from ..index import Index
 from ..judges import Judge
@@ -18,9 +17,11 @@ from ..types import (
     FACTUAL,
     NONFACTUAL,
     NOT_JUDGED,
-    Evidence,
+    CheckedResponse,
     JudgeItem,
+    ResponseInput,
     Segment,
+    SegmentResult,
     Verdict,
 )
 from .retrieve import RetrievalOptions, retrieve
@@ -32,48 +33,6 @@ QUERY_MODES = ("segment", "question+segment")
 #: on HaluEval, where answers are often a bare name. Without a question the
 #: segment alone is the query either way.
 DEFAULT_QUERY = "question+segment"
-
-
-@dataclass(frozen=True)
-class ResponseInput:
-    """One line of a responses file.
-
-    ``error`` is set for a line that could not be read as a response: it is
-    passed through to the output as an error record, never checked.
-    ``warnings`` name what was changed to carry the line through (a field too
-    large to carry, a number JSON cannot hold); the line is still checked.
-    ``segments`` may be given (benchmarks come pre-segmented); otherwise the
-    response is segmented with Punkt.
-    """
-
-    id: Any
-    line: int
-    response: str = ""
-    question: str | None = None
-    fields: Mapping[str, Any] = field(default_factory=dict)
-    segments: tuple[Segment, ...] | None = None
-    error: str | None = None
-    #: What reading the line changed (a field dropped or rewritten), one line each.
-    warnings: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SegmentResult:
-    segment: Segment
-    verdict: Verdict
-    evidence: tuple[Evidence, ...]
-
-
-@dataclass(frozen=True)
-class CheckedResponse:
-    input: ResponseInput
-    segments: tuple[SegmentResult, ...] = ()
-    #: factual, nonfactual, not_judged (some segment could not be judged) or error.
-    label: str = FACTUAL
-
-    @property
-    def error(self) -> str | None:
-        return self.input.error
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from typing import Protocol
 from ..errors import UsageError
 from ..index import Index
 from ..judges import Judge
-from ..types import FACTUAL, NONFACTUAL, Evidence
-from .pipeline import CheckedResponse, CheckOptions, check_batch
+from ..types import FACTUAL, NONFACTUAL, CheckedResponse, Evidence
+from .pipeline import CheckOptions, check_batch
 
 DEFAULT_MAX_ATTEMPTS = 2
 

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from ..errors import InputError
 from ..textio import MAX_LINE_BYTES, capped_lines
-from .pipeline import ResponseInput
+from ..types import ResponseInput
 
 #: A response longer than this is refused as a bad line. 200,000 characters
 #: (some 2,000 sentences) is more than a chatbot answers at once; a 5 MB line

@@ -18,12 +18,11 @@ from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
 from ..report.records import from_record, to_record
+from ..types import CheckedResponse, ResponseInput
 from .pipeline import (
     DEFAULT_QUERY,
     QUERY_MODES,
-    CheckedResponse,
     CheckOptions,
-    ResponseInput,
     check,
 )
 from .responses import FieldNames, read_responses

@@ -34,9 +34,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..check.pipeline import ResponseInput
 from ..errors import UsageError
-from ..types import Segment
+from ..types import ResponseInput, Segment
 
 FORMATS = ("felm", "halueval", "fever", "jsonl")
 

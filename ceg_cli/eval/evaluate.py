@@ -26,10 +26,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..check.pipeline import CheckedResponse, CheckOptions, build_query, check
+from ..check.pipeline import CheckOptions, build_query, check
 from ..index import Hit, Index
 from ..judges import Judge
-from ..types import FACTUAL
+from ..types import FACTUAL, CheckedResponse
 from .datasets import Dataset, Example, normalize_title
 
 #: Length-matched pairs: the longer answer has at most this many times the

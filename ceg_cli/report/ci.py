@@ -15,8 +15,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ..check.pipeline import CheckedResponse
-from ..types import FACTUAL, NONFACTUAL, NOT_JUDGED
+from ..types import FACTUAL, NONFACTUAL, NOT_JUDGED, CheckedResponse
 from .gate import (
     ERROR,
     FlaggedSegment,

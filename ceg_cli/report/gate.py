@@ -30,7 +30,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..check.pipeline import CheckedResponse
 from ..errors import ExitStatus, UsageError
 from ..types import (
     CONTRADICTED,
@@ -41,6 +40,7 @@ from ..types import (
     NOT_ENOUGH_EVIDENCE,
     NOT_JUDGED,
     SUPPORTED,
+    CheckedResponse,
 )
 
 #: The label ``check`` gives a response whose input line could not be read.

@@ -10,8 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..check.pipeline import CheckedResponse, ResponseInput, SegmentResult
-from ..types import FACTUAL, NO_CLAIM, NONFACTUAL, Evidence, Segment, Verdict
+from ..types import (
+    FACTUAL,
+    NO_CLAIM,
+    NONFACTUAL,
+    CheckedResponse,
+    Evidence,
+    ResponseInput,
+    Segment,
+    SegmentResult,
+    Verdict,
+)
 
 SCHEMA_VERSION = 1
 
