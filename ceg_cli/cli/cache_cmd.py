@@ -29,7 +29,7 @@ CacheDirOption = typer.Option(
 
 
 def _root(cache_dir: Path | None) -> Path:
-    from ..eval.corpus import cache_root
+    from ..cachedir import cache_root
 
     return cache_dir if cache_dir is not None else cache_root()
 
@@ -41,7 +41,7 @@ def info(
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
     """Where the cache is, and per kind: entries, size, oldest and newest."""
-    from ..cachedir import cache_info
+    from ..cacheprune import cache_info
 
     root = _root(cache_dir)
     kinds = cache_info(root)
@@ -91,7 +91,7 @@ def prune(
     ),
 ) -> None:
     """Remove what was not used for DAYS days; safe while other ceg commands run."""
-    from ..cachedir import prune_cache
+    from ..cacheprune import prune_cache
 
     root = _root(cache_dir)
     report = prune_cache(root, older_than * 86400.0, dry_run=dry_run)

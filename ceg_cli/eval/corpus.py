@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..cachedir import cache_root
 from ..errors import UsageError
 from ..progress import NO_PROGRESS, Progress
 from .datasets import Dataset
@@ -34,15 +35,6 @@ _LOCK_NOTICE_S = 1.0
 #: index, its corpus file and lock (``corpus_file``, ``corpus_lock_path``).
 EVAL_DIR = "eval"
 INDEX_NAME = "index"
-
-
-def cache_root() -> Path:
-    """Where ceg caches (eval corpora, LLM replies): ``$CEG_CACHE_DIR``, else
-    ``$XDG_CACHE_HOME/ceg``, else ``~/.cache/ceg``."""
-    if os.environ.get("CEG_CACHE_DIR"):
-        return Path(os.environ["CEG_CACHE_DIR"]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "ceg"
 
 
 def corpus_cache_dir(dataset: Dataset, root: Path | None = None) -> Path:

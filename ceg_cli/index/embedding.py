@@ -179,7 +179,7 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
     import onnxruntime
     import torch
 
-    from ..eval.corpus import cache_root
+    from ..cachedir import cache_root
 
     key = hashlib.sha256(
         f"{_weights_digest(location)} torch {torch.__version__} "

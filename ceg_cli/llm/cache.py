@@ -47,7 +47,7 @@ CACHE_FILE = "llm.sqlite"
 
 def default_cache_path() -> Path:
     """`$CEG_CACHE_DIR`/llm.sqlite, else `$XDG_CACHE_HOME`/ceg/llm.sqlite, else ~/.cache/ceg/..."""
-    from ..eval.corpus import cache_root
+    from ..cachedir import cache_root
 
     return cache_root() / CACHE_FILE
 
