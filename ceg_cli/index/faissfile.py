@@ -19,7 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from ..progress import Counter
-    from .vectors import VectorSource
+    from .vectorsource import VectorSource
 
 _NTOTAL = slice(8, 16)  # after the fourcc and d (int32): ntotal, an int64
 _K_FACTOR = struct.Struct("<f")

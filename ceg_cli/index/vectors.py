@@ -27,12 +27,13 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from ..progress import NO_PROGRESS, Counter, Progress
 from .faissfile import refine_prefix, rewrite_search_width, write_flat_file, write_refine_file
+from .vectorsource import VectorSource
 
 _NO_COUNTER = NO_PROGRESS.counter("", "")
 
@@ -82,23 +83,6 @@ def requested_type(requested: str, old_meta: dict[str, Any] | None) -> str:
     if requested == "auto" and old.get("chosen") == "user":
         return str(old["index_type"])
     return requested
-
-
-class VectorSource(Protocol):
-    """Vectors to index, read a batch at a time: a build's shards, or an array."""
-
-    dimension: int
-
-    @property
-    def count(self) -> int: ...
-
-    def batches(self) -> Iterator[np.ndarray]:
-        """Every vector in order, as C-contiguous float32 arrays of bounded size."""
-        ...
-
-    def take(self, ids: np.ndarray) -> np.ndarray:
-        """The vectors at the sorted positions ``ids``."""
-        ...
 
 
 class ArraySource:
