@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..check.segment import has_claim
+from ..claims import has_claim
 from ..errors import UsageError
 from ..llm.cache import CACHE_FILE, LLMCache, default_cache_path
 from ..llm.client import ClientSettings, Completion, LLMClient, MalformedReply, RequestRejected

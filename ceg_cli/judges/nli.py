@@ -31,7 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..check.segment import has_claim
+from ..claims import has_claim
 from ..errors import BackendError, UsageError
 from ..types import (
     CONTRADICTED,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ..check.segment import has_claim
+from ..claims import has_claim
 from ..errors import UsageError
 from ..types import (
     FACTUAL,

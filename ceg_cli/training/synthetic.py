@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ..check.segment import has_claim
+from ..claims import has_claim
 from ..judges.offline import specifics, tokenize
 from ..sentences import sentence_spans
 from .sources import Pair
