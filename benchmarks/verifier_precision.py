@@ -32,9 +32,9 @@ def main() -> None:
     import numpy as np
 
     from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
     from ceg_cli.judges.verifier import assess, load_combiner
     from ceg_cli.training.combiner import items_for
-    from ceg_cli.training.crossenc import load_cross_encoder, score_pairs
     from ceg_cli.training.dataset import VAL_CAPS, load_pairs
 
     caps = {k: max(1, args.n // len(VAL_CAPS)) for k in VAL_CAPS}

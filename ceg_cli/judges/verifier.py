@@ -162,7 +162,7 @@ def assess(
 
 @lru_cache(maxsize=2)
 def _cross_encoder(directory: str, quantize: bool) -> tuple[Any, Any]:
-    from ..training.crossenc import load_cross_encoder
+    from .crossenc import load_cross_encoder
 
     try:
         return load_cross_encoder(directory, quantize=quantize)
@@ -190,7 +190,7 @@ class VerifierJudge:
         self.batch_size = batch_size
 
     def entailment(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        from ..training.crossenc import score_pairs
+        from .crossenc import score_pairs
 
         tok, model = _cross_encoder(str(self.directory), self.combiner.quantize)
         return score_pairs(
