@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..index.builder import ENGINES
 from ..index.embedding import BACKENDS, DEVICES
+from ..index.layout import ENGINES
 from .common import (
     IndexOption,
     QuietOption,

@@ -48,7 +48,7 @@ from .indexdir import (
     work_path,
     write_json,
 )
-from .layout import CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, embed_text
+from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE, embed_text
 from .lexical import LEXICAL_DIR, build_lexical, skipped_warning, want_lexical
 from .store import check_model, check_vectors_file, connect_readonly, read_meta
 from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
@@ -57,8 +57,6 @@ from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
 EMBED_CALL_SIZE = 1024
 DEFAULT_EMBED_TEXT = "title+text"
-#: How a build reads and embeds: here, or on Ray workers (``ray_engine``).
-ENGINES = ("local", "ray")
 #: Passages per committed shard: a killed build loses at most this much work
 #: (about four minutes of embedding at the 35 passages/s measured on 2 cores).
 SHARD_PASSAGES = 8192

@@ -47,3 +47,9 @@ def embed_text(chunk: Chunk, mode: str) -> str:
     if mode == "title+text" and chunk.title:
         return f"{chunk.title}. {chunk.text}"
     return chunk.text
+
+
+#: How a build reads and embeds (``meta.json``'s ``build.engine``): here, or on Ray
+#: workers (``ray_engine``). Here, not in the builder, so that ``ceg --help`` lists
+#: them without loading numpy.
+ENGINES = ("local", "ray")

@@ -1,0 +1,193 @@
+"""The shape of the package, drawn from its own imports.
+
+Read with the standard library's ``ast`` (nothing is imported), every import
+counts: at module level, inside functions, under ``if TYPE_CHECKING``. Two
+rules hold:
+
+- **no circle**: no module reaches itself through the modules it imports;
+- **imports point down** the floors of ``shared/DESIGN.md``: the ground
+  (plain types, errors, progress, the cache root, sentence splitting) →
+  ``corpus`` → ``index`` → ``judges`` and ``llm`` → ``check``, ``eval``,
+  ``report``, ``training`` (which retrieves as a check does) and the cache
+  pruning → ``cli``. A module may import
+  its own floor or any floor below, never one above.
+
+And ``ceg --help`` loads no model, vector or HTTP library.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ceg_cli"
+
+#: The floor of each top-level part of ``ceg_cli`` (a subpackage or a module).
+FLOORS = {
+    "__init__": 0,
+    "types": 0,
+    "errors": 0,
+    "progress": 0,
+    "cachedir": 0,
+    "sentences": 0,
+    "claims": 0,
+    "textio": 0,
+    "corpus": 1,
+    "index": 2,
+    "judges": 3,
+    "llm": 3,
+    "training": 4,
+    "check": 4,
+    "eval": 4,
+    "report": 4,
+    "cacheprune": 4,
+    "cli": 5,
+}
+
+
+def module_names(root: Path = PACKAGE) -> dict[str, Path]:
+    """``ceg_cli.x.y`` -> file, for every module and package of the tree."""
+    out = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package's own modules that ``name`` imports, wherever in the file."""
+
+    def known(dotted: str) -> str | None:
+        while dotted and dotted not in modules:
+            dotted = dotted.rpartition(".")[0]
+        return dotted or None
+
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            # "from . import offline" imports a module; "from .x import name" a name of x.
+            targets = [
+                f"{origin}.{a.name}" if f"{origin}.{a.name}" in modules else origin
+                for a in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            if target.split(".")[0] == PACKAGE.name and (hit := known(target)) and hit != name:
+                found.add(hit)
+    return found
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    modules = module_names(root)
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected group of two or more modules (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def floor_of(module: str) -> int:
+    parts = module.split(".")
+    top = parts[1] if len(parts) > 1 else "__init__"
+    if top not in FLOORS:
+        raise AssertionError(f"{module}: give ceg_cli.{top} a floor in FLOORS")
+    return FLOORS[top]
+
+
+def test_the_package_has_no_import_circle() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_imports_point_down_the_floors() -> None:
+    upward = [
+        f"{name} (floor {floor_of(name)}) imports {dep} (floor {floor_of(dep)})"
+        for name, deps in sorted(import_graph().items())
+        for dep in sorted(deps)
+        if floor_of(dep) > floor_of(name)
+    ]
+    assert upward == []
+
+
+def test_the_walk_sees_circles_through_function_level_and_type_checking_imports(
+    tmp_path: Path,
+) -> None:
+    """The checker itself: a circle closed only inside a function or under
+    TYPE_CHECKING is found, and the module named is the one imported."""
+    pkg = tmp_path / "ceg_cli"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .sub.b import thing\n")
+    (pkg / "sub" / "b.py").write_text("def thing():\n    from ..c import other\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n"
+    )
+    (pkg / "d.py").write_text("from .sub import b\n")
+    graph = import_graph(pkg)
+    assert graph["ceg_cli.d"] == {"ceg_cli.sub.b"}
+    assert cycles(graph) == [["ceg_cli.a", "ceg_cli.c", "ceg_cli.sub.b"]]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["index", "build", "--help"], ["check", "--help"]])
+def test_help_loads_no_model_vector_or_http_library(args: list[str]) -> None:
+    code = (
+        "import sys\n"
+        "from ceg_cli.cli.main import app\n"
+        "try:\n"
+        f"    app({args!r}, prog_name='ceg')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('torch', 'transformers', 'sentence_transformers', 'faiss', 'numpy',\n"
+        "         'sklearn', 'scipy', 'bm25s', 'openai', 'onnxruntime', 'ray')\n"
+        "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Usage" in out.stdout
+    assert out.stderr.strip().splitlines()[-1] == "[]"
