@@ -414,7 +414,7 @@ def _room_needed(corpus: Path, tmp_path: Path) -> str:
     """What the index of ``corpus`` takes: its vectors and its chunk store, built elsewhere."""
     from conftest import HashEmbedder
 
-    from ceg_cli.index.builder import _bytes
+    from ceg_cli.index.diskfull import _bytes
 
     roomy = tmp_path / "roomy"
     build_index([corpus], roomy, BuildOptions(), embedder=HashEmbedder())

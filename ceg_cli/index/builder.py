@@ -1,9 +1,10 @@
 """Building an index directory: read, chunk, embed, store, swap into place.
 
-Reading and chunking run in a producer thread while the main thread embeds
-(the model releases the GIL while it computes), so the pipeline around the
-model costs little. Memory stays flat whatever the dump's size, apart from the
-vectors themselves: documents and passages stream through a bounded queue.
+The builder decides what to build (which sources are new, whether to append,
+resume or start over), lets an engine read, chunk and embed them (here:
+``local_engine``; on a cluster: ``ray_engine``), and writes the index file,
+the lexical part and ``meta.json``. Memory stays flat whatever the dump's
+size, apart from the vectors themselves.
 
 The new index is written to a work directory beside the target and renamed
 into place only when complete: an interrupted build leaves the previous index
@@ -16,26 +17,28 @@ to the same index an uninterrupted build makes.
 from __future__ import annotations
 
 import os
-import queue
 import shutil
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import closing
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..corpus import iter_positioned, source_kind
+from ..corpus import source_kind
 from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
-from ..errors import DiskFullError, InputError, UsageError
+from ..errors import InputError, UsageError
 from ..progress import NO_PROGRESS, Progress
-from ..types import Chunk
-from .buildwork import READ_BATCH, BuildWork, chunk_row, source_counts
-from .chunking import chunk_or_skip
+from .buildopts import (
+    READ_COUNTED,
+    BuildCounters,
+    BuildOptions,
+    BuildReport,
+)
+from .buildwork import READ_BATCH, BuildWork
+from .diskfull import disk_full_error
 from .embedding import Embedder, choose_backend, load_embedder
 from .indexdir import (
     FOREIGN_OK,
@@ -48,74 +51,18 @@ from .indexdir import (
     work_path,
     write_json,
 )
-from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE, embed_text
+from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
 from .lexical import LEXICAL_DIR, build_lexical, skipped_warning, want_lexical
+from .local_engine import fill_here
 from .store import check_model, check_vectors_file, connect_readonly, read_meta
-from .vectors import AUTO_THRESHOLD, read_vectors, requested_type, write_vectors
+from .vectors import read_vectors, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
 EMBED_CALL_SIZE = 1024
-DEFAULT_EMBED_TEXT = "title+text"
 #: Passages per committed shard: a killed build loses at most this much work
 #: (about four minutes of embedding at the 35 passages/s measured on 2 cores).
 SHARD_PASSAGES = 8192
-
-
-@dataclass(frozen=True)
-class BuildOptions:
-    model: str | None = None
-    chunk_words: int = 100
-    namespaces: frozenset[int] = frozenset({0})
-    embed_text: str = DEFAULT_EMBED_TEXT
-    batch_size: int = 64
-    #: ``torch``, ``onnx`` or ``onnx-int8``; None: the index's own on append, else torch.
-    backend: str | None = None
-    device: str = "auto"
-    append: bool = False
-    #: Folder sources: read symbolic links that lead out of the folder.
-    follow_symlinks: bool = False
-    #: Continue the unfinished build that a killed run of the same build left.
-    resume: bool = False
-    #: Passages per committed shard (None: ``SHARD_PASSAGES``).
-    shard_passages: int | None = None
-    #: The index of the (one) multistream dump among the sources, where it is
-    #: not beside the dump under Wikimedia's name.
-    multistream_index: Path | None = None
-    #: ``auto``, ``flat``, ``hnsw`` or ``ivfpq`` (``ceg_cli.index.vectors``).
-    index_type: str = "auto"
-    #: Passages from which ``auto`` builds an approximate index.
-    auto_threshold: int = AUTO_THRESHOLD
-    #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).
-    lexical: bool | None = None
-    #: ``local`` (this process) or ``ray`` (``ray_engine``: workers across a cluster).
-    engine: str = "local"
-    #: The Ray cluster to join (None: start Ray on this machine).
-    ray_address: str | None = None
-    #: Ray workers (None: one per GPU of the cluster, else one per node with CPUs).
-    workers: int | None = None
-
-
-@dataclass
-class BuildReport:
-    path: Path
-    documents: int = 0
-    chunks: int = 0
-    total_documents: int = 0
-    total_chunks: int = 0
-    unchanged: list[str] = field(default_factory=list)
-    replaced: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    embed_seconds: float = 0.0
-    #: Building the BM25 index (from all passages, also on --append); 0 if not built.
-    lexical_seconds: float = 0.0
-    #: Passages an earlier, unfinished run of this build had committed (--resume).
-    resumed_chunks: int = 0
-    #: The unfinished build's directory that this build started over in, if any.
-    discarded: str | None = None
-    #: Processes that read and embedded (Ray workers), and the Ray node of each.
-    workers: int = 1
-    worker_nodes: list[str] = field(default_factory=list)
 
 
 def build_index(
@@ -271,7 +218,7 @@ def _build(
         # Committed shards are kept, as for any other stop: days of embedding
         # must not be lost to a full disk that the user can free.
         keep_work = _keep(work, tmp, warn)
-        raise _disk_full(
+        raise disk_full_error(
             exc, code, target, tmp, rows, embedder.dimension, filled, keep_work
         ) from exc
     except BaseException as exc:
@@ -352,76 +299,6 @@ def _manifest(
         if old_meta else None,
         "replaced": sorted(replaced),
     }
-
-
-def _disk_full(
-    exc: BaseException,
-    code: int,
-    target: Path,
-    tmp: Path | None,
-    count: int,
-    dimension: int,
-    filled: bool,
-    kept: bool = False,
-) -> DiskFullError:
-    """Say where the disk filled up and how much room the new index needs there.
-
-    ``kept``: the unfinished build stays for ``--resume`` (it committed shards),
-    so its room is not free again; the index file needs the vectors' room
-    once more beside their shards.
-    """
-    where = target.parent.resolve()
-    if isinstance(exc, sqlite3.Error):
-        file = CHUNKS_FILE
-    elif isinstance(exc, OSError) and exc.filename:
-        file = Path(exc.filename).name
-    else:
-        file = VECTORS_FILE  # FAISS, the only writer that raises RuntimeError
-    vector_bytes = count * dimension * 4
-    store_bytes = 0
-    if tmp is not None:
-        # Until the build finishes, most new rows sit in the store's write-ahead log.
-        for name in (CHUNKS_FILE, f"{CHUNKS_FILE}-wal"):
-            if (tmp / name).exists():
-                store_bytes += (tmp / name).stat().st_size
-    # The partial build is removed next; the room it holds is the user's again.
-    partial = sum(f.stat().st_size for f in tmp.rglob("*") if f.is_file()) if tmp else 0
-    free = _bytes(shutil.disk_usage(where).free + (0 if kept else partial))
-    if kept:
-        what = "for the index file" if filled else "so far, and more to come"
-        needs = (
-            f"{'about' if filled else 'more than'} {_bytes(vector_bytes)} more in {where} "
-            f"{what} ({count:,} vectors x {dimension} dimensions x 4 bytes), {free} is free "
-            "there"
-        )
-        return DiskFullError(
-            f"disk full ({os.strerror(code)}) while writing {file} of the new index for "
-            f"{target}: it needs {needs}; the unfinished build is kept in {tmp}: free some "
-            "space and run the same command with --resume"
-        )
-    if count or store_bytes:
-        # Until every passage is read, the count is a floor: more were coming.
-        total = _bytes(vector_bytes + store_bytes)
-        needs = (
-            f"{'about' if filled else 'more than'} {total} in {where} ({count:,} vectors x "
-            f"{dimension} dimensions x 4 bytes = {_bytes(vector_bytes)}, and "
-            f"{_bytes(store_bytes)} of passages{'' if filled else ' so far'}), {free} is free "
-            "there without the partial build"
-        )
-    else:
-        needs = f"more room in {where} than the {free} free there"
-    kept = "the previous index is untouched" if (target / META_FILE).exists() else "nothing kept"
-    return DiskFullError(
-        f"disk full ({os.strerror(code)}) while writing {file} of the new index for "
-        f"{target}: it needs {needs}; {kept}: free some space, or build elsewhere with --index"
-    )
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{max(1, round(n / 1024)) if n else 0} KiB"
 
 
 def _add_lexical(target: Path, meta: dict[str, Any]) -> float:
@@ -576,8 +453,8 @@ def _fill(
         if kinds[path] == "mediawiki":
             per_source[key]["namespaces"] = sorted(options.namespaces)
 
-    files = sum(s["size"] for s in per_source.values() if s["kind"] in _READ_COUNTED)
-    bars = _Bars(progress, files)
+    files = sum(s["size"] for s in per_source.values() if s["kind"] in READ_COUNTED)
+    bars = BuildCounters(progress, files)
     shard_passages = options.shard_passages or SHARD_PASSAGES
     if plan is not None:
         from .ray_engine import RangeSettings, fill_on_ray
@@ -587,160 +464,13 @@ def _fill(
         fill_on_ray(plan, per_source, [str(p.resolve()) for p in todo], options,
                     model or embedder, settings, work, report, on_warning, bars, shard_passages)
     else:
-        _fill_here(todo, options, embedder, work, report, on_warning, per_source, bars,
-                   shard_passages)
+        fill_here(todo, options, embedder, work, report, on_warning, per_source, bars,
+                  shard_passages, EMBED_CALL_SIZE)
     # The last, partial shard is committed with the index itself (``finish``):
     # its vectors go from memory into the index file.
     report.documents = sum(s["documents"] for s in per_source.values())
     report.chunks = sum(s["chunks"] for s in per_source.values())
     return list(per_source.values())
-
-
-def _fill_here(
-    todo: list[Path],
-    options: BuildOptions,
-    embedder: Embedder,
-    work: BuildWork,
-    report: BuildReport,
-    on_warning: Callable[[str], None] | None,
-    per_source: dict[str, dict[str, Any]],
-    bars: _Bars,
-    shard_passages: int,
-) -> None:
-    """Read and chunk in a thread, embed here: the single-machine engine."""
-    next_id = work.position["next_id"]
-    position = work.position
-    for batch, position in _produce_in_background(
-        todo, options, per_source, work.position, bars, on_warning
-    ):
-        t0 = time.perf_counter()
-        vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
-        report.embed_seconds += time.perf_counter() - t0
-        work.add(vecs, ((next_id + i, *chunk_row(c, c.source)) for i, c in enumerate(batch)))
-        next_id += len(batch)
-        bars.embedded.update(len(batch))
-        if work.pending >= shard_passages:
-            work.commit({**position, "next_id": next_id, "kept": work.position["kept"]})
-
-
-def _produce_in_background(
-    todo: list[Path],
-    options: BuildOptions,
-    per_source: dict[str, dict[str, Any]],
-    start: dict[str, Any],
-    bars: _Bars,
-    on_warning: Callable[[str], None] | None,
-) -> Iterator[tuple[list[Chunk], dict[str, Any]]]:
-    """Yield batches of passages read and chunked by a worker thread, from ``start``.
-
-    Each batch comes with the position after it: the source and the place in
-    it (``iter_positioned``) where reading would go on, and each source's
-    counts so far. Batches are cut after whole documents only, so a build
-    resumed from a batch's position cuts the same batches as one that never
-    stopped.
-    """
-    out: queue.Queue[Any] = queue.Queue(maxsize=4)
-    stop = threading.Event()
-
-    def snapshot(source: int, offset: int) -> dict[str, Any]:
-        return {"source": source, "offset": offset, "sources": source_counts(per_source)}
-
-    def work() -> None:
-        try:
-            batch: list[Chunk] = []
-            for number, path in enumerate(todo):
-                if number < start["source"]:
-                    continue  # read to its end by an earlier run
-                stats = per_source[str(path.resolve())]
-                for offset, doc in iter_positioned(
-                    path,
-                    start=start["offset"] if number == start["source"] else 0,
-                    namespaces=options.namespaces,
-                    follow_symlinks=options.follow_symlinks,
-                    on_warning=on_warning,
-                    on_read=bars.read.update if stats["kind"] in _READ_COUNTED else None,
-                    multistream_index=options.multistream_index,
-                ):
-                    # Store the resolved path so that --append recognises the source.
-                    chunks = chunk_or_skip(doc, options.chunk_words, on_warning)
-                    if chunks is None:
-                        continue
-                    stats["documents"] += 1
-                    stats["chunks"] += len(chunks)
-                    bars.pages.update(1)
-                    bars.passages.update(len(chunks))
-                    for c in chunks:
-                        batch.append(_with_source(c, stats["path"]))
-                    if len(batch) >= EMBED_CALL_SIZE:
-                        _put(out, (batch, snapshot(number, offset)), stop)
-                        batch = []
-                    if stop.is_set():
-                        return
-            if batch:
-                _put(out, (batch, snapshot(len(todo), 0)), stop)
-            _put(out, None, stop)
-        except BaseException as exc:  # handed to the consumer, which re-raises it
-            _put(out, exc, stop)
-
-    worker = threading.Thread(target=work, name="ceg-read", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = out.get()
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        worker.join(timeout=5)
-
-
-def _put(out: queue.Queue[Any], item: Any, stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            out.put(item, timeout=0.2)
-            return
-        except queue.Full:
-            continue
-
-
-def _with_source(chunk: Chunk, source: str) -> Chunk:
-    if chunk.source == source:
-        return chunk
-    return Chunk(
-        chunk.doc_id,
-        chunk.title,
-        chunk.ordinal,
-        chunk.start,
-        chunk.end,
-        chunk.text,
-        chunk.url,
-        source,
-    )
-
-
-#: Sources whose bytes read are counted against their size (folders are not).
-_READ_COUNTED = ("mediawiki", "jsonl")
-
-
-class _Bars:
-    """The build's counters, updated by the reader thread and the embedder.
-
-    With dumps or JSONL files among the sources, one more counts the bytes of
-    them read against their size, which gives the time left.
-    """
-
-    def __init__(self, progress: Progress, file_bytes: int = 0) -> None:
-        self.pages = progress.counter("pages read", "pages")
-        self.passages = progress.counter("passages", "passages")
-        self.embedded = progress.counter("embedded", "passages")
-        self.read = (
-            progress.counter("files read", "bytes", total=file_bytes)
-            if file_bytes
-            else NO_PROGRESS.counter("files read", "bytes")
-        )
 
 
 def _size(path: Path) -> int:
