@@ -1,7 +1,8 @@
-"""The CLI's options as a user meets them: README tables, ``--help``, variables, ``--debug``.
+"""The CLI's options as a user meets them: documented tables, ``--help``, variables, ``--debug``.
 
-The defaults live in the code; ``--help`` shows them and the README's option
-tables must say the same. These tests fail when one of the three drifts.
+The defaults live in the code; ``--help`` shows them and the option tables of
+the CLI reference (``docs/cli.md``) must say the same. These tests fail when
+one of the three drifts.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from typer.testing import CliRunner
 from ceg_cli.cli.main import app
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
+#: The CLI reference, where every command has its option table.
+REFERENCE = REPO / "docs" / "cli.md"
 CEG = Path(sys.executable).with_name("ceg")
-#: Documented once for every command, in the README's Usage section.
+#: Documented once for every command, at the top of the CLI reference.
 EVERYWHERE = {"--quiet", "--help"}
 
 
@@ -48,7 +50,7 @@ def _readme_tables() -> dict[tuple[str, ...], list[tuple[str, str]]]:
     tables: dict[tuple[str, ...], list[tuple[str, str]]] = {}
     heading_commands: list[tuple[str, ...]] = []
     in_table = False
-    for line in README.read_text(encoding="utf-8").splitlines():
+    for line in REFERENCE.read_text(encoding="utf-8").splitlines():
         if line.startswith("#"):
             heading_commands = [
                 tuple(re.match(r"[a-z ]+", code[4:]).group(0).split())  # type: ignore[union-attr]
@@ -79,7 +81,7 @@ def _names(cell: str) -> list[str]:
 
 
 def _rendered(option) -> str | None:  # type: ignore[no-untyped-def]
-    """The default as the README writes it, or None where the code has none."""
+    """The default as docs/cli.md writes it, or None where the code has none."""
     default = option.default
     if option.is_flag and option.secondary_opts == [] and isinstance(default, bool):
         return "on" if default else "off"
@@ -107,8 +109,8 @@ TABLES = _readme_tables()
 
 
 def test_every_command_has_an_option_table() -> None:
-    assert set(COMMANDS) - set(TABLES) == set(), "commands with no option table in the README"
-    assert set(TABLES) - set(COMMANDS) == set(), "README tables for commands that do not exist"
+    assert set(COMMANDS) - set(TABLES) == set(), "commands with no option table in docs/cli.md"
+    assert set(TABLES) - set(COMMANDS) == set(), "docs/cli.md tables for commands that do not exist"
 
 
 @pytest.mark.parametrize("words", sorted(COMMANDS), ids=" ".join)
@@ -123,7 +125,7 @@ def test_readme_table_matches_the_command(words: tuple[str, ...]) -> None:
     documented: set[str] = set()
     for cell, default in TABLES[words]:
         names = _names(cell)
-        assert names, f"no option name in README cell {cell!r}"
+        assert names, f"no option name in docs/cli.md cell {cell!r}"
         ours = [n for n in names if n in options]
         # A table shared by two commands may list an option of only one of them.
         if not ours:
@@ -132,7 +134,7 @@ def test_readme_table_matches_the_command(words: tuple[str, ...]) -> None:
                 for other_words, other in COMMANDS.items()
                 if TABLES.get(other_words) is TABLES[words]
                 for n in names
-            ), f"README documents {cell} for 'ceg {' '.join(words)}', which has no such option"
+            ), f"docs/cli.md documents {cell} for 'ceg {' '.join(words)}', which has no such option"
             continue
         param = options[ours[0]]
         documented.update((*param.opts, *param.secondary_opts))
@@ -141,11 +143,11 @@ def test_readme_table_matches_the_command(words: tuple[str, ...]) -> None:
             continue
         code = _rendered(param)
         if code is None:
-            # No default in the code: the README says what happens, in words.
+            # No default in the code: docs/cli.md says what happens, in words.
             assert not re.fullmatch(r"`?-?[\d.]+`?", default), (cell, default)
         else:
             assert _same(default, code), (
-                f"ceg {' '.join(words)} {cell}: README says {default!r}, the code {code!r}"
+                f"ceg {' '.join(words)} {cell}: docs/cli.md says {default!r}, the code {code!r}"
             )
     missing = {
         param.opts[0]
@@ -153,7 +155,7 @@ def test_readme_table_matches_the_command(words: tuple[str, ...]) -> None:
         if isinstance(param, typer.core.TyperOption)
         and not set(param.opts) & (documented | EVERYWHERE)
     }
-    assert missing == set(), f"options of 'ceg {' '.join(words)}' missing from the README"
+    assert missing == set(), f"options of 'ceg {' '.join(words)}' missing from docs/cli.md"
 
 
 def _help_lines(*words: str) -> list[str]:
