@@ -128,15 +128,21 @@ def test_the_lexical_part_is_recorded_in_meta(rare_index: Path) -> None:
     assert leftovers(rare_index) == []  # no temp dir left beside it
 
 
-def test_a_lexical_part_out_of_step_fails_to_open(rare_index: Path) -> None:
+def test_a_lexical_part_out_of_step_fails_when_used_and_dense_still_works(
+    rare_index: Path,
+) -> None:
     meta = json.loads((rare_index / META_FILE).read_text(encoding="utf-8"))
     meta["lexical"]["passages"] = 40
     (rare_index / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
-    with pytest.raises(IndexLoadError, match="lexical/ holds 40 passages"):
-        open_index(rare_index)
+    with open_index(rare_index) as index, pytest.raises(IndexLoadError,
+                                                        match="lexical/ holds 40 passages"):
+        index.lexical()
     shutil.rmtree(rare_index / LEXICAL_DIR)
-    with pytest.raises(IndexLoadError, match="lexical/ is missing"):
-        open_index(rare_index)
+    with open_index(rare_index) as index:
+        index.use_embedder(HashEmbedder())
+        assert len(index.search(["Aristotle"], 2, "dense")[0]) == 2
+        with pytest.raises(IndexLoadError, match="lexical/ is missing.*--append --lexical"):
+            index.search(["Aristotle"], 2, "lexical")
 
 
 # -- --append ----------------------------------------------------------------------------
@@ -297,7 +303,7 @@ def test_no_lexical_builds_dense_only_and_says_so(
     with pytest.raises(UsageError, match="has no lexical part"):
         search(target, "lexical")
     info = run_cli("index", "info", "--index", target)
-    assert "none: retrieval is dense only (user: --no-lexical)" in info.stdout
+    assert "none: retrieval is dense only (built with --no-lexical)" in info.stdout
     assert "--append --lexical --index" in info.stdout
     # The choice stays on --append of a new source without the option.
     more = write_jsonl(tmp_path / "more.jsonl", FILLER[:3])

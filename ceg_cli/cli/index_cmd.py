@@ -253,13 +253,18 @@ def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
 
 
 def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
-    from ..index.lexical import add_lexical_hint
+    from ..index.lexical import add_lexical_hint, lexical_problem, skipped_reason
 
     lexical = meta.get("lexical")
     if lexical is None:
-        why = meta.get("lexical_skipped", "built before the lexical index")
         return (
-            f"none: retrieval is dense only ({why}); add it without re-embedding: "
+            f"none: retrieval is dense only ({skipped_reason(meta)}); add it without "
+            f"re-embedding: {add_lexical_hint(index, meta)}"
+        )
+    problem = lexical_problem(meta, index)
+    if problem is not None:
+        return (
+            f"unusable: {problem}; dense retrieval works; rebuild it without re-embedding: "
             f"{add_lexical_hint(index, meta)}"
         )
     params = ", ".join(f"{k} {v}" for k, v in lexical["parameters"].items())

@@ -40,11 +40,9 @@ from ..errors import UsageError
 from ..types import Chunk
 from .faissfile import FileWriter
 from .indexdir import OWNER_FILE, claim, write_json
-from .layout import CHUNK_SCHEMA, CHUNKS_FILE
+from .layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
 from .vectors import ShardFiles
 
-MANIFEST = "manifest.json"
-SHARDS = "shards"
 _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, position TEXT)"
 #: Vectors read from a shard at a time while the index file is written.
 READ_BATCH = 8192

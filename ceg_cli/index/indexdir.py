@@ -25,11 +25,47 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import IndexBusyError
+from ..errors import IndexBusyError, UsageError
+from .layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, SHARDS, VECTORS_FILE
 
 #: Files that may sit in an index directory without being part of the index
 #: (the checkout's ``index/README.md``); they are carried over on rebuild.
 FOREIGN_OK = {"README.md", ".gitkeep", ".gitignore"}
+#: In the work directory: the process id of the build working in it.
+OWNER_FILE = "owner"
+#: Every name a build writes into an index or its work directory, and the only
+#: ones ``remove_built`` removes: ceg deletes nothing it cannot prove it wrote.
+BUILT_NAMES = frozenset({
+    META_FILE, f"{META_FILE}.part", VECTORS_FILE, LEXICAL_DIR, MANIFEST, f"{MANIFEST}.part",
+    SHARDS, OWNER_FILE, CHUNKS_FILE, f"{CHUNKS_FILE}-wal", f"{CHUNKS_FILE}-shm",
+    f"{CHUNKS_FILE}-journal", *FOREIGN_OK,
+})
+
+
+def remove_built(path: Path) -> list[str]:
+    """Remove what a build wrote in ``path``, and ``path`` itself if nothing else is left.
+
+    Returns the names of what was left because no build writes such a name
+    (the directory then stays, holding them); a missing ``path`` is no error.
+    """
+    try:
+        entries = list(path.iterdir())
+    except FileNotFoundError:
+        return []
+    left = []
+    for entry in entries:
+        if entry.name not in BUILT_NAMES:
+            left.append(entry.name)
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    if not left:
+        try:
+            path.rmdir()
+        except OSError:  # something appeared meanwhile: it stays
+            return sorted(p.name for p in path.iterdir())
+    return sorted(left)
 
 
 def source_digest(path: Path) -> str:
@@ -166,18 +202,19 @@ def temp_dir(target: Path, resumable: bool = False) -> Path:
             # A build died between its two renames: the old index is whole; restore it.
             os.rename(stale, target)
         else:
-            shutil.rmtree(stale, ignore_errors=True)
+            remove_built(stale)  # anything else in it stays, and so does the folder
     if resumable:
         tmp = work_path(target)
     else:
         tmp = target.parent / f".{target.name}.building-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    left = remove_built(tmp)
+    if left:
+        raise UsageError(
+            f"{tmp}: ceg builds {target} there, and it holds files no build wrote "
+            f"({', '.join(left[:3])}); move them away and run the build again"
+        )
     tmp.mkdir()
     return tmp
-
-
-#: In the work directory: the process id of the build working in it.
-OWNER_FILE = "owner"
 
 
 def claim(work: Path) -> None:
@@ -234,13 +271,13 @@ def swap_into_place(tmp: Path, target: Path) -> None:
     if _exchange(tmp, target):
         # tmp now holds the previous index. A reader that opened its files
         # keeps reading them: unlinking does not take them from under it.
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_built(tmp)
         return
     old = target.parent / f".{target.name}.old-{os.getpid()}"
-    shutil.rmtree(old, ignore_errors=True)
+    remove_built(old)
     os.rename(target, old)
     os.rename(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
+    remove_built(old)
 
 
 _AT_FDCWD = -100

@@ -16,6 +16,11 @@ META_FILE = "meta.json"
 VECTORS_FILE = "vectors.faiss"
 CHUNKS_FILE = "chunks.sqlite"
 INDEX_FILES = (META_FILE, VECTORS_FILE, CHUNKS_FILE)
+#: The lexical (BM25) part's folder in an index (``lexical``).
+LEXICAL_DIR = "lexical"
+#: In a build's work directory (``buildwork``): what is built, and the vectors' shards.
+MANIFEST = "manifest.json"
+SHARDS = "shards"
 
 CHUNK_SCHEMA = """
 CREATE TABLE chunks (

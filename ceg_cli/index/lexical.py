@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
-from .layout import Hit, embed_text
+from .indexdir import sampled_digest
+from .layout import LEXICAL_DIR, Hit, embed_text
 
 if TYPE_CHECKING:
     import numpy as np
 
-LEXICAL_DIR = "lexical"
 RETRIEVAL_MODES = ("dense", "lexical", "hybrid")
 DEFAULT_RETRIEVAL = "dense"
 #: Candidates taken from each method before fusion (at least top-k).
@@ -80,6 +80,7 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     shutil.rmtree(out, ignore_errors=True)
     retriever.save(str(out), show_progress=False)
     return {
+        "files": lexical_files(index_dir),
         "library": "bm25s",
         "version": bm25s.__version__,
         "dir": LEXICAL_DIR,
@@ -90,19 +91,55 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     }
 
 
-def check_lexical(meta: Mapping[str, Any], path: Path, passages: int) -> None:
-    """Fail on open when the lexical part does not match the passages."""
+def lexical_files(index_dir: Path) -> dict[str, str]:
+    """Sampled digest of each file of ``index_dir/lexical`` (recorded in meta.json)."""
+    out = index_dir / LEXICAL_DIR
+    return {p.name: sampled_digest(p) for p in sorted(out.iterdir()) if p.is_file()}
+
+
+def lexical_problem(meta: Mapping[str, Any], path: Path) -> str | None:
+    """Why the lexical part of the index at ``path`` cannot be used, or None.
+
+    Its files must be the ones its build wrote (their sampled digests, for
+    indexes built since they are recorded), so that a ``lexical/`` copied from
+    another index is never searched as this one's.
+    """
     entry = meta.get("lexical")
     if entry is None:
-        return
-    if not (path / LEXICAL_DIR).is_dir():
-        raise IndexLoadError(
-            f"index at {path} is incomplete: {LEXICAL_DIR}/ is missing; rebuild the index"
+        return None
+    folder = path / LEXICAL_DIR
+    if not folder.is_dir():
+        return f"{LEXICAL_DIR}/ is missing"
+    recorded = entry.get("files")
+    if recorded is not None:
+        try:
+            found = lexical_files(path)
+        except OSError as exc:
+            return f"{LEXICAL_DIR}/ is unreadable ({exc})"
+        if found != recorded:
+            return (
+                f"{LEXICAL_DIR}/ is not the BM25 index this index was built with (its files "
+                "differ from those meta.json records: copied from another index, or damaged)"
+            )
+    if entry.get("passages") != meta["counts"]["chunks"]:
+        return (
+            f"{LEXICAL_DIR}/ holds {entry.get('passages')} passages, the chunk store "
+            f"{meta['counts']['chunks']}"
         )
-    if entry.get("passages") != passages:
+    return None
+
+
+def check_lexical(meta: Mapping[str, Any], path: Path) -> None:
+    """Fail, saying how to repair it, when the lexical part cannot be used.
+
+    Checked when lexical or hybrid search loads the part, not when the index
+    opens: dense search needs nothing from ``lexical/``.
+    """
+    problem = lexical_problem(meta, path)
+    if problem is not None:
         raise IndexLoadError(
-            f"index at {path} is inconsistent: {LEXICAL_DIR}/ holds {entry.get('passages')} "
-            f"passages, the chunk store {passages}; rebuild the index"
+            f"index at {path}: {problem}; rebuild the lexical part without re-embedding: "
+            f"{add_lexical_hint(path, meta)}"
         )
 
 
@@ -138,6 +175,16 @@ def want_lexical(
     return True, ""
 
 
+def skipped_reason(meta: Mapping[str, Any]) -> str:
+    """Why an index has no lexical part, in words (``lexical_skipped``)."""
+    skipped = str(meta.get("lexical_skipped") or "")
+    if skipped.startswith("user"):
+        return "built with --no-lexical"
+    if skipped.startswith("auto"):
+        return f"left out for its size: {skipped.removeprefix('auto: ')}"
+    return "built before ceg made one"
+
+
 def skipped_warning(passages: int) -> str:
     gigabytes = passages * LEXICAL_BUILD_BYTES / 1e9
     return (
@@ -151,15 +198,19 @@ def skipped_warning(passages: int) -> str:
 class LexicalIndex:
     """A loaded bm25s index (memory-mapped): BM25 scores of every passage."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, passages: int | None = None) -> None:
         import bm25s
 
         try:
             self._bm25 = bm25s.BM25.load(str(path), mmap=True, show_progress=False)
-        except (OSError, ValueError, KeyError) as exc:
+            held = int(self._bm25.scores["num_docs"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise IndexLoadError(f"{path}: unreadable BM25 index ({exc})") from exc
+        if passages is not None and held != passages:
             raise IndexLoadError(
-                f"{path}: unreadable BM25 index ({exc}); rebuild the index"
-            ) from exc
+                f"{path}: the BM25 index holds {held} passages, the index {passages} (another "
+                "index's BM25 index, or a damaged one)"
+            )
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every passage for ``query`` (zeros when no word is known)."""
@@ -211,8 +262,8 @@ def resolve_method(index: SearchedIndex, method: str) -> tuple[str, str | None]:
     how = add_lexical_hint(index.path, index.meta)
     if method == "lexical":
         raise UsageError(
-            f"--retrieval lexical: index at {index.path} has no lexical part (built before "
-            f"it existed); add it without re-embedding: {how}"
+            f"--retrieval lexical: index at {index.path} has no lexical part "
+            f"({skipped_reason(index.meta)}); add it without re-embedding: {how}"
         )
     return "dense", (
         f"index at {index.path} has no lexical part: retrieval is dense only; "

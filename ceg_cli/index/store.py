@@ -30,8 +30,9 @@ from ..types import Chunk
 from .embedding import Embedder, load_embedder, query_backend, resolve_model
 from .indexdir import sampled_digest
 from .layout import CHUNK_COLUMNS, CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, Hit
-from .lexical import LEXICAL_DIR, LexicalIndex, check_lexical, check_method
+from .lexical import LEXICAL_DIR, LexicalIndex, add_lexical_hint, check_lexical, check_method
 from .lexical import search as search_lexical
+from .metacheck import check_meta
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,21 +50,7 @@ def read_meta(path: Path) -> dict[str, Any]:
             f"{path} is not a complete ceg index (no {META_FILE}): "
             f"rebuild it with 'ceg index build SOURCE --index {path}'"
         )
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise IndexLoadError(f"{meta_path}: unreadable ({exc}); rebuild the index") from exc
-    if not isinstance(meta, dict) or not isinstance(meta.get("format_version"), int):
-        raise IndexLoadError(f"{meta_path}: field 'format_version' missing; rebuild the index")
-    version = meta["format_version"]
-    if version > FORMAT_VERSION:
-        raise IndexLoadError(
-            f"{meta_path}: index format {version} is newer than this ceg reads "
-            f"(up to {FORMAT_VERSION}); upgrade ceg or rebuild the index"
-        )
-    for key in ("model", "counts", "chunker", "sources", "embed_text"):
-        if key not in meta:
-            raise IndexLoadError(f"{meta_path}: field '{key}' missing; rebuild the index")
+    meta = load_meta(meta_path)
     for name in (VECTORS_FILE, CHUNKS_FILE):
         if not (path / name).exists():
             raise IndexLoadError(
@@ -71,6 +58,23 @@ def read_meta(path: Path) -> dict[str, Any]:
                 f"'ceg index build SOURCE --index {path}'"
             )
     return meta
+
+
+def load_meta(meta_path: Path) -> dict[str, Any]:
+    """Parse ``meta.json`` and check its fields (``metacheck``), not the index's files."""
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise IndexLoadError(f"{meta_path}: unreadable ({exc}); rebuild the index") from exc
+    if isinstance(meta, dict) and isinstance(meta.get("format_version"), int):
+        version = meta["format_version"]
+        if version > FORMAT_VERSION:
+            raise IndexLoadError(
+                f"{meta_path}: index format {version} is newer than this ceg reads "
+                f"(up to {FORMAT_VERSION}); upgrade ceg or rebuild the index"
+            )
+    check_meta(meta, meta_path)
+    return meta  # type: ignore[no-any-return]
 
 
 def check_vectors_file(path: Path, meta: dict[str, Any]) -> None:
@@ -165,7 +169,14 @@ class Index:
         if self._lexical is None:
             if not self.has_lexical:
                 raise UsageError(f"index at {self.path} has no lexical part")
-            self._lexical = LexicalIndex(self.path / LEXICAL_DIR)
+            check_lexical(self.meta, self.path)
+            try:
+                self._lexical = LexicalIndex(self.path / LEXICAL_DIR, self.size)
+            except IndexLoadError as exc:
+                raise IndexLoadError(
+                    f"{exc}; rebuild the lexical part without re-embedding: "
+                    f"{add_lexical_hint(self.path, self.meta)}"
+                ) from exc
         return self._lexical
 
     def search(
@@ -317,7 +328,6 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
             f"{CHUNKS_FILE} {rows} passages, {META_FILE} says {expected}; rebuild the index"
         )
     try:
-        check_lexical(meta, path, rows)
         # Last: the checks above name a wrong count or dimension more precisely.
         check_vectors_file(path, meta)
     except IndexLoadError:

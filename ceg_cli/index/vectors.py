@@ -80,7 +80,13 @@ def choose_type(requested: str, count: int, threshold: int = AUTO_THRESHOLD) -> 
 def requested_type(requested: str, old_meta: dict[str, Any] | None) -> str:
     """On ``--append`` without ``--index-type``, the type a user chose before stays."""
     old = (old_meta or {}).get("faiss") or {}
-    if requested == "auto" and old.get("chosen") == "user":
+    if requested != "auto":
+        return requested
+    if old.get("requested") in INDEX_TYPES[1:]:
+        # Recorded even when the index fell back to flat (too few passages for ivfpq):
+        # the user's choice stays, and applies once the index is large enough.
+        return str(old["requested"])
+    if old.get("chosen") == "user":  # recorded before "requested" was
         return str(old["index_type"])
     return requested
 
@@ -384,6 +390,7 @@ def write_vectors(
         "metric": "inner_product",
         "index_type": kind,
         "chosen": why,
+        **({"requested": requested} if requested != "auto" else {}),
         "params": params,
         "convert_seconds": round(seconds, 3),
         **measured,

@@ -1,0 +1,162 @@
+"""``meta.json`` checked once, field by field, against what its readers rely on.
+
+Every part of ceg reads ``meta.json`` (info, search, append, check, eval); a
+field of the wrong type (``counts: []``, ``model.name: 5``, ``format_version:
+"1"``) would otherwise surface far from its cause, as an internal error or a
+nonsense message. ``check_meta`` names the first wrong field in one line.
+
+Fields are given as dotted paths; ``sources[]`` applies to each item of the
+list. Optional fields are checked only when present: indexes built before a
+field existed do not have it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexLoadError
+
+
+def _int(low: int) -> Callable[[Any], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _text(v: Any) -> bool:
+    return isinstance(v, str) and bool(v.strip())
+
+
+def _or_null(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda v: v is None or test(v)
+
+
+def _object(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _one_of(*values: str) -> Callable[[Any], bool]:
+    return lambda v: v in values
+
+
+# (dotted field, required, test, what the test wants)
+FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
+    ("format_version", True, _int(1), "a whole number >= 1"),
+    ("ceg_version", False, _text, "a version string"),
+    ("created_at", False, _text, "a date string"),
+    ("updated_at", False, _text, "a date string"),
+    ("model", True, _object, "an object"),
+    ("model.name", True, _text, "a model name (a string)"),
+    ("model.dimension", True, _int(1), "a whole number >= 1"),
+    ("model.normalized", False, lambda v: isinstance(v, bool), "true or false"),
+    ("model.max_seq_length", False, _or_null(_int(1)), "a whole number or null"),
+    ("model.backend", False, _text, "a backend name (a string)"),
+    ("embed_text", True, _one_of("text", "title+text"), "'text' or 'title+text'"),
+    ("faiss", True, _object, "an object"),
+    ("faiss.type", True, _text, "a FAISS class name (a string)"),
+    ("faiss.index_type", False, _one_of("flat", "hnsw", "ivfpq"), "flat, hnsw or ivfpq"),
+    ("faiss.chosen", False, _text, "a string"),
+    ("faiss.requested", False, _one_of("flat", "hnsw", "ivfpq"), "flat, hnsw or ivfpq"),
+    ("faiss.params", False, _object, "an object"),
+    ("faiss.file_size", False, _int(0), "a whole number >= 0"),
+    ("faiss.file_digest", False, _text, "a digest string"),
+    ("faiss.recall_at_10", False, _or_null(_number), "a number or null"),
+    ("faiss.search_ms", False, _or_null(_number), "a number or null"),
+    ("chunker", True, _object, "an object"),
+    ("chunker.max_words", True, _int(1), "a whole number >= 1"),
+    ("chunker.boundaries", True, _text, "a string"),
+    ("counts", True, _object, "an object"),
+    ("counts.documents", True, _int(0), "a whole number >= 0"),
+    ("counts.chunks", True, _int(0), "a whole number >= 0"),
+    ("sources", True, lambda v: isinstance(v, list), "a list"),
+    ("sources[]", True, _object, "an object"),
+    ("sources[].path", True, _text, "a path (a string)"),
+    ("sources[].kind", True, _text, "a source kind (a string)"),
+    ("sources[].digest", True, _text, "a digest string"),
+    ("sources[].documents", True, _int(0), "a whole number >= 0"),
+    ("sources[].chunks", True, _int(0), "a whole number >= 0"),
+    ("lexical", False, _object, "an object"),
+    ("lexical.library", True, _text, "a string"),
+    ("lexical.version", True, _text, "a string"),
+    ("lexical.parameters", True, _object, "an object"),
+    ("lexical.text", True, _one_of("text", "title+text"), "'text' or 'title+text'"),
+    ("lexical.passages", True, _int(0), "a whole number >= 0"),
+    ("lexical.files", False, _object, "an object"),
+    ("lexical_skipped", False, _text, "a string"),
+    ("build", False, _object, "an object"),
+    ("build.engine", True, _text, "an engine name (a string)"),
+    ("build.workers", True, _int(1), "a whole number >= 1"),
+]
+
+
+def check_meta(meta: Any, meta_path: Path) -> None:
+    """Fail with one line naming the first field of ``meta`` that is missing or wrong."""
+    problem = meta_problem(meta)
+    if problem is not None:
+        raise IndexLoadError(f"{meta_path}: {problem}; rebuild the index")
+
+
+def meta_problem(meta: Any) -> str | None:
+    """What is wrong with ``meta`` as a ceg index's meta.json (the first field), or None."""
+    if not isinstance(meta, dict):
+        return f"not a ceg index's meta.json (a JSON object is expected, found {_shown(meta)})"
+    for field, required, test, wanted in FIELDS:
+        for name, value in _values(meta, field, required):
+            if value is _MISSING:
+                return f"field '{name}' missing"
+            if not test(value):
+                return f"field '{name}' should be {wanted}, found {_shown(value)}"
+    return None
+
+
+def file_problem(meta_path: Path) -> str | None:
+    """What makes the file ``meta_path`` not a ceg index's meta.json, or None."""
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"unreadable as JSON ({exc})"
+    return meta_problem(meta)
+
+
+_MISSING = object()
+
+
+def _values(meta: dict[str, Any], field: str, required: bool) -> list[tuple[str, Any]]:
+    """(concrete name, value or _MISSING) of ``field`` wherever its parents are present.
+
+    A field of an optional parent that is absent is not looked for; one whose
+    parent is present but of the wrong type was already reported by the parent.
+    """
+    found: list[tuple[str, Any]] = [("", meta)]
+    parts = field.split(".")
+    for depth, part in enumerate(parts):
+        last = depth == len(parts) - 1
+        items = part.endswith("[]")
+        key = part[:-2] if items else part
+        step: list[tuple[str, Any]] = []
+        for name, holder in found:
+            if not isinstance(holder, dict):
+                continue
+            here = f"{name}.{key}" if name else key
+            if key not in holder:
+                if last and required:
+                    step.append((here, _MISSING))
+                continue
+            value = holder[key]
+            if items and isinstance(value, list):
+                step.extend((f"{here}[{i}]", v) for i, v in enumerate(value))
+            elif not items:
+                step.append((here, value))
+        found = step
+    return found
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 40 else text[:37] + "..."
