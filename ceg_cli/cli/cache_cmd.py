@@ -56,6 +56,7 @@ def info(
                     "bytes": k.bytes,
                     "oldest": _iso(k.oldest),
                     "newest": _iso(k.newest),
+                    "not_ceg": k.foreign,
                 }
                 for k in kinds
             ],
@@ -72,6 +73,9 @@ def info(
             k.kind, str(k.entries), _size(k.bytes), _iso(k.oldest) or "–", _iso(k.newest) or "–"
         )
     out_console.print(table)
+    for k in kinds:
+        if k.foreign:
+            warn(f"{k.path}: {k.foreign} entries not ceg's, left alone (not counted)")
 
 
 @app.command("prune")
@@ -97,6 +101,10 @@ def prune(
     report = prune_cache(root, older_than * 86400.0, dry_run=dry_run)
     for entry in report.busy:
         warn(f"{entry}: a ceg eval is building this corpus index now; left alone")
+    for entry in report.foreign:
+        warn(f"{entry}: not ceg's, left alone")
+    for entry in report.removed:
+        err_console.print(f"{'would remove' if dry_run else 'removed'} {entry}", highlight=False)
     freed = _size(report.bytes_freed)
     what = (
         f"{report.replies_removed} LLM replies, {report.indexes_removed} eval corpus "
