@@ -244,3 +244,68 @@ def test_judge_train_adapts_to_an_index(
         "judge", "train", "--index", hash_index, "--out", out, "--base", lexical_verifier
     )
     assert again.exit_code == 2 and "already holds files" in again.stderr
+
+
+# -- malformed model directories and careless calls (issue 23) ---------------------------
+
+
+def check_with(run_cli, hash_index: Path, tmp_path: Path, judge: str):  # type: ignore[no-untyped-def]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(
+        json.dumps({"id": "a", "response": "Aristotle was a Greek philosopher."}) + "\n",
+        encoding="utf-8",
+    )
+    return run_cli("check", responses, "--index", hash_index, "--judge", judge, "--quiet")
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(("error:", "internal error"))]
+
+
+def refused(result, *names: str) -> str:  # type: ignore[no-untyped-def]
+    """The one error line of a run refused with exit 2, which names each of ``names``."""
+    lines = error_lines(result.stderr)
+    assert result.exit_code == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    said = " ".join(result.stderr.split())
+    assert all(name in said for name in names), result.stderr
+    return said
+
+
+def test_a_model_without_a_trained_head_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli
+) -> None:
+    from transformers import BertModel
+
+    d = tiny_model(tmp_path / "embedding")
+    BertModel.from_pretrained(str(d)).save_pretrained(str(d))  # a sentence-embedding model
+    write_combiner(d, combiner_on("coverage", 1.0))
+    said = refused(check_with(run_cli, hash_index, tmp_path, f"verifier:{d}"),
+                   str(d / "model.safetensors"), "classifier")
+    assert "random" in said
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [("mean", [0.0, 0.0, 0.0], "'mean' has 3 values"), ("threshold", "high", "'threshold'"),
+     ("scale", [0.0] * len(FEATURES), "'scale'"), ("coef", None, "'coef'")],
+)
+def test_a_combiner_of_the_wrong_shape_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path,
+    field: str, value: object, says: str,
+) -> None:
+    import shutil
+
+    d = tmp_path / "model"
+    shutil.copytree(lexical_verifier, d)
+    raw = json.loads((d / COMBINER_FILE).read_text())
+    raw[field] = value
+    (d / COMBINER_FILE).write_text(json.dumps(raw))
+    refused(check_with(run_cli, hash_index, tmp_path, f"verifier:{d}"), str(d / COMBINER_FILE),
+            says)
+    # judge train refuses it as a base rather than copying it into a new model.
+    out = tmp_path / "adapted"
+    r = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base", d,
+                "--pairs", "8", "--held-out", "4")
+    refused(r, str(d / COMBINER_FILE), says)
+    assert not (out / COMBINER_FILE).exists()
