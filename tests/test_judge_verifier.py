@@ -309,3 +309,35 @@ def test_a_combiner_of_the_wrong_shape_is_refused(
                 "--pairs", "8", "--held-out", "4")
     refused(r, str(d / COMBINER_FILE), says)
     assert not (out / COMBINER_FILE).exists()
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_a_truncated_weights_file_is_refused_naming_it(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    import shutil
+
+    d = tmp_path / "model"
+    shutil.copytree(lexical_verifier, d)
+    truncate(d / "model.safetensors")
+    weights = str(d / "model.safetensors")
+    for judge in (f"verifier:{d}", f"nli:{d}"):
+        refused(check_with(run_cli, hash_index, tmp_path, judge), weights)
+    r = run_cli("judge", "train", "--index", hash_index, "--out", tmp_path / "adapted",
+                "--base", d, "--pairs", "8", "--held-out", "4")
+    refused(r, weights)
+
+
+def test_judge_train_out_naming_a_file_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "notes.txt"
+    out.write_text("mine")
+    r = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base",
+                lexical_verifier)
+    refused(r, str(out))
+    assert out.read_text() == "mine"

@@ -73,6 +73,8 @@ def adapt(
 ) -> AdaptResult:
     from ..index import open_index
 
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; choose a new directory")
     if out.exists() and any(out.iterdir()) and not (out / CHECKPOINT).exists():
         raise UsageError(f"--out {out}: already holds files; choose a new directory")
     base_judge = VerifierJudge(base)
