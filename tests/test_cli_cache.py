@@ -316,3 +316,19 @@ def test_dry_run_writes_nothing_and_lists_what_the_real_run_removes(
         str(p) for p in entries
     }
     assert gone == listed
+
+
+def test_cache_dir_that_is_a_file_is_refused(run_cli: CliRun, tmp_path: Path) -> None:
+    file = tmp_path / "cache.txt"
+    file.write_text("not a folder")
+    for command in (("info",), ("prune", "--older-than", "30")):
+        result = run_cli("cache", *command, env={"CEG_CACHE_DIR": str(file)})
+        assert result.exit_code == 2
+        assert str(file) in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_prune_age_minus_zero_is_zero(run_cli: CliRun, tmp_path: Path) -> None:
+    result = run_cli("cache", "prune", "--older-than", "-0", "--cache-dir", tmp_path)
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "older than 0 days" in said and "-0" not in said

@@ -341,3 +341,19 @@ def test_judge_train_out_naming_a_file_is_refused(
                 lexical_verifier)
     refused(r, str(out))
     assert out.read_text() == "mine"
+
+
+def test_judge_train_minutes_nan_is_refused(
+    tmp_path: Path, hash_index: Path, run_cli, lexical_verifier: Path
+) -> None:
+    r = run_cli("judge", "train", "--index", hash_index, "--out", tmp_path / "o", "--base",
+                lexical_verifier, "--minutes", "nan")
+    refused(r, "--minutes nan")
+
+
+def test_a_judge_with_nothing_after_the_colon_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli
+) -> None:
+    for judge in ("verifier:", "nli:"):
+        said = refused(check_with(run_cli, hash_index, tmp_path, judge), f"--judge {judge}")
+        assert "say which model" in said

@@ -29,9 +29,15 @@ CacheDirOption = typer.Option(
 
 
 def _root(cache_dir: Path | None) -> Path:
+    """The cache folder asked for; one that names a file is refused (exit 2)."""
     from ..cachedir import cache_root
+    from ..errors import UsageError
 
-    return cache_dir if cache_dir is not None else cache_root()
+    root = cache_dir if cache_dir is not None else cache_root()
+    if root.exists() and not root.is_dir():
+        where = "--cache-dir" if cache_dir is not None else "the cache folder ($CEG_CACHE_DIR)"
+        raise UsageError(f"{where} {root}: is a file, not a folder")
+    return root
 
 
 @app.command("info")
@@ -97,6 +103,7 @@ def prune(
     """Remove what was not used for DAYS days; safe while other ceg commands run."""
     from ..cacheprune import prune_cache
 
+    older_than += 0.0  # -0 is 0
     root = _root(cache_dir)
     report = prune_cache(root, older_than * 86400.0, dry_run=dry_run)
     for entry in report.busy:
