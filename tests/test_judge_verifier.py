@@ -209,7 +209,7 @@ def test_training_resumes_to_the_same_model(tmp_path: Path) -> None:
     # Another data set is refused rather than mixed into the checkpoint's run.
     with pytest.raises(Killed):
         train(examples, tmp_path / "third", progress=kill_at_5)
-    with pytest.raises(ValueError, match="other training data"):
+    with pytest.raises(UsageError, match="other training data"):
         train(examples[:20], tmp_path / "third")
 
 
@@ -357,3 +357,24 @@ def test_a_judge_with_nothing_after_the_colon_is_refused(
     for judge in ("verifier:", "nli:"):
         said = refused(check_with(run_cli, hash_index, tmp_path, judge), f"--judge {judge}")
         assert "say which model" in said
+
+
+# -- judge train interrupted, or pointed at the wrong folder (issue 23) -------------------
+
+
+def train(run_cli, index: Path, out: Path, base: Path, *args: str | Path):  # type: ignore[no-untyped-def]
+    return run_cli("judge", "train", "--index", index, "--out", out, "--base", base,
+                   "--pairs", "8", "--held-out", "4", "--quiet", *args)
+
+
+def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "adapted"
+    first = train(run_cli, hash_index, out, lexical_verifier, "--minutes", "1e-9")
+    assert first.exit_code == 0 and (out / "checkpoint.pt").exists(), first.stderr
+    changed = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base",
+                      lexical_verifier, "--pairs", "6", "--held-out", "4", "--quiet")
+    refused(changed, str(out / "checkpoint.pt"), "other training data")
+    (out / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
+    refused(train(run_cli, hash_index, out, lexical_verifier), str(out / "checkpoint.pt"))
