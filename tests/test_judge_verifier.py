@@ -367,6 +367,65 @@ def train(run_cli, index: Path, out: Path, base: Path, *args: str | Path):  # ty
                    "--pairs", "8", "--held-out", "4", "--quiet", *args)
 
 
+def test_a_train_killed_before_its_card_is_finished_by_the_next_run(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ceg_cli.training import adapt
+
+    out = tmp_path / "adapted"
+    # Stopped at the time limit before the first step: the card says "run it again".
+    first = train(run_cli, hash_index, out, lexical_verifier, "--minutes", "1e-9")
+    assert first.exit_code == 0, first.stderr
+    assert "run the same command again" in (out / "MODEL_CARD.md").read_text()
+    real = adapt._write_card
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(adapt, "_write_card", killed)
+    second = train(run_cli, hash_index, out, lexical_verifier)
+    assert second.exit_code == 130
+    assert json.loads((out / "training.json").read_text())["finished"] is True
+    # Nothing in the folder says a stale "stopped after 0 of N" any more.
+    for name in ("MODEL_CARD.md", "adapt.json"):
+        assert not (out / name).exists() or "stopped" not in (out / name).read_text()
+    monkeypatch.setattr(adapt, "_write_card", real)
+    third = train(run_cli, hash_index, out, lexical_verifier)
+    assert third.exit_code == 0, third.stderr
+    assert "one full pass" in (out / "MODEL_CARD.md").read_text()
+    assert json.loads((out / "adapt.json").read_text())["training"]["finished"] is True
+    assert not (out / "checkpoint.pt").exists()
+    again = train(run_cli, hash_index, out, lexical_verifier)
+    assert again.exit_code == 2 and "already holds files" in again.stderr
+
+
+def test_a_train_killed_while_writing_its_first_checkpoint_starts_again(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "adapted"
+    out.mkdir()
+    (out / "checkpoint.tmp").write_bytes(b"\x80\x02half a checkpoint")
+    r = train(run_cli, hash_index, out, lexical_verifier)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads((out / "adapt.json").read_text())["training"]["finished"] is True
+    assert not (out / "checkpoint.tmp").exists()
+
+
+def test_judge_train_refuses_its_base_as_out(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(lexical_verifier, base)
+    before = sorted(p.name for p in base.iterdir())
+    (tmp_path / "link").symlink_to(base)
+    for out in (base, tmp_path / "link", tmp_path / "base" / ".." / "base"):
+        refused(train(run_cli, hash_index, out, base), f"--out {out}", "--base")
+    assert sorted(p.name for p in base.iterdir()) == before
+
+
 def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(
     tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
 ) -> None:
