@@ -426,6 +426,21 @@ def test_judge_train_refuses_its_base_as_out(
     assert sorted(p.name for p in base.iterdir()) == before
 
 
+def test_judge_train_refuses_an_out_inside_an_index(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    import shutil
+
+    index = tmp_path / "idx"
+    shutil.copytree(hash_index, index)
+    before = sorted(p.name for p in index.iterdir())
+    for out in (index / "adapted", index, index / "a" / "b"):
+        refused(train(run_cli, index, out, lexical_verifier), f"--out {out}", "index")
+    # Another index's folder is no place either.
+    refused(train(run_cli, hash_index, index / "adapted", lexical_verifier), "inside the index")
+    assert sorted(p.name for p in index.iterdir()) == before
+
+
 def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(
     tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
 ) -> None:

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..index.layout import META_FILE
 from ..judges.verifier import COMBINER_FILE, VerifierJudge
 from .crossenc import (
     CHECKPOINT,
@@ -173,13 +174,29 @@ _RUN_FILES = frozenset({CHECKPOINT, CHECKPOINT_TMP, TRAINING_FILE})
 
 
 def check_out(out: Path, *, index_dir: Path, base: Path) -> None:
-    """Refuse an ``--out`` that would overwrite the base model."""
+    """Refuse an ``--out`` that would overwrite the base model or live inside an index
+    (an index rebuild replaces its folder, and the model with it)."""
     target = out.expanduser().resolve()
     if target == base.expanduser().resolve():
         raise UsageError(
             f"--out {out}: is the --base model {base}; training writes a new model, "
             "choose another directory"
         )
+    index = index_dir.expanduser().resolve()
+    for folder in (target, *target.parents):
+        if folder == index or _is_index(folder):
+            raise UsageError(
+                f"--out {out}: is inside the index {folder}, which a rebuild replaces "
+                "(the model with it); choose a directory outside it"
+            )
+
+
+def _is_index(folder: Path) -> bool:
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(meta, dict) and "format_version" in meta and "sources" in meta
 
 
 def out_state(out: Path) -> str:
