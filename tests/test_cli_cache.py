@@ -161,6 +161,9 @@ def test_prune_leaves_an_index_that_a_run_is_building(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        dry = run_cli("cache", "prune", "--older-than", "30", "--dry-run")
+        assert "a ceg eval is building this corpus index now" in " ".join(dry.stderr.split())
+        assert f"would remove {cache['old_index'].parent}" not in dry.stderr
         result = run_cli("cache", "prune", "--older-than", "30")
         assert result.exit_code == 0, result.stderr
         said = " ".join(result.stderr.split())
