@@ -450,5 +450,7 @@ def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(
     changed = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base",
                       lexical_verifier, "--pairs", "6", "--held-out", "4", "--quiet")
     refused(changed, str(out / "checkpoint.pt"), "other training data")
+    # Refused, it leaves the folder as it was: the card still says how to go on.
+    assert "run the same command again" in (out / "MODEL_CARD.md").read_text()
     (out / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
     refused(train(run_cli, hash_index, out, lexical_verifier), str(out / "checkpoint.pt"))

@@ -132,10 +132,13 @@ def adapt(
             log(f"training in {out} had finished; writing the model card")
             (out / CHECKPOINT).unlink(missing_ok=True)
         else:
-            # A card or adapt.json left by an earlier stop would describe the old
-            # state while training goes on: they are written again at the end.
-            for name in (CARD_FILE, ADAPT_FILE, CHECKPOINT_TMP):
-                (out / name).unlink(missing_ok=True)
+
+            def forget_stale() -> None:
+                # A card or adapt.json left by an earlier stop would describe the old
+                # state while training goes on: they are written again at the end.
+                for name in (CARD_FILE, ADAPT_FILE, CHECKPOINT_TMP):
+                    (out / name).unlink(missing_ok=True)
+
             if (out / CHECKPOINT).exists():
                 log(f"resuming from the checkpoint in {out}")
             info = train_cross_encoder(
@@ -147,6 +150,7 @@ def adapt(
                 time_limit_s=minutes * 60,
                 progress=progress,
                 save_partial=True,
+                on_start=forget_stale,
             )
         write_atomically(out / COMBINER_FILE, (base / COMBINER_FILE).read_text(encoding="utf-8"))
         after = _score(VerifierJudge(out), test, embedder.embed)

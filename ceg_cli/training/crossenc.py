@@ -48,12 +48,14 @@ def train_cross_encoder(
     checkpoint_every_s: float = 300.0,
     progress: Callable[[int, int, float], None] | None = None,
     save_partial: bool = False,
+    on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Train one pass over ``examples`` (claim, window, label); write the model to ``out_dir``.
 
     Returns what was done: steps, examples seen, seconds, whether it finished
     or stopped at ``time_limit_s`` (the checkpoint then lets a later call go on;
-    with ``save_partial`` the model as trained so far is written too).
+    with ``save_partial`` the model as trained so far is written too). ``on_start`` is
+    called once the checkpoint, if any, is found to be this run's, before any step.
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -111,6 +113,8 @@ def train_cross_encoder(
                 f"{ckpt}: not a checkpoint of this model ({first_line(exc)}); remove it to "
                 "start over"
             ) from None
+    if on_start is not None:
+        on_start()
     model.train()
     start = time.monotonic()
     last_ckpt = start
