@@ -1,16 +1,22 @@
-"""Where ceg keeps what it caches: the root of the cache folder.
+"""Where ceg keeps what it caches: the root of the cache folder, and its entries' marker.
 
 Every stage that caches (the LLM judge's replies, ``ceg eval``'s corpus
 indexes, the ONNX exports of the embedding model) puts its entries under this
-one folder; ``cacheprune`` says what the folder holds and prunes it.
+one folder; ``cacheprune`` says what the folder holds and prunes it. A folder
+entry ceg makes holds a small marker file (``ENTRY_MARKER``) saying so, and
+``ceg cache prune`` removes only folders it can tell are ceg's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
-__all__ = ["cache_root"]
+__all__ = ["ENTRY_MARKER", "cache_root", "read_entry_marker", "write_entry_marker"]
+
+#: The file in a cache entry's folder that says ceg made the folder, and for what.
+ENTRY_MARKER = ".ceg-cache-entry"
 
 
 def cache_root() -> Path:
@@ -20,3 +26,28 @@ def cache_root() -> Path:
         return Path(os.environ["CEG_CACHE_DIR"]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "ceg"
+
+
+def write_entry_marker(folder: Path, kind: str) -> None:
+    """Mark ``folder`` as a cache entry of ``kind`` made by ceg (once; atomically)."""
+    path = folder / ENTRY_MARKER
+    if read_entry_marker(folder) == kind:
+        return
+    tmp = folder / f"{ENTRY_MARKER}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps({"kind": kind, "made_by": "ceg"}) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_entry_marker(folder: Path) -> str | None:
+    """The kind a valid marker in ``folder`` names; None when there is none or it is not ceg's."""
+    try:
+        raw = json.loads((folder / ENTRY_MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("made_by") != "ceg":
+        return None
+    kind = raw.get("kind")
+    return kind if isinstance(kind, str) else None

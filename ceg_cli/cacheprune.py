@@ -14,19 +14,37 @@ prompt and dataset; ``prune_cache`` removes what was not used for a while.
 Pruning is safe beside running commands: replies go in one SQLite transaction,
 and a corpus index is removed only under its lock, never while a ``ceg eval``
 builds it (that entry is skipped and reported).
+
+Only entries ceg can tell are its own are counted or removed: a folder holding
+a valid marker (``cachedir.ENTRY_MARKER``), or one in exactly the layout ceg
+writes (a 24-hex-digit key holding only the files ceg puts there: for an eval
+entry the index's ``meta.json`` and its corpus file, for an export the ONNX
+files). Anything else under ``eval/`` or ``onnx/`` is reported as not ceg's and
+left alone. A dry run writes nothing (it takes no lock, it only looks whether
+one is held) and lists exactly the entries the real run would remove.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .eval.corpus import EVAL_DIR, INDEX_NAME, corpus_file, hold_corpus_lock
-from .index.embedding import ONNX_DIR
+from .cachedir import ENTRY_MARKER, read_entry_marker
+from .eval.corpus import (
+    EVAL_DIR,
+    EVAL_KIND,
+    INDEX_NAME,
+    corpus_file,
+    corpus_lock_path,
+    hold_corpus_lock,
+)
+from .index.embedding import ONNX_DIR, ONNX_KIND
+from .index.metacheck import file_problem
 from .llm.cache import CACHE_FILE as LLM_FILE
 from .llm.cache import LLMCache
 
@@ -41,6 +59,8 @@ class KindInfo:
     bytes: int
     oldest: float | None
     newest: float | None
+    #: Things in ``path`` that ceg did not make (or cannot tell it did): left alone.
+    foreign: int = 0
 
 
 @dataclass
@@ -56,59 +76,169 @@ class PruneReport:
     busy: list[Path] = field(default_factory=list)
     exports_removed: int = 0
     exports_kept: int = 0
+    #: The entries removed (or, with ``dry_run``, that the real run would remove).
+    removed: list[Path] = field(default_factory=list)
+    #: What lies under ``eval/`` or ``onnx/`` but is not ceg's: left alone.
+    foreign: list[Path] = field(default_factory=list)
 
 
 def cache_info(root: Path) -> list[KindInfo]:
     """What the cache at ``root`` holds, by kind; creates nothing."""
     return [
         _llm_info(root),
-        _folder_info("eval corpus indexes", root / EVAL_DIR, _last_used),
-        _folder_info("ONNX model exports", root / ONNX_DIR, _newest_file),
+        _folder_info("eval corpus indexes", root / EVAL_DIR, _is_eval_entry, _last_used),
+        _folder_info("ONNX model exports", root / ONNX_DIR, _is_onnx_entry, _newest_file),
     ]
 
 
 def prune_cache(
     root: Path, older_than_s: float, *, now: float | None = None, dry_run: bool = False
 ) -> PruneReport:
-    """Remove replies stored, and corpus indexes last used, more than ``older_than_s`` ago."""
+    """Remove replies stored, and ceg's own entries last used, more than ``older_than_s`` ago.
+
+    With ``dry_run`` nothing is written, not even a lock file.
+    """
     cutoff = (time.time() if now is None else now) - older_than_s
     report = PruneReport()
     llm = root / LLM_FILE
-    if llm.exists():
+    if llm.exists() and dry_run:
+        total, report.replies_removed = _llm_count_readonly(llm, cutoff)
+        report.replies_kept = total - report.replies_removed
+    elif llm.exists():
         before = _files_size(_llm_files(llm))
         cache = LLMCache(llm)
         try:
-            report.replies_removed = cache.prune(cutoff, dry_run=dry_run)
-            report.replies_kept = cache.span()[0] - (report.replies_removed if dry_run else 0)
+            report.replies_removed = cache.prune(cutoff)
+            report.replies_kept = cache.span()[0]
         finally:
             cache.close()
-        if not dry_run:
-            report.bytes_freed += max(0, before - _files_size(_llm_files(llm)))
-    for entry in _entries(root / EVAL_DIR):
-        if _last_used(entry) >= cutoff:
+        report.bytes_freed += max(0, before - _files_size(_llm_files(llm)))
+    for entry in _children(root / EVAL_DIR):
+        if not _is_eval_entry(entry):
+            report.foreign.append(entry)
+        elif _last_used(entry) >= cutoff:
             report.indexes_kept += 1
-            continue
-        with hold_corpus_lock(entry / INDEX_NAME, wait=False) as held:
-            if not held:
+        elif dry_run:
+            if _lock_held_elsewhere(corpus_lock_path(entry / INDEX_NAME)):
                 report.busy.append(entry)
                 report.indexes_kept += 1
-                continue
-            report.indexes_removed += 1
-            report.bytes_freed += _tree_size(entry)
-            if not dry_run:
+            else:
+                report.indexes_removed += 1
+                report.bytes_freed += _tree_size(entry)
+                report.removed.append(entry)
+        else:
+            with hold_corpus_lock(entry / INDEX_NAME, wait=False) as held:
+                if not held:
+                    report.busy.append(entry)
+                    report.indexes_kept += 1
+                    continue
+                report.indexes_removed += 1
+                report.bytes_freed += _tree_size(entry)
+                report.removed.append(entry)
                 # The lock file goes too: a run waiting on it sees it unlinked and
                 # takes a fresh one, so no two runs ever build one entry at once.
                 shutil.rmtree(entry)
-    for entry in _entries(root / ONNX_DIR):
+    for entry in _children(root / ONNX_DIR):
+        if not _is_onnx_entry(entry):
+            report.foreign.append(entry)
+            continue
         if _newest_file(entry) >= cutoff:
             report.exports_kept += 1
             continue
         report.exports_removed += 1
         report.bytes_freed += _tree_size(entry)
+        report.removed.append(entry)
         if not dry_run:
             # Exported again, offline, by the next build that asks for the backend.
             shutil.rmtree(entry, ignore_errors=True)
     return report
+
+
+#: A folder entry's name: the 24 hex digits of its key.
+_KEY = re.compile(r"[0-9a-f]{24}")
+_MARKER_NAMES = rf"{re.escape(ENTRY_MARKER)}(\.\d+\.tmp)?"
+#: What ``ensure_corpus_index`` (and the index builder's lock) put in an eval entry, and
+#: nothing else.
+_EVAL_NAMES = re.compile(
+    rf"{INDEX_NAME}|{INDEX_NAME}\.corpus\.(jsonl|lock)|\.{INDEX_NAME}\.corpus\.jsonl\.\d+\.tmp"
+    rf"|\.{INDEX_NAME}\.lock|{_MARKER_NAMES}"
+)
+#: What ``onnx_export`` puts in an export folder, and nothing else.
+_ONNX_NAMES = re.compile(rf"\.?model(-int8)?\.onnx(\.\d+\.tmp)?|{_MARKER_NAMES}")
+
+
+def _is_eval_entry(entry: Path) -> bool:
+    """A corpus index folder ceg made: marked, or (made before the marker) in its exact layout."""
+    if entry.is_symlink() or not entry.is_dir():
+        return False
+    if read_entry_marker(entry) == EVAL_KIND:
+        return True
+    if not _KEY.fullmatch(entry.name) or not _only_names(entry, _EVAL_NAMES):
+        return False
+    index = entry / INDEX_NAME
+    return _is_index_meta(index / "meta.json") and corpus_file(index).is_file()
+
+
+def _is_onnx_entry(entry: Path) -> bool:
+    """An export folder ceg made: marked, or in the exact layout ``onnx_export`` writes."""
+    if entry.is_symlink() or not entry.is_dir():
+        return False
+    if read_entry_marker(entry) == ONNX_KIND:
+        return True
+    if not _KEY.fullmatch(entry.name) or not _only_names(entry, _ONNX_NAMES):
+        return False
+    files = list(entry.iterdir())
+    return any(f.name in ("model.onnx", "model-int8.onnx") for f in files) and all(
+        f.is_file() and not f.is_symlink() for f in files
+    )
+
+
+def _only_names(folder: Path, names: re.Pattern[str]) -> bool:
+    try:
+        return all(names.fullmatch(p.name) for p in folder.iterdir())
+    except OSError:
+        return False
+
+
+def _is_index_meta(path: Path) -> bool:
+    return path.is_file() and file_problem(path) is None
+
+
+def _llm_count_readonly(path: Path, cutoff: float) -> tuple[int, int]:
+    """How many replies there are, and how many older than ``cutoff``, read without
+    writing (no journal, no shared-memory file is made)."""
+    import sqlite3
+
+    wal = path.with_name(path.name + "-wal").exists()
+    mode = "mode=ro" if wal else "immutable=1"
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
+    try:
+        row = conn.execute(
+            "SELECT COUNT(*), SUM(created < ?) FROM replies", (cutoff,)
+        ).fetchone()
+    finally:
+        conn.close()
+    return int(row[0]), int(row[1] or 0)
+
+
+def _lock_held_elsewhere(path: Path) -> bool:
+    """Whether another process holds the lock file ``path``: looked at read-only, nothing
+    written (a missing lock file is not held)."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): the real run finds out
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)  # releases the shared lock, if taken
+    return False
 
 
 def _newest_file(entry: Path) -> float:
@@ -134,9 +264,12 @@ def _llm_info(root: Path) -> KindInfo:
     return KindInfo("LLM replies", path, count, _files_size(_llm_files(path)), oldest, newest)
 
 
-def _folder_info(kind: str, folder: Path, last_used: Callable[[Path], float]) -> KindInfo:
-    """A kind whose entries are the folders in ``folder``, each dated by ``last_used``."""
-    entries = list(_entries(folder))
+def _folder_info(
+    kind: str, folder: Path, is_entry: Callable[[Path], bool], last_used: Callable[[Path], float]
+) -> KindInfo:
+    """A kind whose entries are ceg's folders in ``folder``, each dated by ``last_used``."""
+    children = list(_children(folder))
+    entries = [e for e in children if is_entry(e)]
     used = [last_used(e) for e in entries]
     return KindInfo(
         kind,
@@ -145,12 +278,13 @@ def _folder_info(kind: str, folder: Path, last_used: Callable[[Path], float]) ->
         sum(_tree_size(e) for e in entries),
         min(used, default=None),
         max(used, default=None),
+        len(children) - len(entries),
     )
 
 
-def _entries(folder: Path) -> Iterator[Path]:
-    if folder.is_dir():
-        yield from sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink())
+def _children(folder: Path) -> Iterator[Path]:
+    if folder.is_dir() and not folder.is_symlink():
+        yield from sorted(folder.iterdir())
 
 
 def _last_used(entry: Path) -> float:

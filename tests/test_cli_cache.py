@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hash_embedder: Any) -
     for key in ("old-1", "old-2", "new-1"):
         store.put(key, "m", {"text": key * 200})
     store.close()
-    with sqlite3.connect(root / "llm.sqlite") as db:
+    with closing(sqlite3.connect(root / "llm.sqlite")) as db, db:
         db.execute("UPDATE replies SET created = ? WHERE key LIKE 'old-%'", (NOW - 40 * DAY,))
     old = load_dataset(make_dataset(tmp_path / "old.jsonl", "Lake Malawi"))
     new = load_dataset(make_dataset(tmp_path / "new.jsonl", "Mount Elbrus"))
@@ -160,6 +161,9 @@ def test_prune_leaves_an_index_that_a_run_is_building(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        dry = run_cli("cache", "prune", "--older-than", "30", "--dry-run")
+        assert "a ceg eval is building this corpus index now" in " ".join(dry.stderr.split())
+        assert f"would remove {cache['old_index'].parent}" not in dry.stderr
         result = run_cli("cache", "prune", "--older-than", "30")
         assert result.exit_code == 0, result.stderr
         said = " ".join(result.stderr.split())
@@ -239,3 +243,95 @@ def test_reusing_an_onnx_export_marks_it_used(
     os.utime(export, (stale, stale))
     assert embedding.onnx_export(None, str(weights), quantized=False) == export
     assert export.stat().st_mtime > NOW - DAY
+
+
+def tree(root: Path) -> dict[str, float]:
+    """Every path under ``root`` (folders too) and its modification time."""
+    out = {}
+    for top, dirs, files in os.walk(root):
+        for name in [*dirs, *files]:
+            path = Path(top, name)
+            out[str(path)] = path.lstat().st_mtime
+    return out
+
+
+def stale_folder(folder: Path, *files: str) -> Path:
+    """A folder ceg never made, with ``files`` in it, all dated 40 days back."""
+    folder.mkdir(parents=True)
+    for name in files:
+        (folder / name).write_text("mine", encoding="utf-8")
+    stale = NOW - 40 * DAY
+    for path in [*folder.iterdir(), folder]:
+        os.utime(path, (stale, stale))
+    return folder
+
+
+def test_prune_leaves_folders_ceg_never_made(run_cli: CliRun, tmp_path: Path) -> None:
+    proj = tmp_path / "proj"
+    res = stale_folder(proj / "eval" / "res", "results.csv")
+    onnx = stale_folder(proj / "onnx" / "m", "model.onnx")
+    result = run_cli("cache", "prune", "--older-than", "30", "--cache-dir", proj)
+    assert result.exit_code == 0, result.stderr
+    assert res.exists() and onnx.exists() and (res / "results.csv").exists()
+    said = " ".join(result.stderr.split())
+    assert f"{res}: not ceg's, left alone" in said and f"{onnx}: not ceg's, left alone" in said
+    assert "0 eval corpus indexes and 0 ONNX model exports" in said
+    shown = run_cli("cache", "info", "--json", "--cache-dir", proj)
+    kinds = json.loads(shown.stdout)["kinds"]
+    assert [(k["entries"], k["not_ceg"]) for k in kinds] == [(0, 0), (0, 1), (0, 1)]
+
+
+def test_prune_knows_its_entries_by_marker_or_exact_layout(
+    run_cli: CliRun, cache: dict[str, Any]
+) -> None:
+    old_entry = cache["old_index"].parent
+    assert (old_entry / ".ceg-cache-entry").exists()
+    # Made by a ceg before the marker: recognised by its exact layout.
+    (old_entry / ".ceg-cache-entry").unlink()
+    # Looks like an entry but holds a file ceg never writes there: not ceg's.
+    look_alike = cache["root"] / "eval" / ("f" * 24)
+    stale_folder(look_alike, "index.corpus.jsonl", "notes.txt")
+    result = run_cli("cache", "prune", "--older-than", "30")
+    assert result.exit_code == 0, result.stderr
+    assert not old_entry.exists() and (look_alike / "notes.txt").exists()
+    assert f"{look_alike}: not ceg's, left alone" in " ".join(result.stderr.split())
+
+
+def test_dry_run_writes_nothing_and_lists_what_the_real_run_removes(
+    run_cli: CliRun, cache: dict[str, Any]
+) -> None:
+    root = cache["root"]
+    stale_folder(root / "eval" / "res", "results.csv")
+    (cache["old_index"].parent / "index.corpus.lock").unlink()
+    stale = NOW - 40 * DAY
+    os.utime(cache["old_index"].parent, (stale, stale))
+    before = tree(root)
+    dry = run_cli("cache", "prune", "--older-than", "30", "--dry-run")
+    assert dry.exit_code == 0, dry.stderr
+    assert tree(root) == before
+    listed = {line.split("would remove ", 1)[1].strip() for line in dry.stderr.splitlines()
+              if line.startswith("would remove /")}
+    assert listed == {str(cache["old_index"].parent), str(cache["exports"][0])}
+    real = run_cli("cache", "prune", "--older-than", "30")
+    assert real.exit_code == 0, real.stderr
+    entries = [*(root / "eval").iterdir(), *(root / "onnx").iterdir()]
+    gone = {p for p in before if Path(p).parent in {root / "eval", root / "onnx"}} - {
+        str(p) for p in entries
+    }
+    assert gone == listed
+
+
+def test_cache_dir_that_is_a_file_is_refused(run_cli: CliRun, tmp_path: Path) -> None:
+    file = tmp_path / "cache.txt"
+    file.write_text("not a folder")
+    for command in (("info",), ("prune", "--older-than", "30")):
+        result = run_cli("cache", *command, env={"CEG_CACHE_DIR": str(file)})
+        assert result.exit_code == 2
+        assert str(file) in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_prune_age_minus_zero_is_zero(run_cli: CliRun, tmp_path: Path) -> None:
+    result = run_cli("cache", "prune", "--older-than", "-0", "--cache-dir", tmp_path)
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "older than 0 days" in said and "-0" not in said

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ceg_cli.errors import BackendError, UsageError
+from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
 from ceg_cli.judges.nli import (
     LabelMap,
@@ -391,17 +391,30 @@ def test_two_label_models_never_contradict(tmp_path: Path) -> None:
     assert (v.verdict, v.label) == (NOT_ENOUGH_EVIDENCE, NONFACTUAL)
 
 
-def test_a_model_that_is_not_there_is_a_backend_error(tmp_path: Path) -> None:
+def test_a_model_that_is_not_there_is_a_usage_error(tmp_path: Path) -> None:
+    # The user names the model: one not on disk is theirs to fix (exit 2, as verifier:).
     for name in (str(tmp_path / "missing"), "no-such-org/no-such-nli-model"):
-        with pytest.raises(BackendError, match="cannot load NLI model") as info:
+        with pytest.raises(UsageError, match="cannot load NLI model") as info:
             create_judge(f"nli:{name}")
         assert "local" in str(info.value) and "\n" not in str(info.value)
 
 
-def test_a_directory_without_a_model_is_a_backend_error(tmp_path: Path) -> None:
+def test_a_directory_without_a_model_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"nothing": 1}), encoding="utf-8")
-    with pytest.raises(BackendError, match="cannot load NLI model"):
+    with pytest.raises(UsageError, match="cannot load NLI model"):
         create_judge(f"nli:{tmp_path}")
+
+
+def test_a_missing_nli_directory_exits_2_as_verifier_does(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli: Any
+) -> None:
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"response": "Aristotle was a philosopher."}) + "\n")
+    missing = tmp_path / "missing_dir"
+    for judge in (f"nli:{missing}", f"verifier:{missing}"):
+        r = run_cli("check", responses, "--index", hash_index, "--judge", judge, "--quiet")
+        assert r.exit_code == 2, r.stderr
+        assert str(missing) in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_a_file_is_not_a_model(tmp_path: Path) -> None:

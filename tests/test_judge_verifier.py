@@ -209,7 +209,7 @@ def test_training_resumes_to_the_same_model(tmp_path: Path) -> None:
     # Another data set is refused rather than mixed into the checkpoint's run.
     with pytest.raises(Killed):
         train(examples, tmp_path / "third", progress=kill_at_5)
-    with pytest.raises(ValueError, match="other training data"):
+    with pytest.raises(UsageError, match="other training data"):
         train(examples[:20], tmp_path / "third")
 
 
@@ -244,3 +244,213 @@ def test_judge_train_adapts_to_an_index(
         "judge", "train", "--index", hash_index, "--out", out, "--base", lexical_verifier
     )
     assert again.exit_code == 2 and "already holds files" in again.stderr
+
+
+# -- malformed model directories and careless calls (issue 23) ---------------------------
+
+
+def check_with(run_cli, hash_index: Path, tmp_path: Path, judge: str):  # type: ignore[no-untyped-def]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(
+        json.dumps({"id": "a", "response": "Aristotle was a Greek philosopher."}) + "\n",
+        encoding="utf-8",
+    )
+    return run_cli("check", responses, "--index", hash_index, "--judge", judge, "--quiet")
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith(("error:", "internal error"))]
+
+
+def refused(result, *names: str) -> str:  # type: ignore[no-untyped-def]
+    """The one error line of a run refused with exit 2, which names each of ``names``."""
+    lines = error_lines(result.stderr)
+    assert result.exit_code == 2, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    said = " ".join(result.stderr.split())
+    assert all(name in said for name in names), result.stderr
+    return said
+
+
+def test_a_model_without_a_trained_head_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli
+) -> None:
+    from transformers import BertModel
+
+    d = tiny_model(tmp_path / "embedding")
+    BertModel.from_pretrained(str(d)).save_pretrained(str(d))  # a sentence-embedding model
+    write_combiner(d, combiner_on("coverage", 1.0))
+    said = refused(check_with(run_cli, hash_index, tmp_path, f"verifier:{d}"),
+                   str(d / "model.safetensors"), "classifier")
+    assert "random" in said
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [("mean", [0.0, 0.0, 0.0], "'mean' has 3 values"), ("threshold", "high", "'threshold'"),
+     ("scale", [0.0] * len(FEATURES), "'scale'"), ("coef", None, "'coef'")],
+)
+def test_a_combiner_of_the_wrong_shape_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path,
+    field: str, value: object, says: str,
+) -> None:
+    import shutil
+
+    d = tmp_path / "model"
+    shutil.copytree(lexical_verifier, d)
+    raw = json.loads((d / COMBINER_FILE).read_text())
+    raw[field] = value
+    (d / COMBINER_FILE).write_text(json.dumps(raw))
+    refused(check_with(run_cli, hash_index, tmp_path, f"verifier:{d}"), str(d / COMBINER_FILE),
+            says)
+    # judge train refuses it as a base rather than copying it into a new model.
+    out = tmp_path / "adapted"
+    r = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base", d,
+                "--pairs", "8", "--held-out", "4")
+    refused(r, str(d / COMBINER_FILE), says)
+    assert not (out / COMBINER_FILE).exists()
+
+
+def truncate(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_a_truncated_weights_file_is_refused_naming_it(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    import shutil
+
+    d = tmp_path / "model"
+    shutil.copytree(lexical_verifier, d)
+    truncate(d / "model.safetensors")
+    weights = str(d / "model.safetensors")
+    for judge in (f"verifier:{d}", f"nli:{d}"):
+        refused(check_with(run_cli, hash_index, tmp_path, judge), weights)
+    r = run_cli("judge", "train", "--index", hash_index, "--out", tmp_path / "adapted",
+                "--base", d, "--pairs", "8", "--held-out", "4")
+    refused(r, weights)
+
+
+def test_judge_train_out_naming_a_file_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "notes.txt"
+    out.write_text("mine")
+    r = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base",
+                lexical_verifier)
+    refused(r, str(out))
+    assert out.read_text() == "mine"
+
+
+def test_judge_train_minutes_nan_is_refused(
+    tmp_path: Path, hash_index: Path, run_cli, lexical_verifier: Path
+) -> None:
+    r = run_cli("judge", "train", "--index", hash_index, "--out", tmp_path / "o", "--base",
+                lexical_verifier, "--minutes", "nan")
+    refused(r, "--minutes nan")
+
+
+def test_a_judge_with_nothing_after_the_colon_is_refused(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli
+) -> None:
+    for judge in ("verifier:", "nli:"):
+        said = refused(check_with(run_cli, hash_index, tmp_path, judge), f"--judge {judge}")
+        assert "say which model" in said
+
+
+# -- judge train interrupted, or pointed at the wrong folder (issue 23) -------------------
+
+
+def train(run_cli, index: Path, out: Path, base: Path, *args: str | Path):  # type: ignore[no-untyped-def]
+    return run_cli("judge", "train", "--index", index, "--out", out, "--base", base,
+                   "--pairs", "8", "--held-out", "4", "--quiet", *args)
+
+
+def test_a_train_killed_before_its_card_is_finished_by_the_next_run(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ceg_cli.training import adapt
+
+    out = tmp_path / "adapted"
+    # Stopped at the time limit before the first step: the card says "run it again".
+    first = train(run_cli, hash_index, out, lexical_verifier, "--minutes", "1e-9")
+    assert first.exit_code == 0, first.stderr
+    assert "run the same command again" in (out / "MODEL_CARD.md").read_text()
+    real = adapt._write_card
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(adapt, "_write_card", killed)
+    second = train(run_cli, hash_index, out, lexical_verifier)
+    assert second.exit_code == 130
+    assert json.loads((out / "training.json").read_text())["finished"] is True
+    # Nothing in the folder says a stale "stopped after 0 of N" any more.
+    for name in ("MODEL_CARD.md", "adapt.json"):
+        assert not (out / name).exists() or "stopped" not in (out / name).read_text()
+    monkeypatch.setattr(adapt, "_write_card", real)
+    third = train(run_cli, hash_index, out, lexical_verifier)
+    assert third.exit_code == 0, third.stderr
+    assert "one full pass" in (out / "MODEL_CARD.md").read_text()
+    assert json.loads((out / "adapt.json").read_text())["training"]["finished"] is True
+    assert not (out / "checkpoint.pt").exists()
+    again = train(run_cli, hash_index, out, lexical_verifier)
+    assert again.exit_code == 2 and "already holds files" in again.stderr
+
+
+def test_a_train_killed_while_writing_its_first_checkpoint_starts_again(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "adapted"
+    out.mkdir()
+    (out / "checkpoint.tmp").write_bytes(b"\x80\x02half a checkpoint")
+    r = train(run_cli, hash_index, out, lexical_verifier)
+    assert r.exit_code == 0, r.stderr
+    assert json.loads((out / "adapt.json").read_text())["training"]["finished"] is True
+    assert not (out / "checkpoint.tmp").exists()
+
+
+def test_judge_train_refuses_its_base_as_out(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    import shutil
+
+    base = tmp_path / "base"
+    shutil.copytree(lexical_verifier, base)
+    before = sorted(p.name for p in base.iterdir())
+    (tmp_path / "link").symlink_to(base)
+    for out in (base, tmp_path / "link", tmp_path / "base" / ".." / "base"):
+        refused(train(run_cli, hash_index, out, base), f"--out {out}", "--base")
+    assert sorted(p.name for p in base.iterdir()) == before
+
+
+def test_judge_train_refuses_an_out_inside_an_index(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    import shutil
+
+    index = tmp_path / "idx"
+    shutil.copytree(hash_index, index)
+    before = sorted(p.name for p in index.iterdir())
+    for out in (index / "adapted", index, index / "a" / "b"):
+        refused(train(run_cli, index, out, lexical_verifier), f"--out {out}", "index")
+    # Another index's folder is no place either.
+    refused(train(run_cli, hash_index, index / "adapted", lexical_verifier), "inside the index")
+    assert sorted(p.name for p in index.iterdir()) == before
+
+
+def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    out = tmp_path / "adapted"
+    first = train(run_cli, hash_index, out, lexical_verifier, "--minutes", "1e-9")
+    assert first.exit_code == 0 and (out / "checkpoint.pt").exists(), first.stderr
+    changed = run_cli("judge", "train", "--index", hash_index, "--out", out, "--base",
+                      lexical_verifier, "--pairs", "6", "--held-out", "4", "--quiet")
+    refused(changed, str(out / "checkpoint.pt"), "other training data")
+    # Refused, it leaves the folder as it was: the card still says how to go on.
+    assert "run the same command again" in (out / "MODEL_CARD.md").read_text()
+    (out / "checkpoint.pt").write_bytes(b"not a checkpoint at all")
+    refused(train(run_cli, hash_index, out, lexical_verifier), str(out / "checkpoint.pt"))

@@ -29,9 +29,15 @@ CacheDirOption = typer.Option(
 
 
 def _root(cache_dir: Path | None) -> Path:
+    """The cache folder asked for; one that names a file is refused (exit 2)."""
     from ..cachedir import cache_root
+    from ..errors import UsageError
 
-    return cache_dir if cache_dir is not None else cache_root()
+    root = cache_dir if cache_dir is not None else cache_root()
+    if root.exists() and not root.is_dir():
+        where = "--cache-dir" if cache_dir is not None else "the cache folder ($CEG_CACHE_DIR)"
+        raise UsageError(f"{where} {root}: is a file, not a folder")
+    return root
 
 
 @app.command("info")
@@ -56,6 +62,7 @@ def info(
                     "bytes": k.bytes,
                     "oldest": _iso(k.oldest),
                     "newest": _iso(k.newest),
+                    "not_ceg": k.foreign,
                 }
                 for k in kinds
             ],
@@ -72,6 +79,9 @@ def info(
             k.kind, str(k.entries), _size(k.bytes), _iso(k.oldest) or "–", _iso(k.newest) or "–"
         )
     out_console.print(table)
+    for k in kinds:
+        if k.foreign:
+            warn(f"{k.path}: {k.foreign} entries not ceg's, left alone (not counted)")
 
 
 @app.command("prune")
@@ -93,10 +103,15 @@ def prune(
     """Remove what was not used for DAYS days; safe while other ceg commands run."""
     from ..cacheprune import prune_cache
 
+    older_than += 0.0  # -0 is 0
     root = _root(cache_dir)
     report = prune_cache(root, older_than * 86400.0, dry_run=dry_run)
     for entry in report.busy:
         warn(f"{entry}: a ceg eval is building this corpus index now; left alone")
+    for entry in report.foreign:
+        warn(f"{entry}: not ceg's, left alone")
+    for entry in report.removed:
+        err_console.print(f"{'would remove' if dry_run else 'removed'} {entry}", highlight=False)
     freed = _size(report.bytes_freed)
     what = (
         f"{report.replies_removed} LLM replies, {report.indexes_removed} eval corpus "

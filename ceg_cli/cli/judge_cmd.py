@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 import time
@@ -42,8 +43,8 @@ def train_command(
     from ..judges.verifier import SHIPPED
     from ..training.adapt import adapt
 
-    if minutes <= 0:
-        raise UsageError(f"--minutes {minutes}: must be more than 0")
+    if math.isnan(minutes) or minutes <= 0:  # nan compares false: it was "no limit"
+        raise UsageError(f"--minutes {minutes}: must be a number more than 0")
     base_dir = SHIPPED if base == "verifier" else Path(base).expanduser()
     if not base_dir.is_dir():
         raise UsageError(f"--base {base}: no such model directory")

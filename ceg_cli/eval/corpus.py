@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cachedir import cache_root
+from ..cachedir import cache_root, write_entry_marker
 from ..errors import UsageError
 from ..progress import NO_PROGRESS, Progress
 from .datasets import Dataset
@@ -35,6 +35,8 @@ _LOCK_NOTICE_S = 1.0
 #: index, its corpus file and lock (``corpus_file``, ``corpus_lock_path``).
 EVAL_DIR = "eval"
 INDEX_NAME = "index"
+#: The kind an eval entry's marker names (``cachedir.ENTRY_MARKER``).
+EVAL_KIND = "eval-corpus-index"
 
 
 def corpus_cache_dir(dataset: Dataset, root: Path | None = None) -> Path:
@@ -83,6 +85,9 @@ def ensure_corpus_index(
     index_dir = Path(target) if target is not None else corpus_cache_dir(dataset) / INDEX_NAME
     corpus = corpus_file(index_dir)
     with hold_corpus_lock(index_dir, on_wait=warn):
+        if target is None:
+            # Says the folder is ceg's, so `ceg cache prune` may remove it.
+            write_entry_marker(index_dir.parent, EVAL_KIND)
         _write_atomically(corpus, dataset.documents)
         if (index_dir / META_FILE).exists():
             meta = read_meta(index_dir)

@@ -38,6 +38,8 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
 BACKENDS = ("torch", "onnx", "onnx-int8")
 #: The cache folder's subfolder of ONNX exports, one folder per weights digest.
 ONNX_DIR = "onnx"
+#: The kind of cache entry an export folder is (its ``cachedir`` marker).
+ONNX_KIND = "onnx-export"
 DEFAULT_BACKEND = BACKENDS[0]
 #: Where it computes: ``auto`` is CUDA when torch sees a CUDA device, else the CPU.
 DEVICES = ("auto", "cpu", "cuda")
@@ -179,7 +181,7 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
     import onnxruntime
     import torch
 
-    from ..cachedir import cache_root
+    from ..cachedir import cache_root, write_entry_marker
 
     key = hashlib.sha256(
         f"{_weights_digest(location)} torch {torch.__version__} "
@@ -191,6 +193,7 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
         os.utime(path)  # used now: ``ceg cache prune`` dates an export by its use
         return path
     folder.mkdir(parents=True, exist_ok=True)
+    write_entry_marker(folder, ONNX_KIND)  # ``ceg cache prune`` removes only marked folders
     float_path = folder / "model.onnx"
     if not float_path.exists():
         _export_float(model, float_path)

@@ -60,14 +60,16 @@ def judge_names() -> list[str]:
 
 def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
     """Create the judge called ``name``; an unknown name lists the valid ones."""
-    prefix, _, arg = name.partition(":")
+    prefix, colon, arg = name.partition(":")
     factory = _REGISTRY.get(prefix)
     if factory is None:
         raise UsageError(
             f"--judge {name}: unknown judge; choose one of: {', '.join(judge_names())}"
         )
-    if prefix in _NEEDS_ARGUMENT and not arg:
-        raise UsageError(f"--judge {name}: say which model, as {_NEEDS_ARGUMENT[prefix]}")
+    if not arg.strip() and (colon or prefix in _NEEDS_ARGUMENT):
+        # "verifier:" and "nli:" alike: a colon promises a model, and none is named.
+        usage = _NEEDS_ARGUMENT.get(prefix, f"{prefix}:DIR (or {prefix} alone)")
+        raise UsageError(f"--judge {name}: say which model, as {usage}")
     if isinstance(factory, str):
         module_name, _, func = factory.partition(":")
         factory = getattr(importlib.import_module(module_name), func)

@@ -10,7 +10,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["encode", "load_cross_encoder", "score_pairs"]
+from ..errors import UsageError
+
+__all__ = ["encode", "first_line", "load_cross_encoder", "score_pairs", "weights_file"]
+
+
+def weights_file(folder: Path) -> Path:
+    """The weights file of a model directory (the folder itself when it has none)."""
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if (folder / name).exists():
+            return folder / name
+    return folder
+
+
+def first_line(exc: BaseException) -> str:
+    """An exception's message, on one line."""
+    text = str(exc).strip().splitlines()
+    return f"{text[0]}" if text else type(exc).__name__
 
 
 def encode(tok: Any, pairs: Sequence[tuple[str, ...]], max_length: int) -> Any:
@@ -30,14 +46,38 @@ def encode(tok: Any, pairs: Sequence[tuple[str, ...]], max_length: int) -> Any:
 
 
 def load_cross_encoder(path: str | Path, *, quantize: bool = True) -> tuple[Any, Any]:
-    """The tokenizer and model of a trained directory, in float32 (int8 linear layers if asked)."""
+    """The tokenizer and model of a trained directory, in float32 (int8 linear layers if asked).
+
+    A directory that does not hold a trained two-label cross-encoder (a truncated
+    weights file, a sentence-embedding model whose head would be drawn at random)
+    raises UsageError naming the file.
+    """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        str(path), local_files_only=True, dtype=torch.float32
-    )
+    folder = Path(path)
+    try:
+        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            str(path), local_files_only=True, dtype=torch.float32, output_loading_info=True
+        )
+    except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
+        if isinstance(exc, MemoryError):
+            raise
+        raise UsageError(
+            f"{weights_file(folder)}: cannot load the cross-encoder: {first_line(exc)}"
+        ) from None
+    untrained = sorted(set(info.get("missing_keys", ())) | set(info.get("mismatched_keys", ())))
+    if untrained:
+        raise UsageError(
+            f"{weights_file(folder)}: no trained classifier head ({', '.join(map(str, untrained))} "
+            "would be drawn at random); a verifier needs a cross-encoder made by `ceg judge train`"
+        )
+    if model.config.num_labels != 2:
+        raise UsageError(
+            f"{folder / 'config.json'}: field 'id2label' has {model.config.num_labels} labels; "
+            "a verifier's cross-encoder has 2 (not_entailment, entailment)"
+        )
     model.eval()
     if quantize:
         import warnings

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..claims import has_claim
-from ..errors import BackendError, UsageError
+from ..errors import UsageError
 from ..types import (
     CONTRADICTED,
     FACTUAL,
@@ -386,14 +386,21 @@ def _load(location: str) -> tuple[Any, Any]:
         model, info = AutoModelForSequenceClassification.from_pretrained(
             location, local_files_only=True, output_loading_info=True
         )
-    except (OSError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
+        if isinstance(exc, MemoryError):
+            raise
+        # What is on disk (or not there) is the caller's to fix: a usage error.
         if Path(location).is_dir():
-            raise BackendError(f"cannot load NLI model {location!r}: {_first_line(exc)}") from exc
-        raise BackendError(
+            from .crossenc import weights_file
+
+            raise UsageError(
+                f"{weights_file(Path(location))}: cannot load NLI model: {_first_line(exc)}"
+            ) from None
+        raise UsageError(
             f"cannot load NLI model {location!r}: not a local directory and not in the "
             "local Hugging Face cache (models are never downloaded at run time); "
             "pass the path of a local copy, which works offline"
-        ) from exc
+        ) from None
     untrained = sorted(set(info.get("missing_keys", ())) | set(info.get("mismatched_keys", ())))
     if untrained:
         # transformers fills a missing head with random weights: every verdict

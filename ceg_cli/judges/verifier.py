@@ -33,7 +33,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError, UsageError
+from ..errors import UsageError
 from ..types import (
     CONTRADICTED,
     FACTUAL,
@@ -91,6 +91,8 @@ class Combiner:
 
 
 def load_combiner(directory: Path) -> Combiner:
+    """The combiner in ``directory``; every field is checked, so a wrong file is refused
+    (one line naming it and the field) rather than scoring wrongly."""
     path = directory / COMBINER_FILE
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
@@ -101,23 +103,61 @@ def load_combiner(directory: Path) -> Combiner:
         ) from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read: {exc}") from None
+    if not isinstance(raw, dict):
+        raise UsageError(f"{path}: not a combiner (a JSON object is expected)")
     if raw.get("format") != COMBINER_FORMAT:
         raise UsageError(f"{path}: format {raw.get('format')!r}; this ceg reads {COMBINER_FORMAT}")
-    if tuple(raw["features"]) != FEATURES:
+    features = raw.get("features")
+    if not isinstance(features, list) or tuple(features) != FEATURES:
         raise UsageError(
-            f"{path}: made for features {raw['features']}; this ceg computes {list(FEATURES)}"
+            f"{path}: made for features {features}; this ceg computes {list(FEATURES)}"
         )
+    vectors = {key: _numbers(path, raw, key, len(FEATURES)) for key in ("mean", "scale", "coef")}
+    if any(s == 0 for s in vectors["scale"]):
+        raise UsageError(f"{path}: field 'scale' holds 0; every scale must be non-zero")
+    threshold = _number(path, raw, "threshold")
+    if not 0.0 <= threshold <= 1.0:
+        raise UsageError(f"{path}: field 'threshold' is {threshold}; it must be in [0, 1]")
     return Combiner(
-        tuple(raw["features"]),
-        tuple(raw["mean"]),
-        tuple(raw["scale"]),
-        tuple(raw["coef"]),
-        float(raw["intercept"]),
-        float(raw["threshold"]),
-        int(raw.get("max_length", 160)),
-        int(raw.get("window_words", DEFAULT_WINDOW_WORDS)),
-        bool(raw.get("quantize", True)),
+        tuple(features),
+        vectors["mean"],
+        vectors["scale"],
+        vectors["coef"],
+        _number(path, raw, "intercept"),
+        threshold,
+        _count(path, raw, "max_length", 160),
+        _count(path, raw, "window_words", DEFAULT_WINDOW_WORDS),
+        _flag(path, raw, "quantize", True),
     )
+
+
+def _number(path: Path, raw: Mapping[str, Any], key: str) -> float:
+    value = raw.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise UsageError(f"{path}: field '{key}' is {value!r}; a finite number is expected")
+    return float(value)
+
+
+def _numbers(path: Path, raw: Mapping[str, Any], key: str, n: int) -> tuple[float, ...]:
+    value = raw.get(key)
+    if not isinstance(value, list) or len(value) != n:
+        got = f"has {len(value)} values" if isinstance(value, list) else f"is {value!r}"
+        raise UsageError(f"{path}: field '{key}' {got}; one number per feature ({n}) is expected")
+    return tuple(_number(path, {f"{key}[{i}]": v}, f"{key}[{i}]") for i, v in enumerate(value))
+
+
+def _count(path: Path, raw: Mapping[str, Any], key: str, default: int) -> int:
+    value = raw.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UsageError(f"{path}: field '{key}' is {value!r}; a whole number >= 1 is expected")
+    return value
+
+
+def _flag(path: Path, raw: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = raw.get(key, default)
+    if not isinstance(value, bool):
+        raise UsageError(f"{path}: field '{key}' is {value!r}; true or false is expected")
+    return value
 
 
 @dataclass(frozen=True)
@@ -164,10 +204,7 @@ def assess(
 def _cross_encoder(directory: str, quantize: bool) -> tuple[Any, Any]:
     from .crossenc import load_cross_encoder
 
-    try:
-        return load_cross_encoder(directory, quantize=quantize)
-    except OSError as exc:
-        raise BackendError(f"verifier model in {directory}: cannot load: {exc}") from None
+    return load_cross_encoder(directory, quantize=quantize)
 
 
 def _passages_named(idx: Sequence[int]) -> str:

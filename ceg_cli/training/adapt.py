@@ -9,13 +9,21 @@ cross-encoder the corpus's names and wording, not where the decision
 threshold lies). Training is bounded by ``minutes``, checkpoints every few
 minutes, and a run started again with the same arguments resumes. The output
 directory is a complete ``--judge verifier:DIR`` model with a model card.
+
+The card and then ``adapt.json`` are written last, each atomically: until
+``adapt.json`` says the training finished, the folder is a run to continue. A
+run killed at any point is taken up by the same command again (from the
+checkpoint, from the start when only a half-written ``checkpoint.tmp`` is
+there, or, the training done, by writing the card); a folder holding anything
+``ceg judge train`` does not write is refused, and so is ``--out`` naming the
+``--base`` model.
 """
 
 from __future__ import annotations
 
 import json
 import random
-import shutil
+import re
 import sys
 import time
 from collections import Counter
@@ -25,8 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..index.layout import META_FILE
 from ..judges.verifier import COMBINER_FILE, VerifierJudge
-from .crossenc import CHECKPOINT, train_cross_encoder
+from .crossenc import (
+    CHECKPOINT,
+    CHECKPOINT_TMP,
+    TRAINING_FILE,
+    train_cross_encoder,
+    write_atomically,
+)
 from .sources import Pair, split_of
 from .synthetic import Passage, make_pairs
 
@@ -34,6 +49,9 @@ __all__ = ["AdaptResult", "adapt"]
 
 #: Fewer documents than this, and the held-out pairs are split by passage.
 MIN_DOCUMENTS = 20
+CARD_FILE = "MODEL_CARD.md"
+#: Written last: while it does not say the training finished, the run is not done.
+ADAPT_FILE = "adapt.json"
 
 
 @dataclass(frozen=True)
@@ -73,8 +91,8 @@ def adapt(
 ) -> AdaptResult:
     from ..index import open_index
 
-    if out.exists() and any(out.iterdir()) and not (out / CHECKPOINT).exists():
-        raise UsageError(f"--out {out}: already holds files; choose a new directory")
+    check_out(out, index_dir=index_dir, base=base)
+    state = out_state(out)
     base_judge = VerifierJudge(base)
     t0 = time.monotonic()
     with open_index(index_dir) as index:
@@ -109,19 +127,32 @@ def adapt(
         from .dataset import to_examples
 
         out.mkdir(parents=True, exist_ok=True)
-        if (out / CHECKPOINT).exists():
-            log(f"resuming from the checkpoint in {out}")
-        info = train_cross_encoder(
-            to_examples(train),
-            out,
-            base=str(base),
-            max_length=base_judge.combiner.max_length,
-            seed=seed,
-            time_limit_s=minutes * 60,
-            progress=progress,
-            save_partial=True,
-        )
-        shutil.copyfile(base / COMBINER_FILE, out / COMBINER_FILE)
+        if state == FINALISE:
+            info = _finished_training(out, len(train), seed)
+            log(f"training in {out} had finished; writing the model card")
+            (out / CHECKPOINT).unlink(missing_ok=True)
+        else:
+
+            def forget_stale() -> None:
+                # A card or adapt.json left by an earlier stop would describe the old
+                # state while training goes on: they are written again at the end.
+                for name in (CARD_FILE, ADAPT_FILE, CHECKPOINT_TMP):
+                    (out / name).unlink(missing_ok=True)
+
+            if (out / CHECKPOINT).exists():
+                log(f"resuming from the checkpoint in {out}")
+            info = train_cross_encoder(
+                to_examples(train),
+                out,
+                base=str(base),
+                max_length=base_judge.combiner.max_length,
+                seed=seed,
+                time_limit_s=minutes * 60,
+                progress=progress,
+                save_partial=True,
+                on_start=forget_stale,
+            )
+        write_atomically(out / COMBINER_FILE, (base / COMBINER_FILE).read_text(encoding="utf-8"))
         after = _score(VerifierJudge(out), test, embedder.embed)
         log(
             f"after: balanced accuracy {after['balanced_accuracy']:.3f}, "
@@ -132,9 +163,94 @@ def adapt(
     return result
 
 
+#: How ``out_state`` finds ``--out``: nothing there yet, a run to resume (or start
+#: again), or a finished training whose card and adapt.json are still to write.
+NEW, RESUME, FINALISE = "new", "resume", "finalise"
+#: What ``ceg judge train`` writes in ``--out``: the model (config, weights,
+#: tokenizer, combiner), the run's record and checkpoint, the card, temporary files.
+_OWN_FILES = re.compile(
+    r"checkpoint\.(pt|tmp)|training\.json|adapt\.json|MODEL_CARD\.md|combiner\.json"
+    r"|config\.json|model\.safetensors|tokenizer(_config)?\.json|special_tokens_map\.json"
+    r"|vocab\.(txt|json)|merges\.txt|added_tokens\.json|\..+\.tmp"
+)
+#: Files only a run of ``ceg judge train`` leaves: one of them shows a run began here.
+_RUN_FILES = frozenset({CHECKPOINT, CHECKPOINT_TMP, TRAINING_FILE})
+
+
+def check_out(out: Path, *, index_dir: Path, base: Path) -> None:
+    """Refuse an ``--out`` that would overwrite the base model or live inside an index
+    (an index rebuild replaces its folder, and the model with it)."""
+    target = out.expanduser().resolve()
+    if target == base.expanduser().resolve():
+        raise UsageError(
+            f"--out {out}: is the --base model {base}; training writes a new model, "
+            "choose another directory"
+        )
+    index = index_dir.expanduser().resolve()
+    for folder in (target, *target.parents):
+        if folder == index or _is_index(folder):
+            raise UsageError(
+                f"--out {out}: is inside the index {folder}, which a rebuild replaces "
+                "(the model with it); choose a directory outside it"
+            )
+
+
+def _is_index(folder: Path) -> bool:
+    try:
+        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(meta, dict) and "format_version" in meta and "sources" in meta
+
+
+def out_state(out: Path) -> str:
+    """What ``--out`` holds: NEW, RESUME or FINALISE; UsageError when it holds a finished
+    model or files ``ceg judge train`` did not write."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out}: is a file; choose a new directory")
+    names = {p.name for p in out.iterdir()} if out.exists() else set()
+    if not names:
+        return NEW
+    if _says_finished(out / ADAPT_FILE, "training"):
+        raise UsageError(
+            f"--out {out}: already holds files (a finished adapted model); choose a new directory"
+        )
+    foreign = sorted(n for n in names if not _OWN_FILES.fullmatch(n) or (out / n).is_dir())
+    if foreign or not names & _RUN_FILES:
+        shown = foreign[0] if foreign else sorted(names)[0]
+        raise UsageError(
+            f"--out {out}: already holds files that ceg judge train did not write ({shown}); "
+            "choose a new directory"
+        )
+    return FINALISE if _says_finished(out / TRAINING_FILE) else RESUME
+
+
+def _says_finished(path: Path, key: str | None = None) -> bool:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        record = raw[key] if key else raw
+        return record.get("finished") is True
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError):
+        return False
+
+
+def _finished_training(out: Path, n_examples: int, seed: int) -> dict[str, Any]:
+    """The record of a finished training in ``out``, checked to be this run's."""
+    path = out / TRAINING_FILE
+    info: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    made_for = (info.get("n_examples", n_examples), info.get("seed"))
+    if made_for != (n_examples, seed):
+        raise UsageError(
+            f"{path}: made for other training data ({made_for[0]} pairs, seed {made_for[1]}; "
+            f"this run has {n_examples}, seed {seed}): run with the arguments it was made with"
+        )
+    return info
+
+
 def _write_card(
     r: AdaptResult, index_dir: Path, base: Path, kinds: Counter[str], command: str
 ) -> None:
+    """The card, then adapt.json: adapt.json saying finished is the last thing written."""
     t = r.training
     state = (
         "one full pass"
@@ -169,8 +285,9 @@ def _write_card(
         "",
         "Use it with `ceg check ... --judge verifier:" + str(r.out) + "`.",
     ]
-    (r.out / "MODEL_CARD.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    (r.out / "adapt.json").write_text(
+    write_atomically(r.out / CARD_FILE, "\n".join(lines) + "\n")
+    write_atomically(
+        r.out / ADAPT_FILE,
         json.dumps(
             {
                 "pairs_train": r.pairs_train,
@@ -183,5 +300,4 @@ def _write_card(
             indent=2,
         )
         + "\n",
-        encoding="utf-8",
     )

@@ -21,12 +21,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..judges.crossenc import encode
+from ..errors import UsageError
+from ..judges.crossenc import encode, first_line
 
-__all__ = ["ID2LABEL", "train_cross_encoder"]
+__all__ = ["CHECKPOINT", "ID2LABEL", "TRAINING_FILE", "train_cross_encoder", "write_atomically"]
 
 ID2LABEL = {0: "not_entailment", 1: "entailment"}
 CHECKPOINT = "checkpoint.pt"
+#: Where a checkpoint is written before it is renamed to ``CHECKPOINT``.
+CHECKPOINT_TMP = "checkpoint.tmp"
+#: What the training did (steps, whether it finished), written when it stops.
+TRAINING_FILE = "training.json"
 
 
 def train_cross_encoder(
@@ -43,12 +48,14 @@ def train_cross_encoder(
     checkpoint_every_s: float = 300.0,
     progress: Callable[[int, int, float], None] | None = None,
     save_partial: bool = False,
+    on_start: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Train one pass over ``examples`` (claim, window, label); write the model to ``out_dir``.
 
     Returns what was done: steps, examples seen, seconds, whether it finished
     or stopped at ``time_limit_s`` (the checkpoint then lets a later call go on;
-    with ``save_partial`` the model as trained so far is written too).
+    with ``save_partial`` the model as trained so far is written too). ``on_start`` is
+    called once the checkpoint, if any, is found to be this run's, before any step.
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -80,20 +87,40 @@ def train_cross_encoder(
     ckpt = out_dir / CHECKPOINT
     spent = 0.0
     if ckpt.exists():
-        state = torch.load(ckpt, weights_only=False)
-        if state["n_examples"] != len(examples) or state["seed"] != seed:
-            raise ValueError(f"{ckpt}: made for other training data; remove it to start over")
-        model.load_state_dict(state["model"])
-        optim.load_state_dict(state["optim"])
-        sched.load_state_dict(state["sched"])
-        step, spent = state["step"], state["seconds"]
-        torch.set_rng_state(state["rng"])
+        try:
+            state = torch.load(ckpt, weights_only=True)
+            made_for = (state["n_examples"], state["seed"])
+        except Exception as exc:  # noqa: BLE001 - a damaged pickle raises anything
+            if isinstance(exc, MemoryError):
+                raise
+            raise UsageError(
+                f"{ckpt}: not a checkpoint ceg wrote ({first_line(exc)}); remove it to start over"
+            ) from None
+        if made_for != (len(examples), seed):
+            raise UsageError(
+                f"{ckpt}: made for other training data ({made_for[0]} pairs, seed {made_for[1]}; "
+                f"this run has {len(examples)}, seed {seed}): run with the arguments it was "
+                "made with, or remove it to start over"
+            )
+        try:
+            model.load_state_dict(state["model"])
+            optim.load_state_dict(state["optim"])
+            sched.load_state_dict(state["sched"])
+            step, spent = int(state["step"]), float(state["seconds"])
+            torch.set_rng_state(state["rng"])
+        except (KeyError, TypeError, ValueError, RuntimeError) as exc:
+            raise UsageError(
+                f"{ckpt}: not a checkpoint of this model ({first_line(exc)}); remove it to "
+                "start over"
+            ) from None
+    if on_start is not None:
+        on_start()
     model.train()
     start = time.monotonic()
     last_ckpt = start
 
     def save_checkpoint() -> None:
-        tmp = ckpt.with_suffix(".tmp")
+        tmp = out_dir / CHECKPOINT_TMP
         torch.save(
             {
                 "model": model.state_dict(),
@@ -137,12 +164,11 @@ def train_cross_encoder(
         # Half precision on disk (45 MB for MiniLM-L6); loaded back as float32.
         model.half().save_pretrained(out_dir, safe_serialization=True)
         tok.save_pretrained(out_dir)
-    if finished:
-        ckpt.unlink()
     info = {
         "steps": step,
         "steps_total": steps_total,
         "examples_seen": min(len(order), step * batch_size),
+        "n_examples": len(examples),
         "seconds": round(seconds, 1),
         "finished": finished,
         "max_length": max_length,
@@ -150,5 +176,22 @@ def train_cross_encoder(
         "lr": lr,
         "seed": seed,
     }
-    (out_dir / "training.json").write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+    # The record first, the checkpoint after: a run killed in between finds the
+    # training done (training.json) rather than a model with nothing to say so.
+    write_atomically(out_dir / TRAINING_FILE, json.dumps(info, indent=2) + "\n")
+    if finished:
+        ckpt.unlink()
     return info
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` by way of a temporary file and a rename: whole or not at all."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
