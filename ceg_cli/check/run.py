@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, InputError, UsageError
+from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
@@ -45,6 +46,8 @@ class RunSettings:
     max_attempts: int = 2
     #: The LLM that rewrites (``llm:MODEL``); default: the judge, if it is an LLM.
     rewriter: str | None = None
+    #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
+    device: str = "cpu"
 
     @classmethod
     def resolve(
@@ -67,6 +70,7 @@ class RunSettings:
         regenerate: bool = False,
         max_attempts: int = 2,
         rewriter: str | None = None,
+        device: str = "cpu",
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
         ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
@@ -86,6 +90,8 @@ class RunSettings:
             raise UsageError(f"--rewriter {rewriter}: name an LLM, as llm:MODEL")
         if regenerate and max_attempts < 1:
             raise UsageError(f"--max-attempts {max_attempts}: must be at least 1")
+        if device not in DEVICES:
+            raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
         if query not in QUERY_MODES:
             raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
         if resume and out is None:
@@ -108,6 +114,7 @@ class RunSettings:
             regenerate=regenerate,
             max_attempts=max_attempts,
             rewriter=rewriter,
+            device=device,
         )
 
 
@@ -193,7 +200,7 @@ class CheckRun:
         try:
             # The index's model too: one that cannot be loaded, or gives another
             # dimension, fails the run here, before --out is touched.
-            self.index.embedder()
+            self.index.embedder(settings.device)
             # hybrid on an index built before the lexical part: dense, with a warning.
             method, warning = resolve_method(self.index, settings.check.retrieval.method)
         except CegError:

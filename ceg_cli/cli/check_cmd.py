@@ -9,6 +9,8 @@ from typing import Any
 import typer
 
 from .common import (
+    DeviceOption,
+    EmbedDevice,
     IndexOption,
     JudgeOption,
     QueryMode,
@@ -98,6 +100,7 @@ def check_command(
         "not_judged", "--unparsable-as", help="What an LLM reply that cannot be read counts "
         "as (not_judged fails the run, exit 3).",
     ),
+    device: EmbedDevice = DeviceOption,
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
@@ -125,7 +128,8 @@ def check_command(
         rewriter=rewriter,
         judge_options=_judge_options(
             llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value
-        ),
+        ) | {"device": device.value},
+        device=device.value,
     )
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")
@@ -175,8 +179,9 @@ def _judge_options(
     cache_dir: Path | None,
     unparsable_as: str,
 ) -> dict[str, Any]:
-    """What the LLM judge reads; other judges ignore it. The API key is not here:
-    the client reads it from the environment, so it never passes through options."""
+    """What the LLM judge reads; other judges ignore it (they read ``device``). The API
+    key is not here: the client reads it from the environment, so it never passes
+    through options."""
     options: dict[str, Any] = {
         "concurrency": concurrency,
         "temperature": temperature,

@@ -15,6 +15,7 @@ from rich.markup import escape
 from ..check.pipeline import DEFAULT_QUERY, QUERY_MODES
 from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
+from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import UNPARSABLE_CHOICES
 
@@ -71,6 +72,13 @@ RetrievalOption = typer.Option(
     envvar="CEG_RETRIEVAL",
     help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, fused); "
     "the threshold applies to the cosine in every case.",
+)
+EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
+DeviceOption = typer.Option(
+    "auto",
+    "--device",
+    help="Where the models compute (the index's embedder for queries, the verifier's or "
+    "NLI judge's model): auto is CUDA when torch sees one, else the CPU.",
 )
 JudgeOption = typer.Option(
     "offline",

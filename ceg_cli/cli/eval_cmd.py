@@ -17,6 +17,8 @@ import typer
 from rich.console import Console
 
 from .common import (
+    DeviceOption,
+    EmbedDevice,
     JudgeOption,
     QueryMode,
     QueryOption,
@@ -121,6 +123,7 @@ def eval_command(
         None, "--limit", min=1, help="Check only the first N records (default: all).",
         show_default=False,
     ),
+    device: EmbedDevice = DeviceOption,
     quiet: bool = QuietOption,
 ) -> None:
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
@@ -150,7 +153,7 @@ def eval_command(
     _report_bad_rows(dataset, data.bad_rows)
     with cli_progress(quiet) as progress:
         index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
-        checker = create_judge(judge, {})
+        checker = create_judge(judge, {"device": device.value})
         if not quiet:
             err_console.print(
                 f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
@@ -158,6 +161,7 @@ def eval_command(
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
         with open_index(index_dir) as idx:
+            idx.embedder(device.value)
             method, warning = resolve_method(idx, retrieval.value)
             if warning is not None:
                 warn(warning)

@@ -11,9 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..index.embedding import BACKENDS, DEVICES
+from ..index.embedding import BACKENDS
 from ..index.layout import ENGINES
 from .common import (
+    EmbedDevice,
     IndexOption,
     QuietOption,
     RetrievalMode,
@@ -37,7 +38,6 @@ class IndexType(str, Enum):
 app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
-EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
 out_console = Console(highlight=False, soft_wrap=True)
 

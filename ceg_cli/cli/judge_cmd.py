@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from .common import IndexOption, QuietOption, err_console, handle_errors
+from .common import EmbedDevice, IndexOption, QuietOption, err_console, handle_errors
 
 app = typer.Typer(help="Train and inspect verifier judges.", no_args_is_help=True)
 
@@ -31,6 +31,10 @@ def train_command(
         300, "--held-out", min=1, help="Held-out pairs scored before/after."
     ),
     seed: int = typer.Option(0, "--seed", help="Seed for pair generation and training order."),
+    device: EmbedDevice = typer.Option(
+        "auto", "--device", help="Where the model trains and scores: auto is CUDA when "
+        "torch sees one, else the CPU."
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Fine-tune the verifier on synthetic pairs made from INDEX's own passages.
@@ -40,6 +44,7 @@ def train_command(
     an interruption to continue. Use the result with --judge verifier:OUT.
     """
     from ..errors import UsageError
+    from ..index.embedding import resolve_device
     from ..judges.verifier import SHIPPED
     from ..training.adapt import adapt
 
@@ -48,6 +53,7 @@ def train_command(
     base_dir = SHIPPED if base == "verifier" else Path(base).expanduser()
     if not base_dir.is_dir():
         raise UsageError(f"--base {base}: no such model directory")
+    where = resolve_device(device.value)  # before any work: cuda without CUDA is refused
     last = [0.0]
     started = time.monotonic()
 
@@ -76,5 +82,6 @@ def train_command(
         log=log,
         progress=progress,
         command=shlex.join(["ceg", *sys.argv[1:]]),
+        device=where,
     )
     err_console.print(f"wrote {result.out} (model card: {result.out / 'MODEL_CARD.md'})")

@@ -136,11 +136,11 @@ class Index:
     def model_name(self) -> str:
         return str(self.meta["model"]["name"])
 
-    def embedder(self) -> Embedder:
-        """The model the index was built with, loaded once."""
+    def embedder(self, device: str = "cpu") -> Embedder:
+        """The model the index was built with, loaded once (on ``device`` the first time)."""
         if self._embedder is None:
             model = self.meta["model"]
-            embedder = load_embedder(model["name"], backend=query_backend(model))
+            embedder = load_embedder(model["name"], backend=query_backend(model), device=device)
             if embedder.dimension != self.dimension:
                 raise IndexLoadError(
                     f"index at {self.path} has dimension {self.dimension} but model "

@@ -45,8 +45,13 @@ def encode(tok: Any, pairs: Sequence[tuple[str, ...]], max_length: int) -> Any:
     )
 
 
-def load_cross_encoder(path: str | Path, *, quantize: bool = True) -> tuple[Any, Any]:
+def load_cross_encoder(
+    path: str | Path, *, quantize: bool = True, device: str = "cpu"
+) -> tuple[Any, Any]:
     """The tokenizer and model of a trained directory, in float32 (int8 linear layers if asked).
+
+    On ``device`` ``cuda`` the model stays float32 (int8 dynamic quantization is
+    the CPU's) and computes there.
 
     A directory that does not hold a trained two-label cross-encoder (a truncated
     weights file, a sentence-embedding model whose head would be drawn at random)
@@ -79,6 +84,8 @@ def load_cross_encoder(path: str | Path, *, quantize: bool = True) -> tuple[Any,
             "a verifier's cross-encoder has 2 (not_entailment, entailment)"
         )
     model.eval()
+    if device != "cpu":
+        return tok, model.to(device)
     if quantize:
         import warnings
 
@@ -105,13 +112,21 @@ def score_pairs(
     """P(entailment) for each (claim, window) pair, batched by length to limit padding."""
     import torch
 
+    device = next(model.parameters()).device if _has_parameters(model) else torch.device("cpu")
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
     out = [0.0] * len(pairs)
     with torch.inference_mode():
         for b in range(0, len(order), batch_size):
             idx = order[b : b + batch_size]
             enc = encode(tok, [pairs[i] for i in idx], max_length)
+            if device.type != "cpu":
+                enc = {k: v.to(device) for k, v in enc.items()}
             probs = torch.softmax(model(**enc).logits.float(), dim=-1)[:, 1].tolist()
             for i, p in zip(idx, probs):
                 out[i] = float(p)
     return out
+
+
+def _has_parameters(model: Any) -> bool:
+    """Whether ``model`` has float parameters (int8 dynamic layers keep theirs packed)."""
+    return any(True for _ in model.parameters())

@@ -337,6 +337,8 @@ class NliJudge:
                     max_length=self.max_length,
                     return_tensors="pt",
                 )
+                if self.model.device.type != "cpu":
+                    encoded = encoded.to(self.model.device)
                 logits = self.model(**encoded).logits
                 probs = torch.softmax(logits.float(), dim=-1).tolist()
                 for i, p in zip(batch, probs):
@@ -376,7 +378,7 @@ class NliJudge:
 
 
 @lru_cache(maxsize=2)
-def _load(location: str) -> tuple[Any, Any]:
+def _load(location: str, device: str = "cpu") -> tuple[Any, Any]:
     # Loading costs seconds; a test session or an eval over several files
     # loads each model once.
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -415,7 +417,7 @@ def _load(location: str) -> tuple[Any, Any]:
     if model.dtype != torch.float32:
         # Half precision is slow or unsupported for some operations on a CPU.
         model = model.float()
-    model.to("cpu").eval()
+    model.to(device).eval()
     return tokenizer, model
 
 
@@ -423,7 +425,8 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     """Create the judge for ``--judge nli:MODEL``.
 
     Options: ``threshold`` (entailment/contradiction probability, default
-    0.5) and ``batch_size`` (pairs per model call, default 16).
+    0.5), ``batch_size`` (pairs per model call, default 16) and ``device``
+    (``cpu``, ``cuda`` or ``auto``; default ``cpu``).
     """
     threshold = _option(options, "threshold", DEFAULT_THRESHOLD, float, arg)
     batch_size = _option(options, "batch_size", DEFAULT_BATCH_SIZE, int, arg)
@@ -435,7 +438,9 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     if path.exists() and not path.is_dir():
         raise UsageError(f"--judge nli:{arg}: a local model must be a directory")
     location = str(path.resolve()) if path.exists() else arg
-    tokenizer, model = _load(location)
+    from ..index.embedding import resolve_device
+
+    tokenizer, model = _load(location, resolve_device(str(options.get("device", "cpu"))))
     return NliJudge(arg, tokenizer, model, threshold=threshold, batch_size=batch_size)
 
 

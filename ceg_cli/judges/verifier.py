@@ -201,10 +201,10 @@ def assess(
 
 
 @lru_cache(maxsize=2)
-def _cross_encoder(directory: str, quantize: bool) -> tuple[Any, Any]:
+def _cross_encoder(directory: str, quantize: bool, device: str = "cpu") -> tuple[Any, Any]:
     from .crossenc import load_cross_encoder
 
-    return load_cross_encoder(directory, quantize=quantize)
+    return load_cross_encoder(directory, quantize=quantize, device=device)
 
 
 def _passages_named(idx: Sequence[int]) -> str:
@@ -220,16 +220,20 @@ class VerifierJudge:
         "combined with lexical and retrieval features by a calibrated logistic regression"
     )
 
-    def __init__(self, directory: Path, name: str = "verifier", batch_size: int = 32) -> None:
+    def __init__(
+        self, directory: Path, name: str = "verifier", batch_size: int = 32, device: str = "cpu"
+    ) -> None:
         self.directory = directory
         self.name = name
         self.combiner = load_combiner(directory)
         self.batch_size = batch_size
+        #: ``cpu`` or ``cuda`` (resolved: ``--device auto`` is one of them by now).
+        self.device = device
 
     def entailment(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         from .crossenc import score_pairs
 
-        tok, model = _cross_encoder(str(self.directory), self.combiner.quantize)
+        tok, model = _cross_encoder(str(self.directory), self.combiner.quantize, self.device)
         return score_pairs(
             tok, model, pairs, max_length=self.combiner.max_length, batch_size=self.batch_size
         )
@@ -267,14 +271,17 @@ class VerifierJudge:
 
 def create(arg: str, options: Mapping[str, Any]) -> VerifierJudge:
     """Registry factory: ``verifier`` (the shipped model) or ``verifier:DIR``."""
+    from ..index.embedding import resolve_device
+
+    device = resolve_device(str(options.get("device", "cpu")))
     if not arg:
         if not (SHIPPED / COMBINER_FILE).exists():
             raise UsageError(
                 f"the shipped verifier is missing from {SHIPPED}; reinstall ceg, "
                 "or use --judge offline"
             )
-        return VerifierJudge(SHIPPED)
+        return VerifierJudge(SHIPPED, device=device)
     path = Path(arg).expanduser()
     if not path.is_dir():
         raise UsageError(f"--judge verifier:{arg}: no such directory")
-    return VerifierJudge(path.resolve(), name=f"verifier:{arg}")
+    return VerifierJudge(path.resolve(), name=f"verifier:{arg}", device=device)

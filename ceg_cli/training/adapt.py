@@ -88,17 +88,18 @@ def adapt(
     log: Callable[[str], None] = lambda m: print(m, file=sys.stderr),
     progress: Callable[[int, int, float], None] | None = None,
     command: str = "",
+    device: str = "cpu",
 ) -> AdaptResult:
     from ..index import open_index
 
     check_out(out, index_dir=index_dir, base=base)
     state = out_state(out)
-    base_judge = VerifierJudge(base)
+    base_judge = VerifierJudge(base, device=device)
     t0 = time.monotonic()
     with open_index(index_dir) as index:
         passages = (Passage(c.doc_id, c.title, c.text) for c in index.iter_chunks())
         pairs = list(make_pairs(passages, seed=seed, source="corpus"))
-        embedder = index.embedder()
+        embedder = index.embedder(device)
         if not pairs:
             raise UsageError(f"{index_dir}: no passage has a sentence to make training pairs from")
         rng = random.Random(seed)
@@ -151,9 +152,10 @@ def adapt(
                 progress=progress,
                 save_partial=True,
                 on_start=forget_stale,
+                device=device,
             )
         write_atomically(out / COMBINER_FILE, (base / COMBINER_FILE).read_text(encoding="utf-8"))
-        after = _score(VerifierJudge(out), test, embedder.embed)
+        after = _score(VerifierJudge(out, device=device), test, embedder.embed)
         log(
             f"after: balanced accuracy {after['balanced_accuracy']:.3f}, "
             f"nonfactual AUC-PR {after['auc_pr_nonfactual']:.3f}"

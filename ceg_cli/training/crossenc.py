@@ -49,6 +49,7 @@ def train_cross_encoder(
     progress: Callable[[int, int, float], None] | None = None,
     save_partial: bool = False,
     on_start: Callable[[], None] | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """Train one pass over ``examples`` (claim, window, label); write the model to ``out_dir``.
 
@@ -56,6 +57,7 @@ def train_cross_encoder(
     or stopped at ``time_limit_s`` (the checkpoint then lets a later call go on;
     with ``save_partial`` the model as trained so far is written too). ``on_start`` is
     called once the checkpoint, if any, is found to be this run's, before any step.
+    ``device``: ``cpu`` or ``cuda`` (resolved), where the model trains.
     """
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -70,7 +72,7 @@ def train_cross_encoder(
         label2id={v: k for k, v in ID2LABEL.items()},
         local_files_only=True,
         dtype=torch.float32,
-    )
+    ).to(device)
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
     steps_total = (len(order) + batch_size - 1) // batch_size
@@ -88,7 +90,7 @@ def train_cross_encoder(
     spent = 0.0
     if ckpt.exists():
         try:
-            state = torch.load(ckpt, weights_only=True)
+            state = torch.load(ckpt, weights_only=True, map_location="cpu")
             made_for = (state["n_examples"], state["seed"])
         except Exception as exc:  # noqa: BLE001 - a damaged pickle raises anything
             if isinstance(exc, MemoryError):
@@ -143,8 +145,9 @@ def train_cross_encoder(
             finished = False
             break
         idx = order[step * batch_size : (step + 1) * batch_size]
-        batch = encode(tok, [examples[i][:2] for i in idx], max_length)
-        labels = torch.tensor([examples[i][2] for i in idx])
+        batch = {k: v.to(device) for k, v in
+                 encode(tok, [examples[i][:2] for i in idx], max_length).items()}
+        labels = torch.tensor([examples[i][2] for i in idx], device=device)
         loss = model(**batch, labels=labels).loss
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
