@@ -375,3 +375,44 @@ def test_the_command_builds_on_ray_with_the_real_model(
     info = subprocess.run([ceg, "index", "info", "--index", str(target)], capture_output=True,
                           text=True, timeout=120)
     assert re.search(r"^build engine +ray, 1 worker +$", info.stdout, re.M), info.stdout
+
+
+class SlowHashEmbedder(HashEmbedder):
+    """The fake model, a tenth of a second per call: a range takes long enough to watch."""
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        time.sleep(0.1)
+        return super().embed(texts)
+
+
+class RecordedCounter:
+    def __init__(self) -> None:
+        self.updates: list[int] = []
+
+    def update(self, n: int = 1) -> None:
+        self.updates.append(n)
+
+
+class RecordedProgress:
+    def __init__(self) -> None:
+        self.counters: dict[str, RecordedCounter] = {}
+
+    def counter(self, label: str, unit: str, total: int | None = None) -> RecordedCounter:
+        return self.counters.setdefault(label, RecordedCounter())
+
+
+def test_passages_embedded_inside_a_range_are_shown_as_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ceg_cli.index.ray_engine
+
+    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(ceg_cli.index.ray_engine, "PROGRESS_EVERY_S", 0.1)
+    docs = documents(tmp_path / "docs.jsonl", 60, "P")  # one range: far below RANGE_BYTES
+    progress = RecordedProgress()
+    report = build_index([docs], tmp_path / "ray", BuildOptions(engine="ray", workers=1),
+                         embedder=SlowHashEmbedder(), progress=progress)
+    embedded = progress.counters["embedded"].updates
+    assert progress.counters["pages read"].updates == [60]  # the one range, when it ended
+    assert len(embedded) >= 3, embedded  # and passages while it ran
+    assert sum(embedded) == report.chunks == 60

@@ -26,6 +26,7 @@ import logging
 import math
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,8 @@ MAX_RESTARTS = 3
 IN_FLIGHT_PER_WORKER = 2
 #: Seconds the workers have to start (scheduling, loading the model).
 START_TIMEOUT_S = 600.0
+#: Seconds between asking the workers how far they are inside their ranges.
+PROGRESS_EVERY_S = 2.0
 
 
 def require_ray() -> Any:
@@ -89,11 +92,16 @@ class RangeSettings:
 
 
 def embed_range(
-    part: SourceRange, key: str, embedder: Embedder, settings: RangeSettings
+    part: SourceRange,
+    key: str,
+    embedder: Embedder,
+    settings: RangeSettings,
+    on_embedded: Callable[[int], None] | None = None,
 ) -> RangeResult:
     """Read, chunk and embed one range: a worker's job (callable without Ray too).
 
-    ``key`` is the source's name in the index (its resolved path on the driver).
+    ``key`` is the source's name in the index (its resolved path on the driver);
+    ``on_embedded`` gets the passages embedded so far after each embedding call.
     """
     host = socket.gethostname()
     if not Path(part.path).exists():
@@ -111,6 +119,8 @@ def embed_range(
         result.embed_seconds += time.perf_counter() - t0
         result.rows.extend(chunk_row(c, key) for c in batch)
         batch.clear()
+        if on_embedded is not None:
+            on_embedded(len(result.rows))
 
     try:
         for doc in read_part(part, namespaces=settings.namespaces,
@@ -133,12 +143,24 @@ def embed_range(
 
 
 class Worker:
-    """The Ray actor (``ray.remote(Worker)``): one model, loaded once, many ranges."""
+    """The Ray actor (``ray.remote(Worker)``): one model, loaded once, many ranges.
+
+    It runs with a thread per range in flight and one more
+    (``max_concurrency``): ranges still embed one at a time (a lock), and the
+    spare thread answers ``progress`` meanwhile, so the driver can show
+    passages embedded inside ranges that take minutes.
+    """
 
     def __init__(self, model: Embedder | dict[str, Any]) -> None:
         # A dict: load_embedder's arguments (the CLI); else a model object
         # shipped by value (tests' fake model, a notebook's own embedder).
         self.embedder = load_embedder(**model) if isinstance(model, dict) else model
+        #: Range number -> passages embedded so far, for the range being embedded.
+        self.embedded: dict[int, int] = {}
+        self._one_at_a_time = threading.Lock()
+
+    def progress(self) -> dict[int, int]:
+        return dict(self.embedded)
 
     def where(self) -> dict[str, Any]:
         import ray
@@ -146,8 +168,17 @@ class Worker:
         return {"host": socket.gethostname(), "node": ray.get_runtime_context().get_node_id(),
                 "pid": os.getpid()}
 
-    def run(self, part: SourceRange, key: str, settings: RangeSettings) -> RangeResult:
-        return embed_range(part, key, self.embedder, settings)
+    def run(
+        self, part: SourceRange, key: str, settings: RangeSettings, number: int = -1
+    ) -> RangeResult:
+        def note(done: int) -> None:
+            self.embedded[number] = done
+
+        with self._one_at_a_time:
+            try:
+                return embed_range(part, key, self.embedder, settings, note)
+            finally:
+                self.embedded.pop(number, None)
 
 
 def fill_on_ray(
@@ -176,8 +207,16 @@ def fill_on_ray(
         actors = _start_workers(ray, model, options.workers, report)
         warn = on_warning or (lambda _message: None)
         next_id = work.position["next_id"]
+        shown: dict[int, int] = {}  # range -> passages counted as embedded before it ended
+
+        def in_flight(progress: dict[int, int]) -> None:
+            for number, done in progress.items():
+                if done > shown.get(number, 0):
+                    bars.embedded.update(done - shown.get(number, 0))
+                    shown[number] = done
+
         for number, result in _in_order(ray, actors, plan, keys, settings,
-                                        work.position.get("range", 0)):
+                                        work.position.get("range", 0), in_flight):
             part = plan[number]
             for message in (*part.warnings, *result.warnings):
                 warn(message)
@@ -192,7 +231,7 @@ def fill_on_ray(
             report.embed_seconds += result.embed_seconds
             bars.pages.update(result.documents)
             bars.passages.update(result.chunks)
-            bars.embedded.update(result.chunks)
+            bars.embedded.update(result.chunks - shown.pop(number, 0))
             if part.kind != "folder":  # dumps and JSONL files count bytes against their size
                 bars.read.update(part.size)
             if work.pending >= shard_passages:
@@ -214,8 +253,13 @@ def _in_order(
     keys: list[str],
     settings: RangeSettings,
     first: int,
+    on_progress: Callable[[dict[int, int]], None] | None = None,
 ) -> Any:
-    """(range number, result) from ``first`` on, in order, with a bounded number in flight."""
+    """(range number, result) from ``first`` on, in order, with a bounded number in flight.
+
+    While none finishes, the workers are asked every ``PROGRESS_EVERY_S`` what
+    they embedded so far (range number -> passages), for ``on_progress``.
+    """
     limit = IN_FLIGHT_PER_WORKER * len(actors)
     load = [0] * len(actors)
     running: dict[Any, tuple[int, int]] = {}  # object ref -> (range, actor)
@@ -225,15 +269,36 @@ def _in_order(
         while number not in finished:
             while submit < len(plan) and len(running) + len(finished) < limit:
                 actor = load.index(min(load))
-                ref = actors[actor].run.remote(plan[submit], keys[plan[submit].source], settings)
+                ref = actors[actor].run.remote(plan[submit], keys[plan[submit].source], settings,
+                                               submit)
                 running[ref] = (submit, actor)
                 load[actor] += 1
                 submit += 1
-            ready, _ = ray.wait(list(running), num_returns=1)
+            ready, _ = ray.wait(list(running), num_returns=1,
+                                timeout=PROGRESS_EVERY_S if on_progress else None)
+            if not ready:
+                if on_progress is not None:
+                    _report_progress(ray, actors, on_progress)
+                continue
             done, actor = running.pop(ready[0])
             load[actor] -= 1
             finished[done] = _get(ray, ready[0])
         yield number, finished.pop(number)
+
+
+def _report_progress(
+    ray: Any, actors: list[Any], on_progress: Callable[[dict[int, int]], None]
+) -> None:
+    """Ask every worker what it has embedded of its current range; a silent one is skipped."""
+    asked = [a.progress.remote() for a in actors]
+    ready, _ = ray.wait(asked, num_returns=len(asked), timeout=PROGRESS_EVERY_S)
+    merged: dict[int, int] = {}
+    for ref in ready:
+        try:
+            merged.update(ray.get(ref))
+        except Exception:  # noqa: BLE001 - a restarting worker: its range reports later
+            continue
+    on_progress(merged)
 
 
 def _get(ray: Any, ref: Any) -> Any:
@@ -313,7 +378,10 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
         model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
     places = _placements(ray, workers, resources, gpus)
     restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
-    actors = [ray.remote(Worker).options(**place, **restarts).remote(model) for place in places]
+    # A thread per range in flight (they take turns) and one for ``Worker.progress``.
+    threads = {"max_concurrency": IN_FLIGHT_PER_WORKER + 1}
+    actors = [ray.remote(Worker).options(**place, **restarts, **threads).remote(model)
+              for place in places]
     probes = [a.where.remote() for a in actors]
     ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
     if len(ready) < len(probes):
