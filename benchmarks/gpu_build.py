@@ -1,0 +1,203 @@
+"""The real ``ceg index build`` on whatever device is here, beside the model's raw rate.
+
+    .venv/bin/python benchmarks/gpu_build.py [--passages 300000] [--device auto]
+        [--no-sample] [--workdir DIR]
+
+What issue 25 asks to be measured on a GPU machine (and what this machine's
+CPU gives, for comparison):
+
+1. **A generated corpus** of ``--passages`` passages (``million_build``'s
+   generator: ~300-word documents of sentences drawn from the sample dump's
+   articles, JSONL), built by ``ceg index build --device D`` in its own
+   process: wall time and passages/s, CPU use (user and system seconds over
+   wall seconds, from ``getrusage`` of the child), peak memory (``VmHWM``
+   sampled every 0.2 s), and, on CUDA where ``nvidia-smi`` answers, the share
+   of samples in which the GPU was busy (its mean ``utilization.gpu``).
+2. **The model alone, same device, same run**: the built index's passages
+   (as embedded: "Title. text") through the same model's ``embed`` in one
+   call, in its own process: passages/s. The build's rate over this one is the
+   share of the model's speed the pipeline around it delivers.
+3. **The sample dump** (``sample_data/enwiki-sample.xml.bz2``), built the
+   same way, unless ``--no-sample``.
+
+Writes ``results/gpu_build.json`` (``--results NAME`` for another name), with
+the device, torch version and core count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (  # noqa: E402
+    ENWIKI_SAMPLE,
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    watch,
+    write_results,
+)
+from million_build import make_corpus  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+CEG = [str(Path(sys.executable).with_name("ceg"))]
+
+ENCODE_CHILD = r"""
+import json, sqlite3, sys, time
+from ceg_cli.index.embedding import load_embedder
+index, device, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+db = sqlite3.connect(f"file:{index}/chunks.sqlite?mode=ro", uri=True)
+texts = [f"{t}. {x}" if t else x for t, x in db.execute(
+    "SELECT title, text FROM chunks ORDER BY id LIMIT ?", (limit,))]
+embedder = load_embedder(None, device=device, batch_size=512)
+embedder.embed(texts[:512])  # warm-up: first calls pay for kernels and allocation
+t0 = time.perf_counter()
+embedder.embed(texts)
+seconds = time.perf_counter() - t0
+print(json.dumps({"passages": len(texts), "seconds": seconds, "device": embedder.device}))
+"""
+
+
+class GpuSampler:
+    """``nvidia-smi``'s GPU utilisation every half second, while a build runs."""
+
+    def __init__(self) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.available = shutil.which("nvidia-smi") is not None
+
+    def __enter__(self) -> GpuSampler:
+        if self.available:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self.available:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            try:
+                out = subprocess.run(
+                    ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                    capture_output=True, text=True, timeout=5, check=True,
+                ).stdout.split()
+                self.samples.append(float(out[0]))
+            except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+                return
+
+    def summary(self) -> dict[str, Any] | None:
+        if not self.samples:
+            return None
+        busy = sum(1 for s in self.samples if s > 0) / len(self.samples)
+        return {"samples": len(self.samples), "busy_share": round(busy, 3),
+                "mean_utilization": round(sum(self.samples) / len(self.samples), 1)}
+
+
+def build(source: Path, index: Path, device: str) -> dict[str, Any]:
+    """``ceg index build SOURCE`` in its own process: rate, CPU use, peak memory, GPU use."""
+    shutil.rmtree(index, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with GpuSampler() as gpu:
+        proc = subprocess.Popen([*CEG, "index", "build", str(source), "--index", str(index),
+                                 "--device", device, "--quiet"], cwd=REPO)
+        code, peak_kib, _anon = watch(proc)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if code != 0:
+        raise SystemExit(f"ceg index build {source} exited {code}")
+    meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
+    passages = int(meta["counts"]["chunks"])
+    user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
+    return {
+        "source": str(source),
+        "passages": passages,
+        "seconds": round(wall, 1),
+        "passages_per_s": round(passages / wall, 1),
+        "cpu_user_s": round(user, 1),
+        "cpu_system_s": round(system, 1),
+        "cpu_use": round((user + system) / wall, 2),
+        "peak_rss_mib": round(peak_kib / 1024),
+        "gpu": gpu.summary(),
+        "index_type": meta["faiss"].get("index_type", "flat"),
+    }
+
+
+def encode_alone(index: Path, device: str, limit: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", ENCODE_CHILD, str(index), device, str(limit)],
+                         capture_output=True, text=True, check=True, cwd=REPO)
+    raw = json.loads(out.stdout.strip().splitlines()[-1])
+    raw["passages_per_s"] = round(raw["passages"] / raw["seconds"], 1)
+    raw["seconds"] = round(raw["seconds"], 1)
+    return raw
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--passages", type=int, default=300_000)
+    ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
+    ap.add_argument("--no-sample", action="store_true", help="skip the sample dump")
+    ap.add_argument("--encode-limit", type=int, default=100_000,
+                    help="passages for the model-alone rate, at most")
+    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--results", default="gpu_build")
+    args = ap.parse_args()
+    import torch
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="ceg-gpu-build-"))
+    work.mkdir(parents=True, exist_ok=True)
+    docs = work / "docs.jsonl"
+    if not docs.exists():
+        log(f"writing a corpus of about {args.passages:,} passages to {docs}")
+        make_corpus(docs, args.passages, seed=0)
+    runs: dict[str, Any] = {}
+    log("building the generated corpus")
+    runs["generated"] = build(docs, work / "index-generated", args.device)
+    log("the model alone on the same passages")
+    runs["generated"]["model_alone"] = encode_alone(work / "index-generated", args.device,
+                                                    args.encode_limit)
+    if not args.no_sample:
+        log("building the sample dump")
+        runs["sample"] = build(ENWIKI_SAMPLE, work / "index-sample", args.device)
+    for run in runs.values():
+        alone = run.get("model_alone")
+        if alone:
+            run["build_over_model"] = round(run["passages_per_s"] / alone["passages_per_s"], 3)
+    report = {
+        "command": command_line(),
+        "environment": environment(),
+        "device": args.device,
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "torch": torch.__version__,
+        "cores": os.cpu_count(),
+        "runs": runs,
+    }
+    write_results(args.results, report)
+    rows = [[name, f"{r['passages']:,}", f"{r['seconds']:.0f}", f"{r['passages_per_s']:,.0f}",
+             f"{r['model_alone']['passages_per_s']:,.0f}" if "model_alone" in r else "",
+             f"{r['cpu_use'] * 100:.0f} %", f"{r['peak_rss_mib']:,}",
+             f"{r['gpu']['busy_share'] * 100:.0f} %" if r["gpu"] else "n/a"]
+            for name, r in runs.items()]
+    print(f"device {report['cuda'] or 'cpu'}, torch {report['torch']}, {report['cores']} cores\n")
+    print(markdown_table(["corpus", "passages", "s", "build passages/s", "model alone /s",
+                          "CPU use", "peak MiB", "GPU busy"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
