@@ -237,8 +237,9 @@ class DeletesAtFirstCall(HashEmbedder):
 
 def test_the_options_that_go_with_ray_alone_are_refused_without_it(tmp_path: Path) -> None:
     docs = documents(tmp_path / "docs.jsonl", 3, "D")
-    with pytest.raises(UsageError, match="--ray-address and --workers go with --engine ray"):
-        build_index([docs], tmp_path / "index", BuildOptions(workers=2), embedder=HashEmbedder())
+    with pytest.raises(UsageError, match="--ray-address goes with --engine ray"):
+        build_index([docs], tmp_path / "index", BuildOptions(ray_address="ray://h:1"),
+                    embedder=HashEmbedder())
     with pytest.raises(UsageError, match="--engine spark: expected one of local, ray"):
         build_index([docs], tmp_path / "index", BuildOptions(engine="spark"),
                     embedder=HashEmbedder())

@@ -136,7 +136,8 @@ def build(
         "--workers",
         min=1,
         help="With --engine ray: how many workers load the model and embed (default: one "
-        "per GPU of the cluster, else one per node with CPUs).",
+        "per GPU of the cluster, else one per node with CPUs). With --engine local: "
+        "processes that read and chunk while this one embeds (default: 1, in a thread).",
         show_default=False,
     ),
     quiet: bool = QuietOption,

@@ -155,7 +155,7 @@ def _build(
     plan = (
         plan_ranges(todo, follow_symlinks=options.follow_symlinks,
                     multistream_index=options.multistream_index)
-        if options.engine == "ray" else None
+        if _uses_ranges(options) else None
     )
     manifest = _manifest(todo, kinds, digests, options, embedder, old_meta, replaced_keys, plan)
     kept_sources = [s for s in old_sources if s["path"] not in replaced_keys]
@@ -417,8 +417,8 @@ def _check_engine(options: BuildOptions) -> None:
         require_ray()
         if options.ray_address:
             check_reachable(options.ray_address)
-    elif options.ray_address or options.workers:
-        raise UsageError("--ray-address and --workers go with --engine ray")
+    elif options.ray_address:
+        raise UsageError("--ray-address goes with --engine ray")
 
 
 #: What an index directory may hold for a build to replace it: the index's own
@@ -452,6 +452,11 @@ def _check_target(target: Path) -> None:
             f"({', '.join(foreign[:3])}), which a build would replace with the index; "
             "move them out, or choose another directory"
         )
+
+
+def _uses_ranges(options: BuildOptions) -> bool:
+    """Whether the build cuts its sources into ranges: on Ray, or with reader processes."""
+    return options.engine == "ray" or (options.workers or 1) > 1
 
 
 def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
@@ -522,7 +527,9 @@ def _fill(
     """Stream every source in ``todo`` into ``work``, from where it stands, in shards.
 
     With a ``plan`` (``--engine ray``), Ray workers read and embed its ranges,
-    each loading ``model`` (load_embedder's arguments, or a model object).
+    each loading ``model`` (load_embedder's arguments, or a model object);
+    with ``--engine local --workers N`` (N > 1), N processes read its ranges and
+    this one embeds them (``pool_engine``).
     """
     per_source: dict[str, dict[str, Any]] = {}
     for path in todo:
@@ -542,7 +549,12 @@ def _fill(
     files = sum(s["size"] for s in per_source.values() if s["kind"] in READ_COUNTED)
     bars = BuildCounters(progress, files)
     shard_passages = options.shard_passages or SHARD_PASSAGES
-    if plan is not None:
+    if plan is not None and options.engine == "local":
+        from .pool_engine import fill_with_readers
+
+        fill_with_readers(plan, per_source, [str(p.resolve()) for p in todo], options, embedder,
+                          work, report, on_warning, bars, shard_passages, EMBED_CALL_SIZE)
+    elif plan is not None:
         from .ray_engine import RangeSettings, fill_on_ray
 
         settings = RangeSettings(options.chunk_words, options.namespaces, options.embed_text,

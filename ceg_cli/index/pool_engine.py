@@ -1,0 +1,135 @@
+"""The single-machine engine with reader processes (``--engine local --workers N``).
+
+The single-machine build reads, cleans and chunks in one thread beside the
+model; on a fast model (a GPU) that thread is the limit. With ``--workers N``
+(N > 1) the sources are cut into the ranges a Ray build uses
+(``corpus.ranges``), N processes read and chunk them, and this process embeds
+their passages in range order, a range's passages in calls of ``call_size``
+cut after whole documents, as a Ray worker does, and commits shards after
+whole ranges: ``--resume`` goes on from the first range not committed (the
+manifest records the plan). The index holds the same passages, in the same
+order, as a one-worker build; vectors can differ in the last float bits,
+since embedding calls are cut per range (as on Ray).
+
+The processes are started with ``spawn``: they import the corpus readers,
+not torch, and never share the model's threads.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from ..corpus.ranges import SourceRange, read_part
+from ..types import Chunk
+from .buildwork import BuildWork, chunk_row, source_counts
+from .chunking import chunk_or_skip
+from .embedding import Embedder
+from .layout import embed_text
+
+__all__ = ["fill_with_readers", "read_range"]
+
+#: Ranges read ahead per process: one being read, one waiting for the model.
+AHEAD_PER_WORKER = 2
+
+
+def read_range(
+    part: SourceRange, namespaces: frozenset[int], chunk_words: int
+) -> tuple[list[list[Chunk]], list[str]]:
+    """The passages of one range, grouped by document, and the warnings met (a process's job)."""
+    warnings: list[str] = []
+    documents = []
+    for doc in read_part(part, namespaces=namespaces, on_warning=warnings.append):
+        chunks = chunk_or_skip(doc, chunk_words, warnings.append)
+        if chunks is not None:
+            documents.append(chunks)
+    return documents, warnings
+
+
+def fill_with_readers(
+    plan: list[SourceRange],
+    per_source: dict[str, dict[str, Any]],
+    keys: list[str],
+    options: Any,
+    embedder: Embedder,
+    work: BuildWork,
+    report: Any,
+    on_warning: Callable[[str], None] | None,
+    bars: Any,
+    shard_passages: int,
+    call_size: int,
+) -> None:
+    """Embed the ranges of ``plan`` not yet committed in ``work``, read by ``options.workers``.
+
+    ``keys[i]`` names source ``i`` in the index; ``per_source`` (by key) gets
+    each source's counts.
+    """
+    warn = on_warning or (lambda _message: None)
+    workers = int(options.workers)
+    report.workers = workers
+    next_id = work.position["next_id"]
+    submit = work.position.get("range", 0)
+    pool = ProcessPoolExecutor(max_workers=workers,
+                               mp_context=multiprocessing.get_context("spawn"))
+    ahead: deque[tuple[int, Future[Any]]] = deque()
+    try:
+        while True:
+            while submit < len(plan) and len(ahead) < AHEAD_PER_WORKER * workers:
+                read = pool.submit(read_range, plan[submit], options.namespaces,
+                                   options.chunk_words)
+                ahead.append((submit, read))
+                submit += 1
+            if not ahead:
+                break
+            number, read = ahead.popleft()
+            documents, warnings = read.result()
+            part = plan[number]
+            for message in (*part.warnings, *warnings):
+                warn(message)
+            key = keys[part.source]
+            batch: list[Chunk] = []
+            chunks = 0
+            for doc_chunks in documents:
+                batch.extend(doc_chunks)
+                chunks += len(doc_chunks)
+                if len(batch) >= call_size:
+                    next_id = _embed(batch, key, options, embedder, work, report, bars, next_id)
+                    batch = []
+            if batch:
+                next_id = _embed(batch, key, options, embedder, work, report, bars, next_id)
+            stats = per_source[key]
+            stats["documents"] += len(documents)
+            stats["chunks"] += chunks
+            bars.pages.update(len(documents))
+            bars.passages.update(chunks)
+            if part.kind != "folder":  # dumps and JSONL files count bytes against their size
+                bars.read.update(part.size)
+            if work.pending >= shard_passages:
+                work.commit({
+                    "engine": "local", "range": number + 1, "next_id": next_id,
+                    "kept": work.position["kept"], "sources": source_counts(per_source),
+                })
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _embed(
+    batch: list[Chunk],
+    key: str,
+    options: Any,
+    embedder: Embedder,
+    work: BuildWork,
+    report: Any,
+    bars: Any,
+    next_id: int,
+) -> int:
+    t0 = time.perf_counter()
+    vectors = embedder.embed([embed_text(c, options.embed_text) for c in batch])
+    report.embed_seconds += time.perf_counter() - t0
+    work.add(vectors, ((next_id + i, *chunk_row(c, key)) for i, c in enumerate(batch)))
+    bars.embedded.update(len(batch))
+    return next_id + len(batch)
