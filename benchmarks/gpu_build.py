@@ -13,6 +13,8 @@ CPU gives, for comparison):
    wall seconds, from ``getrusage`` of the child), peak memory (``VmHWM``
    sampled every 0.2 s), and, on CUDA where ``nvidia-smi`` answers, the share
    of samples in which the GPU was busy (its mean ``utilization.gpu``).
+   With ``--workers 1 8`` it is built once per reader setting (``--workers``
+   of ``ceg index build``: 1 is the reading thread, N > 1 reader processes).
 2. **The model alone, same device, same run**: the built index's passages
    (as embedded: "Title. text") through the same model's ``embed`` in one
    call, in its own process: passages/s. The build's rate over this one is the
@@ -108,14 +110,15 @@ class GpuSampler:
                 "mean_utilization": round(sum(self.samples) / len(self.samples), 1)}
 
 
-def build(source: Path, index: Path, device: str) -> dict[str, Any]:
+def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str, Any]:
     """``ceg index build SOURCE`` in its own process: rate, CPU use, peak memory, GPU use."""
     shutil.rmtree(index, ignore_errors=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with GpuSampler() as gpu:
+        readers = ["--workers", str(workers)] if workers > 1 else []
         proc = subprocess.Popen([*CEG, "index", "build", str(source), "--index", str(index),
-                                 "--device", device, "--quiet"], cwd=REPO)
+                                 "--device", device, *readers, "--quiet"], cwd=REPO)
         code, peak_kib, _anon = watch(proc)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -126,6 +129,7 @@ def build(source: Path, index: Path, device: str) -> dict[str, Any]:
     user, system = after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime
     return {
         "source": str(source),
+        "reader_processes": workers,
         "passages": passages,
         "seconds": round(wall, 1),
         "passages_per_s": round(passages / wall, 1),
@@ -156,6 +160,9 @@ def main() -> int:
                     help="passages for the model-alone rate, at most")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--results", default="gpu_build")
+    ap.add_argument("--workers", type=int, nargs="+", default=[1],
+                    help="reader settings to build the generated corpus with (1: a thread; "
+                    "N > 1: N reader processes), each its own run")
     args = ap.parse_args()
     import torch
 
@@ -166,11 +173,15 @@ def main() -> int:
         log(f"writing a corpus of about {args.passages:,} passages to {docs}")
         make_corpus(docs, args.passages, seed=0)
     runs: dict[str, Any] = {}
-    log("building the generated corpus")
-    runs["generated"] = build(docs, work / "index-generated", args.device)
-    log("the model alone on the same passages")
-    runs["generated"]["model_alone"] = encode_alone(work / "index-generated", args.device,
-                                                    args.encode_limit)
+    alone: dict[str, Any] | None = None
+    for workers in args.workers:
+        name = "generated" if workers == 1 else f"generated, {workers} readers"
+        log(f"building the generated corpus ({name})")
+        runs[name] = build(docs, work / "index-generated", args.device, workers)
+        if alone is None:
+            log("the model alone on the same passages")
+            alone = encode_alone(work / "index-generated", args.device, args.encode_limit)
+        runs[name]["model_alone"] = alone
     if not args.no_sample:
         log("building the sample dump")
         runs["sample"] = build(ENWIKI_SAMPLE, work / "index-sample", args.device)
