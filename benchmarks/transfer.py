@@ -31,6 +31,10 @@ Designs:
   the other domains.
 - ``mean-lodo``: the mean of the lexical score and the entailment
   probability, threshold fitted on the other domains.
+- ``*-synthcal``: the lexical score, the entailment, or the refitted logistic
+  regression with its cut fitted, label-free, on synthetic pairs made from the
+  scored domain's own evidence (``training.synthetic``, as ``ceg judge train``
+  makes them from an index): per-corpus calibration without labels.
 
 The cross-encoder itself was trained on the train split of most of these
 domains; the pairs scored here are their validation split (BEGIN and
@@ -164,6 +168,33 @@ def features(pairs: list[Pair], model: Path, window_words: int) -> np.ndarray:
                                 window_words=window_words))
 
 
+def synthetic_pairs(pairs: list[Pair], limit: int, seed: int) -> list[Pair]:
+    """Label-free pairs made from a domain's own evidence (what ``ceg judge train`` makes).
+
+    The evidence texts, cut into ~100-word passages as the index builder cuts
+    them, go through ``training.synthetic.make_pairs``: a sentence against its
+    passage (supported) and copies with a number, a name, a negation changed or
+    against another passage (not). No label of the domain is read.
+    """
+    from ceg_cli.index.chunking import chunk_document
+    from ceg_cli.training.synthetic import Passage, make_pairs
+    from ceg_cli.types import Document
+
+    seen: dict[str, int] = {}
+    passages = []
+    for p in pairs:
+        if p.evidence in seen:
+            continue
+        seen[p.evidence] = n = len(seen)
+        for chunk in chunk_document(Document(f"e{n}", "", p.evidence)):
+            passages.append(Passage(f"e{n}", "", chunk.text))
+    made = list(make_pairs(passages, seed=seed, source="synthetic"))
+    rng = np.random.default_rng(seed)
+    if len(made) > limit:
+        made = [made[i] for i in sorted(rng.choice(len(made), limit, replace=False).tolist())]
+    return made
+
+
 # --------------------------------------------------------------------------- designs
 
 
@@ -254,6 +285,15 @@ def mean_score(X: np.ndarray) -> np.ndarray:
     return 0.5 * (lexical_score(X) + entailment(X))
 
 
+#: Designs whose cut is fitted on synthetic pairs of the scored domain's own evidence:
+#: (score function, the design that fits the score, if any, without the domain).
+SYNTH_CALIBRATED: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray] | None]] = {
+    "lexical-synthcal": ("lexical", lexical_score),
+    "cross-encoder-synthcal": ("cross-encoder", entailment),
+    "logreg-synthcal": ("logreg", None),
+}
+
+
 def designs(model: Path) -> dict[str, Design]:
     return {
         "lexical": fixed(lexical_score, 0.5),
@@ -304,16 +344,37 @@ def pairwise(p: np.ndarray) -> float:
 
 
 def protocol(X: np.ndarray, y: np.ndarray, domains: np.ndarray,
-             candidates: dict[str, Design]) -> dict[str, dict[str, Any]]:
-    """Each design on each domain, fitted on the other fitted-on domains only."""
+             candidates: dict[str, Design],
+             synthetic: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+             ) -> dict[str, dict[str, Any]]:
+    """Each design on each domain, fitted on the other fitted-on domains only.
+
+    With ``synthetic`` (domain -> features, labels of its synthetic pairs), the
+    ``SYNTH_CALIBRATED`` designs take their cut from the scored domain's own
+    synthetic pairs: the calibration a user gets per index without labels.
+    """
     fitted_on = np.array([d in DOMAINS for d in domains.tolist()])
     out: dict[str, dict[str, Any]] = {}
-    for name, design in candidates.items():
+    all_designs: dict[str, Any] = dict(candidates)
+    if synthetic is not None:
+        all_designs.update({name: None for name in SYNTH_CALIBRATED})
+    for name, design in all_designs.items():
         per: dict[str, Any] = {}
         for domain in ALL:
             here = domains == domain
             rest = fitted_on & ~here
-            score, cut = design(X[rest], y[rest], domains[rest])
+            if design is None:
+                assert synthetic is not None
+                _, fixed_score = SYNTH_CALIBRATED[name]
+                if fixed_score is not None:
+                    score = fixed_score
+                else:
+                    score, _ = logreg(X[rest], y[rest], domains[rest])
+                key = "qa" if domain == "qa-bare-answer" else domain
+                Xs, ys = synthetic[key]
+                cut = fit_threshold(score(Xs), ys, np.zeros(len(ys)))
+            else:
+                score, cut = design(X[rest], y[rest], domains[rest])
             p = score(X[here])
             per[domain] = {**measure(y[here], p, cut), "threshold": round(cut, 4)}
             if domain.startswith("qa"):
@@ -359,6 +420,8 @@ def main() -> int:
     ap.add_argument("--window-words", type=int, default=DEFAULT_WINDOW_WORDS,
                     help="evidence window the cross-encoder reads (words)")
     ap.add_argument("--results", default="transfer", help="results/NAME.json")
+    ap.add_argument("--synthetic", type=int, default=200,
+                    help="synthetic pairs per domain for the synthcal designs (0: none)")
     args = ap.parse_args()
     from ceg_cli.judges.verifier import SHIPPED
 
@@ -381,7 +444,22 @@ def main() -> int:
         log(f"{domain}: features at {time.monotonic() - t0:.0f} s")
     X = np.concatenate(parts)
     y = np.array([p.label for _, p in rows])
-    results = protocol(X, y, domains, designs(model))
+    synthetic = None
+    if args.synthetic:
+        synthetic = {}
+        for domain in [*DOMAINS, *SCORE_ONLY]:
+            made = synthetic_pairs([p for d, p in rows if d == domain], args.synthetic, args.seed)
+            window = "" if args.window_words == DEFAULT_WINDOW_WORDS else f"-w{args.window_words}"
+            cached = (cache_dir() / f"transfer-synth-{domain}-{args.synthetic}-{args.seed}-"
+                      f"{model.name}{window}.npz")
+            if cached.exists():
+                Xs = np.load(cached)["X"]
+            else:
+                Xs = features(made, model, args.window_words)
+                np.savez(cached, X=Xs)
+                log(f"{domain}: {len(made)} synthetic pairs at {time.monotonic() - t0:.0f} s")
+            synthetic[domain] = (Xs, np.array([p.label for p in made]))
+    results = protocol(X, y, domains, designs(model), synthetic)
     # The shipped combiner was fitted on five of these domains: it cannot be chosen
     # by a protocol it did not follow (its cells are reported, marked *).
     ranked = sorted((n for n in results if n != "verifier"),
