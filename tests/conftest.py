@@ -92,6 +92,21 @@ CliRun = Callable[..., Result]
 
 
 @pytest.fixture
+def fake_models(
+    monkeypatch: pytest.MonkeyPatch, make_hash_embedder: Callable[..., HashEmbedder]
+) -> None:
+    """Every model name loads ``HashEmbedder``, for building, searching and checking."""
+    import ceg_cli.index.builder
+    import ceg_cli.index.store
+
+    def load(name: str | None = None, **kwargs: object) -> Embedder:
+        return make_hash_embedder()
+
+    monkeypatch.setattr(ceg_cli.index.store, "load_embedder", load)
+    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", load)
+
+
+@pytest.fixture
 def run_cli() -> CliRun:
     """Run ``ceg ARGS...`` in-process; the Result has ``stdout`` and ``stderr`` apart.
 

@@ -37,19 +37,6 @@ def corpus(path: Path, documents: int, title: str = "Title") -> Path:
 
 
 @pytest.fixture
-def fake_models(monkeypatch: pytest.MonkeyPatch, make_hash_embedder: Any) -> None:
-    """Every model name loads ``HashEmbedder``, for building and for searching."""
-    import ceg_cli.index.builder
-    import ceg_cli.index.store
-
-    def load(name: str | None = None, **kwargs: object) -> Embedder:
-        return make_hash_embedder()  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(ceg_cli.index.store, "load_embedder", load)
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", load)
-
-
-@pytest.fixture
 def c1(tmp_path: Path) -> Path:
     return corpus(tmp_path / "c1.jsonl", 1)
 

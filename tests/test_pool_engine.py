@@ -8,10 +8,7 @@ once each in the same order, and a build stopped midway must resume to it.
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +16,7 @@ import numpy as np
 import pytest
 from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
+from ranged_builds import meta_of, mixed_sources, rows_of, same_index
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
@@ -37,41 +35,8 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def sources(tmp_path: Path) -> list[Path]:
-    docs = documents(tmp_path / "docs.jsonl", 60, "R")
-    with open(docs, "a", encoding="utf-8") as fh:
-        fh.write('{"id": "bad", "text": 3}\n')  # a warning from the last range
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for i in range(5):
-        (notes / f"note{i}.md").write_text(
-            f"# Note {i}\n\nNote {i} says that topic {i} matters, since {1990 + i}.\n",
-            encoding="utf-8")
-    (notes / "blank.txt").write_text("\n", encoding="utf-8")  # warned: empty
     dump, _ = make_multistream(MINI_WIKI, tmp_path / "ms", per_stream=2)
-    return [docs, notes, dump]
-
-
-def rows(index: Path) -> list[tuple[object, ...]]:
-    with closing(sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True)) as db:
-        return db.execute("SELECT * FROM chunks ORDER BY id").fetchall()
-
-
-def vectors(index: Path) -> np.ndarray:
-    import faiss
-
-    stored = faiss.read_index(str(index / "vectors.faiss"))
-    return stored.reconstruct_n(0, stored.ntotal)
-
-
-def meta(index: Path) -> dict[str, Any]:
-    return json.loads((index / "meta.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-
-
-def same_index(ours: Path, theirs: Path) -> None:
-    assert rows(ours) == rows(theirs)
-    assert np.array_equal(vectors(ours), vectors(theirs))  # the fake model: per text
-    for key in ("counts", "sources", "model", "chunker", "embed_text"):
-        assert meta(ours)[key] == meta(theirs)[key], key
+    return mixed_sources(tmp_path, dump)
 
 
 def test_reader_processes_build_the_one_process_index(
@@ -83,10 +48,10 @@ def test_reader_processes_build_the_one_process_index(
     report = build_index(sources, tmp_path / "two", BuildOptions(workers=2, shard_passages=20),
                          embedder=HashEmbedder(), on_warning=two.append)
     assert report.workers == 2
-    assert report.chunks == len(rows(tmp_path / "one")) > 150
-    same_index(tmp_path / "two", tmp_path / "one")
+    assert report.chunks == len(rows_of(tmp_path / "one")) > 150
+    same_index(tmp_path / "two", tmp_path / "one", exact=True)
     assert two == one and len(two) == 2
-    assert meta(tmp_path / "two")["build"] == {"engine": "local", "workers": 2}
+    assert meta_of(tmp_path / "two")["build"] == {"engine": "local", "workers": 2}
     assert leftovers(tmp_path / "two") == []
 
 
@@ -116,7 +81,7 @@ def test_a_stopped_reader_build_resumes_to_the_same_index(
                                                                   resume=True),
                          embedder=HashEmbedder())
     assert report.resumed_chunks > 0
-    same_index(tmp_path / "two", tmp_path / "one")
+    same_index(tmp_path / "two", tmp_path / "one", exact=True)
 
 
 def test_the_command_builds_with_reader_processes(
@@ -127,7 +92,7 @@ def test_the_command_builds_with_reader_processes(
     result = run_cli("index", "build", docs, "--index", tmp_path / "idx", "--workers", "2",
                      "--quiet")
     assert result.exit_code == 0, result.stderr
-    assert meta(tmp_path / "idx")["build"] == {"engine": "local", "workers": 2}
+    assert meta_of(tmp_path / "idx")["build"] == {"engine": "local", "workers": 2}
     refused = run_cli("index", "build", docs, "--index", tmp_path / "idx2", "--workers", "0")
     assert refused.exit_code == 2
     assert "--workers" in refused.stderr

@@ -9,7 +9,6 @@ calls and shards are made small so a few hundred passages cross many of each.
 from __future__ import annotations
 
 import gzip
-import json
 import os
 import re
 import signal
@@ -28,6 +27,7 @@ import pytest
 import ray
 from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
+from ranged_builds import meta_of, mixed_sources, rows_of, same_index, vectors_of
 from ray_harness import TESTS_DIR, by_value, no_ray_auth
 from reliability_harness import documents, leftovers
 
@@ -64,51 +64,10 @@ def multistream(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return dump
 
 
-def _folder(path: Path) -> Path:
-    for i in range(5):
-        (path / f"note{i}.md").parent.mkdir(parents=True, exist_ok=True)
-        (path / f"note{i}.md").write_text(
-            f"# Note {i}\n\nNote {i} says that topic {i} matters.\n\nIt was written in "
-            f"{1990 + i}.\n", encoding="utf-8")
-    (path / "blank.txt").write_text("\n", encoding="utf-8")  # warned: empty
-    return path
-
-
-def _rows(index: Path) -> list[tuple[object, ...]]:
-    with closing(sqlite3.connect(f"file:{index / 'chunks.sqlite'}?mode=ro", uri=True)) as db:
-        return db.execute("SELECT * FROM chunks ORDER BY id").fetchall()
-
-
-def _vectors(index: Path) -> np.ndarray:
-    import faiss
-
-    vectors = faiss.read_index(str(index / "vectors.faiss"))
-    return vectors.reconstruct_n(0, vectors.ntotal)
-
-
-def _meta(index: Path) -> dict[str, object]:
-    return json.loads((index / "meta.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
-
-
-def _same_index(ray_built: Path, local: Path) -> None:
-    assert _rows(ray_built) == _rows(local)
-    assert np.allclose(_vectors(ray_built), _vectors(local), atol=1e-6)
-    ours, theirs = _meta(ray_built), _meta(local)
-    for key in ("counts", "sources", "model", "chunker", "embed_text"):
-        assert ours[key] == theirs[key], key
-
-
-def _sources(tmp_path: Path, multistream: Path) -> list[Path]:
-    docs = documents(tmp_path / "docs.jsonl", 60, "R")
-    with open(docs, "a", encoding="utf-8") as fh:
-        fh.write('{"id": "bad", "text": 3}\n')  # a warning from the last range
-    return [docs, _folder(tmp_path / "notes"), multistream]
-
-
 def test_a_ray_build_is_the_single_machine_build(
     small: None, tmp_path: Path, multistream: Path
 ) -> None:
-    sources = _sources(tmp_path, multistream)
+    sources = mixed_sources(tmp_path, multistream)
     local_warnings: list[str] = []
     build_index(sources, tmp_path / "local", embedder=HashEmbedder(),
                 on_warning=local_warnings.append)
@@ -117,11 +76,11 @@ def test_a_ray_build_is_the_single_machine_build(
                          BuildOptions(engine="ray", workers=2, shard_passages=20),
                          embedder=HashEmbedder(), on_warning=warnings.append)
     assert report.workers == 2 and len(report.worker_nodes) == 2
-    assert report.chunks == len(_rows(tmp_path / "local")) > 150
-    _same_index(tmp_path / "ray", tmp_path / "local")
+    assert report.chunks == len(rows_of(tmp_path / "local")) > 150
+    same_index(tmp_path / "ray", tmp_path / "local")
     assert warnings == local_warnings and len(warnings) == 2
-    assert _meta(tmp_path / "ray")["build"] == {"engine": "ray", "workers": 2}
-    assert _meta(tmp_path / "local")["build"] == {"engine": "local", "workers": 1}
+    assert meta_of(tmp_path / "ray")["build"] == {"engine": "ray", "workers": 2}
+    assert meta_of(tmp_path / "local")["build"] == {"engine": "local", "workers": 1}
     assert leftovers(tmp_path / "ray") == []
 
 
@@ -152,8 +111,8 @@ def test_append_on_ray_is_the_single_machine_append(small: None, tmp_path: Path)
                              BuildOptions(**{**options.__dict__, "append": True}),
                              embedder=HashEmbedder())
         assert report.unchanged == [str(first)] and report.chunks == 30
-    _same_index(tmp_path / "ray", tmp_path / "local")
-    assert _meta(tmp_path / "ray")["build"] == {"engine": "ray", "workers": 1}  # one node
+    same_index(tmp_path / "ray", tmp_path / "local")
+    assert meta_of(tmp_path / "ray")["build"] == {"engine": "ray", "workers": 1}  # one node
 
 
 def test_importing_the_builder_and_the_cli_leaves_ray_out() -> None:
@@ -315,7 +274,7 @@ build_index(sources, Path(sys.argv[1]), BuildOptions(engine="ray", workers=2, sh
 def test_a_killed_driver_leaves_shards_that_resume_finishes(
     small: None, tmp_path: Path, multistream: Path
 ) -> None:
-    sources = _sources(tmp_path, multistream)
+    sources = mixed_sources(tmp_path, multistream)
     build_index(sources, tmp_path / "local", embedder=HashEmbedder())
     target = tmp_path / "index"
     script = tmp_path / "driver.py"
@@ -337,7 +296,7 @@ def test_a_killed_driver_leaves_shards_that_resume_finishes(
                          BuildOptions(engine="ray", workers=2, shard_passages=20, resume=True),
                          embedder=HashEmbedder())
     assert report.resumed_chunks >= 40
-    _same_index(target, tmp_path / "local")
+    same_index(target, tmp_path / "local")
     assert leftovers(target) == []
 
 
@@ -371,8 +330,8 @@ def test_the_command_builds_on_ray_with_the_real_model(
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "embedded by 1 Ray worker on 1 node" in done.stderr
-    _same_index(target, mini_index)
-    assert np.allclose(_vectors(target), _vectors(mini_index), atol=1e-5)
+    same_index(target, mini_index)
+    assert np.allclose(vectors_of(target), vectors_of(mini_index), atol=1e-5)
     info = subprocess.run([ceg, "index", "info", "--index", str(target)], capture_output=True,
                           text=True, timeout=120)
     assert re.search(r"^build engine +ray, 1 worker +$", info.stdout, re.M), info.stdout

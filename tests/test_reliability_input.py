@@ -29,7 +29,6 @@ from typer.testing import Result
 from ceg_cli import textio
 from ceg_cli.check import responses as responses_module
 from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.embedding import Embedder
 
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad"
@@ -47,19 +46,6 @@ def row(record_property: Callable[[str, object], None]) -> Row:
         record_property("reliability", {"what": what, "tries": tries, "outcome": outcome})
 
     return record
-
-
-@pytest.fixture
-def fake_models(monkeypatch: pytest.MonkeyPatch, make_hash_embedder: Any) -> None:
-    """Every model name loads ``HashEmbedder``, for checking and for building."""
-    import ceg_cli.index.builder
-    import ceg_cli.index.store
-
-    def load(name: str | None = None, **kwargs: object) -> Embedder:
-        return make_hash_embedder()  # type: ignore[no-any-return]
-
-    monkeypatch.setattr(ceg_cli.index.store, "load_embedder", load)
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", load)
 
 
 def check(run_cli: Any, responses: Path | str, index: Path, out: Path, *args: str) -> Result:
