@@ -93,3 +93,10 @@ class BuildCounters:
             if file_bytes
             else NO_PROGRESS.counter("files read", "bytes")
         )
+
+    def range_read(self, kind: str, size: int, documents: int, chunks: int) -> None:
+        """A range of a ranged build (Ray, reader processes) came back whole."""
+        self.pages.update(documents)
+        self.passages.update(chunks)
+        if kind != "folder":  # dumps and JSONL files count bytes against their size
+            self.read.update(size)

@@ -146,6 +146,24 @@ class BuildWork:
     def pending(self) -> int:
         return sum(len(v) for v in self._pending)
 
+    def commit_after_range(
+        self,
+        engine: str,
+        number: int,
+        next_id: int,
+        per_source: dict[str, dict[str, Any]],
+        shard_passages: int,
+    ) -> None:
+        """After range ``number`` of a ranged build, commit once a shard's worth waits.
+
+        The position is the next range: ``--resume`` goes on from there.
+        """
+        if self.pending >= shard_passages:
+            self.commit({
+                "engine": engine, "range": number + 1, "next_id": next_id,
+                "kept": self.position["kept"], "sources": source_counts(per_source),
+            })
+
     def commit(
         self, position: dict[str, Any], vectors: Iterable[np.ndarray] | None = None,
         count: int | None = None,

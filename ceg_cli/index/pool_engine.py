@@ -26,7 +26,7 @@ from typing import Any
 
 from ..corpus.ranges import SourceRange, read_part
 from ..types import Chunk
-from .buildwork import BuildWork, chunk_row, source_counts
+from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
 from .embedding import Embedder
 from .layout import embed_text
@@ -104,15 +104,8 @@ def fill_with_readers(
             stats = per_source[key]
             stats["documents"] += len(documents)
             stats["chunks"] += chunks
-            bars.pages.update(len(documents))
-            bars.passages.update(chunks)
-            if part.kind != "folder":  # dumps and JSONL files count bytes against their size
-                bars.read.update(part.size)
-            if work.pending >= shard_passages:
-                work.commit({
-                    "engine": "local", "range": number + 1, "next_id": next_id,
-                    "kept": work.position["kept"], "sources": source_counts(per_source),
-                })
+            bars.range_read(part.kind, part.size, len(documents), chunks)
+            work.commit_after_range("local", number, next_id, per_source, shard_passages)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 

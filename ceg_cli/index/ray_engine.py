@@ -38,7 +38,7 @@ import numpy as np
 from ..corpus.ranges import SourceRange, read_part
 from ..errors import BackendError, CegError, InputError, UsageError
 from ..types import Chunk
-from .buildwork import BuildWork, chunk_row, source_counts
+from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
 from .embedding import Embedder, load_embedder
 from .layout import embed_text
@@ -229,16 +229,9 @@ def fill_on_ray(
             stats["documents"] += result.documents
             stats["chunks"] += result.chunks
             report.embed_seconds += result.embed_seconds
-            bars.pages.update(result.documents)
-            bars.passages.update(result.chunks)
+            bars.range_read(part.kind, part.size, result.documents, result.chunks)
             bars.embedded.update(result.chunks - shown.pop(number, 0))
-            if part.kind != "folder":  # dumps and JSONL files count bytes against their size
-                bars.read.update(part.size)
-            if work.pending >= shard_passages:
-                work.commit({
-                    "engine": "ray", "range": number + 1, "next_id": next_id,
-                    "kept": work.position["kept"], "sources": source_counts(per_source),
-                })
+            work.commit_after_range("ray", number, next_id, per_source, shard_passages)
     finally:
         for actor in actors:
             ray.kill(actor)
