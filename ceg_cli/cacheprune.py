@@ -124,8 +124,7 @@ def prune_cache(
                 report.indexes_kept += 1
             else:
                 report.indexes_removed += 1
-                report.bytes_freed += _tree_size(entry)
-                report.removed.append(entry)
+                _removing(report, entry)
         else:
             with hold_corpus_lock(entry / INDEX_NAME, wait=False) as held:
                 if not held:
@@ -133,8 +132,7 @@ def prune_cache(
                     report.indexes_kept += 1
                     continue
                 report.indexes_removed += 1
-                report.bytes_freed += _tree_size(entry)
-                report.removed.append(entry)
+                _removing(report, entry)
                 # The lock file goes too: a run waiting on it sees it unlinked and
                 # takes a fresh one, so no two runs ever build one entry at once.
                 shutil.rmtree(entry)
@@ -146,12 +144,17 @@ def prune_cache(
             report.exports_kept += 1
             continue
         report.exports_removed += 1
-        report.bytes_freed += _tree_size(entry)
-        report.removed.append(entry)
+        _removing(report, entry)
         if not dry_run:
             # Exported again, offline, by the next build that asks for the backend.
             shutil.rmtree(entry, ignore_errors=True)
     return report
+
+
+def _removing(report: PruneReport, entry: Path) -> None:
+    """Count ``entry`` as removed (before it is, or instead, in a dry run)."""
+    report.bytes_freed += _tree_size(entry)
+    report.removed.append(entry)
 
 
 #: A folder entry's name: the 24 hex digits of its key.
@@ -167,30 +170,38 @@ _EVAL_NAMES = re.compile(
 _ONNX_NAMES = re.compile(rf"\.?model(-int8)?\.onnx(\.\d+\.tmp)?|{_MARKER_NAMES}")
 
 
-def _is_eval_entry(entry: Path) -> bool:
-    """A corpus index folder ceg made: marked, or (made before the marker) in its exact layout."""
+def _is_entry(
+    entry: Path, kind: str, names: re.Pattern[str], layout: Callable[[Path], bool]
+) -> bool:
+    """A folder ceg made: its marker names ``kind``, or (made before markers) its name
+    is a key, it holds only ``names`` and ``layout`` recognises it."""
     if entry.is_symlink() or not entry.is_dir():
         return False
-    if read_entry_marker(entry) == EVAL_KIND:
+    if read_entry_marker(entry) == kind:
         return True
-    if not _KEY.fullmatch(entry.name) or not _only_names(entry, _EVAL_NAMES):
-        return False
-    index = entry / INDEX_NAME
-    return _is_index_meta(index / "meta.json") and corpus_file(index).is_file()
+    return bool(_KEY.fullmatch(entry.name)) and _only_names(entry, names) and layout(entry)
+
+
+def _is_eval_entry(entry: Path) -> bool:
+    """A corpus index folder ceg made: its index's meta.json is ceg's, its corpus file there."""
+
+    def layout(folder: Path) -> bool:
+        index = folder / INDEX_NAME
+        return _is_index_meta(index / "meta.json") and corpus_file(index).is_file()
+
+    return _is_entry(entry, EVAL_KIND, _EVAL_NAMES, layout)
 
 
 def _is_onnx_entry(entry: Path) -> bool:
-    """An export folder ceg made: marked, or in the exact layout ``onnx_export`` writes."""
-    if entry.is_symlink() or not entry.is_dir():
-        return False
-    if read_entry_marker(entry) == ONNX_KIND:
-        return True
-    if not _KEY.fullmatch(entry.name) or not _only_names(entry, _ONNX_NAMES):
-        return False
-    files = list(entry.iterdir())
-    return any(f.name in ("model.onnx", "model-int8.onnx") for f in files) and all(
-        f.is_file() and not f.is_symlink() for f in files
-    )
+    """An export folder ceg made: a model file, plain files only, as ``onnx_export`` writes."""
+
+    def layout(folder: Path) -> bool:
+        files = list(folder.iterdir())
+        return any(f.name in ("model.onnx", "model-int8.onnx") for f in files) and all(
+            f.is_file() and not f.is_symlink() for f in files
+        )
+
+    return _is_entry(entry, ONNX_KIND, _ONNX_NAMES, layout)
 
 
 def _only_names(folder: Path, names: re.Pattern[str]) -> bool:

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..index.layout import META_FILE
+from ..index.metacheck import file_problem
 from ..judges.verifier import COMBINER_FILE, VerifierJudge
 from .crossenc import (
     CHECKPOINT,
@@ -198,11 +199,8 @@ def check_out(out: Path, *, index_dir: Path, base: Path) -> None:
 
 
 def _is_index(folder: Path) -> bool:
-    try:
-        meta = json.loads((folder / META_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return False
-    return isinstance(meta, dict) and "format_version" in meta and "sources" in meta
+    meta = folder / META_FILE
+    return meta.is_file() and file_problem(meta) is None
 
 
 def out_state(out: Path) -> str:
