@@ -112,7 +112,9 @@ def score_pairs(
     """P(entailment) for each (claim, window) pair, batched by length to limit padding."""
     import torch
 
-    device = next(model.parameters()).device if _has_parameters(model) else torch.device("cpu")
+    # Where the model computes (int8 dynamic layers keep their weights packed, not as
+    # parameters; the embeddings stay float ones, on the model's device).
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
     order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
     out = [0.0] * len(pairs)
     with torch.inference_mode():
@@ -125,8 +127,3 @@ def score_pairs(
             for i, p in zip(idx, probs):
                 out[i] = float(p)
     return out
-
-
-def _has_parameters(model: Any) -> bool:
-    """Whether ``model`` has float parameters (int8 dynamic layers keep theirs packed)."""
-    return any(True for _ in model.parameters())
