@@ -111,8 +111,8 @@ class GpuSampler:
 
 
 def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str, Any]:
-    """``ceg index build SOURCE`` in its own process: rate, CPU use, peak memory, GPU use."""
-    shutil.rmtree(index, ignore_errors=True)
+    """``ceg index build SOURCE`` into ``index`` (a new, empty folder) in its own process:
+    rate, CPU use, peak memory, GPU use."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with GpuSampler() as gpu:
@@ -177,14 +177,17 @@ def main() -> int:
     for workers in args.workers:
         name = "generated" if workers == 1 else f"generated, {workers} readers"
         log(f"building the generated corpus ({name})")
-        runs[name] = build(docs, work / "index-generated", args.device, workers)
+        # A fresh folder per build: the script removes nothing it did not make this run.
+        index = Path(tempfile.mkdtemp(prefix="index-generated-", dir=work))
+        runs[name] = build(docs, index, args.device, workers)
         if alone is None:
             log("the model alone on the same passages")
-            alone = encode_alone(work / "index-generated", args.device, args.encode_limit)
+            alone = encode_alone(index, args.device, args.encode_limit)
         runs[name]["model_alone"] = alone
     if not args.no_sample:
         log("building the sample dump")
-        runs["sample"] = build(ENWIKI_SAMPLE, work / "index-sample", args.device)
+        index = Path(tempfile.mkdtemp(prefix="index-sample-", dir=work))
+        runs["sample"] = build(ENWIKI_SAMPLE, index, args.device)
     for run in runs.values():
         alone = run.get("model_alone")
         if alone:

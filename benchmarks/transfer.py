@@ -57,6 +57,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -152,14 +153,21 @@ def load_all(data: Path, per_source: int, seed: int) -> list[tuple[str, Pair]]:
     return out
 
 
+@lru_cache(maxsize=1)
+def models(model: Path) -> tuple[Any, Any, Any]:
+    """The embedder and the cross-encoder (int8, as ``ceg check`` runs it), loaded once."""
+    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.judges.crossenc import load_cross_encoder
+
+    return (load_embedder(None), *load_cross_encoder(model, quantize=True))
+
+
 def features(pairs: list[Pair], model: Path, window_words: int) -> np.ndarray:
     """The verifier's features of each pair, as ``ceg check`` computes them."""
-    from ceg_cli.index.embedding import load_embedder
-    from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
+    from ceg_cli.judges.crossenc import score_pairs
     from ceg_cli.training.combiner import featurize, items_for
 
-    embedder = load_embedder(None)
-    tok, ce = load_cross_encoder(model, quantize=True)
+    embedder, tok, ce = models(model)
     items = items_for(pairs, embedder.embed)
     # A wider window is read whole: ~1.3 word pieces a word, plus the claim.
     length = min(512, max(160, int(window_words * 1.6)))
@@ -431,33 +439,26 @@ def main() -> int:
     counts = Counter(d for d, _ in rows)
     log(f"{len(rows)} pairs: " + ", ".join(f"{d} {n}" for d, n in counts.items()))
     domains = np.array([d for d, _ in rows])
-    parts = []
-    for domain in ALL:
+    def cached(name: str, pairs: list[Pair]) -> np.ndarray:
+        """The features of ``pairs``, from ``benchmarks/.cache`` when computed before."""
         window = "" if args.window_words == DEFAULT_WINDOW_WORDS else f"-w{args.window_words}"
-        cached = (cache_dir()
-                  / f"transfer-{domain}-{args.per_source}-{args.seed}-{model.name}{window}.npz")
-        if cached.exists():
-            parts.append(np.load(cached)["X"])
-            continue
-        parts.append(features([p for d, p in rows if d == domain], model, args.window_words))
-        np.savez(cached, X=parts[-1])
-        log(f"{domain}: features at {time.monotonic() - t0:.0f} s")
-    X = np.concatenate(parts)
+        path = cache_dir() / f"transfer-{name}-{args.seed}-{model.name}{window}.npz"
+        if path.exists():
+            return np.load(path)["X"]  # type: ignore[no-any-return]
+        X = features(pairs, model, args.window_words)
+        np.savez(path, X=X)
+        log(f"{name}: {len(pairs)} pairs' features at {time.monotonic() - t0:.0f} s")
+        return X
+
+    X = np.concatenate([cached(f"{domain}-{args.per_source}",
+                               [p for d, p in rows if d == domain]) for domain in ALL])
     y = np.array([p.label for _, p in rows])
     synthetic = None
     if args.synthetic:
         synthetic = {}
         for domain in [*DOMAINS, *SCORE_ONLY]:
             made = synthetic_pairs([p for d, p in rows if d == domain], args.synthetic, args.seed)
-            window = "" if args.window_words == DEFAULT_WINDOW_WORDS else f"-w{args.window_words}"
-            cached = (cache_dir() / f"transfer-synth-{domain}-{args.synthetic}-{args.seed}-"
-                      f"{model.name}{window}.npz")
-            if cached.exists():
-                Xs = np.load(cached)["X"]
-            else:
-                Xs = features(made, model, args.window_words)
-                np.savez(cached, X=Xs)
-                log(f"{domain}: {len(made)} synthetic pairs at {time.monotonic() - t0:.0f} s")
+            Xs = cached(f"synth-{domain}-{args.synthetic}", made)
             synthetic[domain] = (Xs, np.array([p.label for p in made]))
     results = protocol(X, y, domains, designs(model), synthetic)
     # The shipped combiner was fitted on five of these domains: it cannot be chosen
