@@ -16,12 +16,9 @@ to the same index an uninterrupted build makes.
 
 from __future__ import annotations
 
-import os
-import shutil
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,7 +26,7 @@ from typing import Any
 from .. import __version__
 from ..corpus import source_kind
 from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
-from ..errors import CegError, InputError, UsageError
+from ..errors import InputError, UsageError
 from ..progress import NO_PROGRESS, Progress
 from .buildopts import (
     READ_COUNTED,
@@ -40,8 +37,8 @@ from .buildopts import (
 from .buildwork import READ_BATCH, BuildWork
 from .diskfull import disk_full_error
 from .embedding import Embedder, choose_backend, load_embedder
+from .existing import check_target, finish_swap, unchanged
 from .indexdir import (
-    FOREIGN_OK,
     build_lock,
     disk_full_errno,
     remove_built,
@@ -52,12 +49,11 @@ from .indexdir import (
     work_path,
     write_json,
 )
-from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, MANIFEST, META_FILE, VECTORS_FILE
-from .lexical import LEXICAL_DIR, build_lexical, lexical_problem, skipped_warning, want_lexical
+from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
+from .lexical import build_lexical, skipped_warning, want_lexical
 from .local_engine import fill_here
-from .metacheck import file_problem
-from .store import check_model, check_vectors_file, connect_readonly, read_meta
-from .vectors import describe, read_vectors, requested_type, write_vectors
+from .store import check_model, check_vectors_file, read_meta
+from .vectors import read_vectors, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
@@ -90,7 +86,7 @@ def build_index(
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)
     _check_engine(options)
-    _check_target(target)
+    check_target(target)
     with build_lock(target):
         report = _build(kinds, target, options, embedder, on_warning, progress)
     report.seconds = time.perf_counter() - started
@@ -124,10 +120,10 @@ def _build(
     replaced_keys = {str(p.resolve()) for p in todo} & {s["path"] for s in old_sources}
     report.replaced = sorted(replaced_keys)
 
-    if options.resume and _finish_swap(target, set(digests.values()), options, report, on_warning):
+    if options.resume and finish_swap(target, set(digests.values()), options, report, on_warning):
         return report
     if old_meta is not None and not todo:
-        _unchanged(target, old_meta, options, report, on_warning or (lambda _message: None))
+        unchanged(target, old_meta, options, report, on_warning or (lambda _message: None))
         return report
     # Ray workers load the model themselves, unless given a model object.
     model: Embedder | dict[str, Any] | None = embedder
@@ -299,99 +295,6 @@ def _manifest(
     }
 
 
-def _finish_swap(
-    target: Path,
-    digests: set[str],
-    options: BuildOptions,
-    report: BuildReport,
-    on_warning: Callable[[str], None] | None,
-) -> bool:
-    """Put a complete build of these sources in place, if one waits in the work directory.
-
-    A build killed between writing its last file and the swap leaves a whole
-    index in ``.NAME.building`` (meta.json written, the manifest gone):
-    ``--resume`` puts it in place instead of embedding everything again.
-    """
-    work = work_path(target)
-    if not (work / META_FILE).is_file() or (work / MANIFEST).exists():
-        return False
-    try:
-        meta = read_meta(work)
-        check_vectors_file(work, meta)
-    except CegError:
-        return False  # not whole: the build starts over, as it would have
-    if not digests <= {s["digest"] for s in meta["sources"]} or (
-        meta["chunker"]["max_words"] != options.chunk_words
-        or meta["embed_text"] != options.embed_text
-    ):
-        return False
-    if on_warning is not None:
-        on_warning(f"--resume: {work} holds the whole index this build makes (the build was "
-                   "stopped as it put it in place); putting it in place, nothing re-embedded")
-    swap_into_place(work, target)
-    report.total_chunks = meta["counts"]["chunks"]
-    report.total_documents = meta["counts"]["documents"]
-    return True
-
-
-def _unchanged(
-    target: Path,
-    meta: dict[str, Any],
-    options: BuildOptions,
-    report: BuildReport,
-    warn: Callable[[str], None],
-) -> None:
-    """Every source is already indexed as it is: nothing to embed.
-
-    The lexical part is still added, repaired (missing, damaged or another
-    index's) or, with ``--no-lexical``, dropped, from the chunk store; an index
-    type cannot change without rebuilding the vectors, and the run says so.
-    """
-    report.total_chunks = meta["counts"]["chunks"]
-    report.total_documents = meta["counts"]["documents"]
-    wanted, skipped = want_lexical(options.lexical, report.total_chunks, meta)
-    if wanted and ("lexical" not in meta or lexical_problem(meta, target) is not None):
-        # Built before the lexical part existed, without it, or it was lost: add it.
-        report.lexical_seconds = _relink(target, meta, lexical=True)
-    elif options.lexical is False and "lexical" in meta:
-        _relink(target, meta, lexical=False, skipped=skipped)
-        warn(f"--no-lexical: removed the lexical (BM25) part of {target}; retrieval is dense")
-    current = describe(meta)["index_type"]
-    if options.index_type != "auto" and options.index_type != current:
-        warn(
-            f"--index-type {options.index_type}: no source changed, so nothing was rebuilt and "
-            f"the index stays {current}; the type applies when a source changes, or rebuild "
-            "without --append to change it now"
-        )
-
-
-def _relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = "") -> float:
-    """Give the index at ``target`` a new lexical part, or none, as a new index swapped in.
-
-    The vectors and passages are hard links (copies where links fail): indexes
-    are never changed in place, so sharing the files is safe. Returns seconds.
-    """
-    started = time.perf_counter()
-    tmp = temp_dir(target)
-    try:
-        for name in (VECTORS_FILE, CHUNKS_FILE):
-            try:
-                os.link(target / name, tmp / name)
-            except OSError:
-                shutil.copy2(target / name, tmp / name)
-        meta = {k: v for k, v in meta.items() if k not in ("lexical", "lexical_skipped")}
-        if lexical:
-            with closing(connect_readonly(tmp / CHUNKS_FILE)) as db:
-                meta["lexical"] = build_lexical(db, tmp, meta["embed_text"])
-        else:
-            meta["lexical_skipped"] = skipped
-        write_json(tmp / META_FILE, meta)
-        swap_into_place(tmp, target)
-    finally:
-        remove_built(tmp)
-    return time.perf_counter() - started
-
-
 def _check_multistream_index(kinds: dict[Path, str], index: Path | None) -> None:
     if index is None:
         return
@@ -419,39 +322,6 @@ def _check_engine(options: BuildOptions) -> None:
             check_reachable(options.ray_address)
     elif options.ray_address:
         raise UsageError("--ray-address goes with --engine ray")
-
-
-#: What an index directory may hold for a build to replace it: the index's own
-#: files and the few a checkout keeps there (``FOREIGN_OK``, carried over).
-INDEX_ENTRIES = frozenset({META_FILE, VECTORS_FILE, CHUNKS_FILE, LEXICAL_DIR, *FOREIGN_OK})
-
-
-def _check_target(target: Path) -> None:
-    """Build only into a new or empty directory, or over an index ceg wrote and nothing else.
-
-    A build replaces the whole directory: anything in it that is not the
-    index's would be lost, so the build refuses before it touches anything.
-    """
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"--index {target}: exists and is not a directory")
-    if not target.is_dir():
-        return
-    meta_path = target / META_FILE
-    problem = file_problem(meta_path) if meta_path.exists() else None
-    if problem is not None:
-        raise UsageError(
-            f"--index {target}: its {META_FILE} is not a ceg index's ({problem}); ceg builds "
-            "only into a new or empty directory or over its own index: choose another "
-            "directory (a damaged ceg index: remove it yourself and build again)"
-        )
-    foreign = sorted(p.name for p in target.iterdir() if p.name not in INDEX_ENTRIES)
-    if foreign:
-        what = "a ceg index that also holds" if meta_path.exists() else "not a ceg index: it holds"
-        raise UsageError(
-            f"--index {target}: the directory is {what} other files "
-            f"({', '.join(foreign[:3])}), which a build would replace with the index; "
-            "move them out, or choose another directory"
-        )
 
 
 def _uses_ranges(options: BuildOptions) -> bool:
