@@ -25,9 +25,9 @@ import pytest
 import ray
 from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
+from ranged_builds import same_index
 from ray_harness import by_value, no_ray_auth
 from reliability_harness import documents, leftovers
-from test_ray_engine import _same_index
 
 import ceg_cli.corpus.ranges
 import ceg_cli.index.builder
@@ -127,7 +127,7 @@ def test_a_build_across_two_nodes_is_the_single_machine_build(
         embedder=HashEmbedder(),
     )
     assert set(report.worker_nodes) == node_ids  # one worker on each node
-    _same_index(tmp_path / "ray", tmp_path / "local")
+    same_index(tmp_path / "ray", tmp_path / "local")
     assert leftovers(tmp_path / "ray") == []
 
 
@@ -172,4 +172,4 @@ def test_a_worker_process_killed_during_the_build_is_replaced(
     with pytest.raises(ProcessLookupError):
         os.kill(killed, 0)  # that worker process is gone; Ray started another and redid its range
     assert report.workers == 2
-    _same_index(tmp_path / "ray", tmp_path / "local")
+    same_index(tmp_path / "ray", tmp_path / "local")
