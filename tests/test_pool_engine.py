@@ -96,3 +96,36 @@ def test_the_command_builds_with_reader_processes(
     refused = run_cli("index", "build", docs, "--index", tmp_path / "idx2", "--workers", "0")
     assert refused.exit_code == 2
     assert "--workers" in refused.stderr
+
+
+class OnCuda(HashEmbedder):
+    """The fake model, saying it runs on a GPU."""
+
+    device = "cuda"
+
+
+@pytest.mark.parametrize(
+    ("model", "asked", "engine", "readers"),
+    [(OnCuda, None, "local", 3), (HashEmbedder, None, "local", None),
+     (OnCuda, 1, "local", 1), (OnCuda, None, "ray", None)],
+)
+def test_readers_default_to_the_cores_beside_a_gpu_model(
+    monkeypatch: pytest.MonkeyPatch, model: type[HashEmbedder], asked: int | None, engine: str,
+    readers: int | None,
+) -> None:
+    monkeypatch.setattr(ceg_cli.index.builder, "available_cores", lambda: 4)
+    options = BuildOptions(workers=asked, engine=engine)
+    assert ceg_cli.index.builder.with_default_readers(options, model()).workers == readers
+
+
+def test_a_gpu_build_reads_with_processes_unless_told(
+    small: None, sources: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ceg_cli.index.builder, "available_cores", lambda: 3)
+    build_index(sources, tmp_path / "one", embedder=HashEmbedder())
+    report = build_index(sources, tmp_path / "gpu", embedder=OnCuda())
+    assert report.workers == 2
+    assert meta_of(tmp_path / "gpu")["build"] == {"engine": "local", "workers": 2}
+    same_index(tmp_path / "gpu", tmp_path / "one", exact=True)
+    told = build_index(sources, tmp_path / "told", BuildOptions(workers=1), embedder=OnCuda())
+    assert told.workers == 1

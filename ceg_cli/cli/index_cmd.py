@@ -137,7 +137,8 @@ def build(
         min=1,
         help="With --engine ray: how many workers load the model and embed (default: one "
         "per GPU of the cluster, else one per node with CPUs). With --engine local: "
-        "processes that read and chunk while this one embeds (default: 1, in a thread).",
+        "processes that read, chunk and tokenize while this one embeds (default: every "
+        "core but one when the model runs on CUDA; on the CPU 1, a thread).",
         show_default=False,
     ),
     quiet: bool = QuietOption,

@@ -16,9 +16,11 @@ to the same index an uninterrupted build makes.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -148,6 +150,7 @@ def _build(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
+    options = with_default_readers(options, embedder)
     plan = (
         plan_ranges(todo, follow_symlinks=options.follow_symlinks,
                     multistream_index=options.multistream_index)
@@ -322,6 +325,29 @@ def _check_engine(options: BuildOptions) -> None:
             check_reachable(options.ray_address)
     elif options.ray_address:
         raise UsageError("--ray-address goes with --engine ray")
+
+
+def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOptions:
+    """``--workers`` left out on the local engine: reader processes on every core
+    but the model's own when the model runs on a GPU, else the reading thread.
+
+    On a GPU the work in front of the model (reading, chunking, tokenizing) is
+    the limit; on the CPU the model itself is, and reader processes would take
+    cores from it (``benchmarks/gpu_build.py``).
+    """
+    if options.engine != "local" or options.workers is not None:
+        return options
+    if getattr(embedder, "device", "cpu") != "cuda":
+        return options
+    return replace(options, workers=max(1, available_cores() - 1))
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its affinity, where the system says)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
 
 
 def _uses_ranges(options: BuildOptions) -> bool:
