@@ -18,7 +18,11 @@ CPU gives, for comparison):
 2. **The model alone, same device, same run**: the built index's passages
    (as embedded: "Title. text") through the same model's ``embed`` in one
    call, in its own process: passages/s. The build's rate over this one is the
-   share of the model's speed the pipeline around it delivers.
+   share of the model's speed the pipeline around it delivers. Beside it, in
+   the same process and alternated with it (``--repeats``, medians): the same
+   passages tokenized alone (``pretokenized.tokenize``, what reader processes
+   do with ``--workers N``) and the model alone on those ids
+   (``embed_tokens``).
 3. **The sample dump** (``sample_data/enwiki-sample.xml.bz2``), built the
    same way, unless ``--no-sample``.
 
@@ -57,18 +61,32 @@ REPO = Path(__file__).resolve().parent.parent
 CEG = [str(Path(sys.executable).with_name("ceg"))]
 
 ENCODE_CHILD = r"""
-import json, sqlite3, sys, time
+import json, sqlite3, statistics, sys, time
 from ceg_cli.index.embedding import load_embedder
-index, device, limit = sys.argv[1], sys.argv[2], int(sys.argv[3])
+from ceg_cli.index.pretokenized import tokenize
+index, device, limit, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 db = sqlite3.connect(f"file:{index}/chunks.sqlite?mode=ro", uri=True)
 texts = [f"{t}. {x}" if t else x for t, x in db.execute(
     "SELECT title, text FROM chunks ORDER BY id LIMIT ?", (limit,))]
 embedder = load_embedder(None, device=device, batch_size=512)
+state = embedder.tokenizer_state()
 embedder.embed(texts[:512])  # warm-up: first calls pay for kernels and allocation
-t0 = time.perf_counter()
-embedder.embed(texts)
-seconds = time.perf_counter() - t0
-print(json.dumps({"passages": len(texts), "seconds": seconds, "device": embedder.device}))
+embedder.embed_tokens(tokenize(state, texts[:512]))
+times = {"encode": [], "tokenize": [], "forward": []}
+for _ in range(repeats):  # alternated, so that a noisy neighbour hits both alike
+    t0 = time.perf_counter()
+    embedder.embed(texts)
+    t1 = time.perf_counter()
+    ids = tokenize(state, texts)
+    t2 = time.perf_counter()
+    embedder.embed_tokens(ids)
+    t3 = time.perf_counter()
+    for name, seconds in (("encode", t1 - t0), ("tokenize", t2 - t1), ("forward", t3 - t2)):
+        times[name].append(seconds)
+median = {name: statistics.median(values) for name, values in times.items()}
+print(json.dumps({"passages": len(texts), "seconds": median["encode"], "repeats": repeats,
+                  "tokenize_seconds": median["tokenize"], "forward_seconds": median["forward"],
+                  "device": embedder.device}))
 """
 
 
@@ -142,12 +160,15 @@ def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str,
     }
 
 
-def encode_alone(index: Path, device: str, limit: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", ENCODE_CHILD, str(index), device, str(limit)],
-                         capture_output=True, text=True, check=True, cwd=REPO)
+def encode_alone(index: Path, device: str, limit: int, repeats: int) -> dict[str, Any]:
+    out = subprocess.run([sys.executable, "-c", ENCODE_CHILD, str(index), device, str(limit),
+                          str(repeats)], capture_output=True, text=True, check=True, cwd=REPO)
     raw = json.loads(out.stdout.strip().splitlines()[-1])
     raw["passages_per_s"] = round(raw["passages"] / raw["seconds"], 1)
-    raw["seconds"] = round(raw["seconds"], 1)
+    raw["tokenize_per_s"] = round(raw["passages"] / raw["tokenize_seconds"], 1)
+    raw["forward_per_s"] = round(raw["passages"] / raw["forward_seconds"], 1)
+    for key in ("seconds", "tokenize_seconds", "forward_seconds"):
+        raw[key] = round(raw[key], 2)
     return raw
 
 
@@ -158,6 +179,8 @@ def main() -> int:
     ap.add_argument("--no-sample", action="store_true", help="skip the sample dump")
     ap.add_argument("--encode-limit", type=int, default=100_000,
                     help="passages for the model-alone rate, at most")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="times the model-alone rates are measured (medians reported)")
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--results", default="gpu_build")
     ap.add_argument("--workers", type=int, nargs="+", default=[1],
@@ -182,7 +205,7 @@ def main() -> int:
         runs[name] = build(docs, index, args.device, workers)
         if alone is None:
             log("the model alone on the same passages")
-            alone = encode_alone(index, args.device, args.encode_limit)
+            alone = encode_alone(index, args.device, args.encode_limit, args.repeats)
         runs[name]["model_alone"] = alone
     if not args.no_sample:
         log("building the sample dump")
@@ -204,11 +227,14 @@ def main() -> int:
     write_results(args.results, report)
     rows = [[name, f"{r['passages']:,}", f"{r['seconds']:.0f}", f"{r['passages_per_s']:,.0f}",
              f"{r['model_alone']['passages_per_s']:,.0f}" if "model_alone" in r else "",
+             f"{r['model_alone']['forward_per_s']:,.0f}" if "model_alone" in r else "",
+             f"{r['model_alone']['tokenize_per_s']:,.0f}" if "model_alone" in r else "",
              f"{r['cpu_use'] * 100:.0f} %", f"{r['peak_rss_mib']:,}",
              f"{r['gpu']['busy_share'] * 100:.0f} %" if r["gpu"] else "n/a"]
             for name, r in runs.items()]
     print(f"device {report['cuda'] or 'cpu'}, torch {report['torch']}, {report['cores']} cores\n")
-    print(markdown_table(["corpus", "passages", "s", "build passages/s", "model alone /s",
+    print(markdown_table(["corpus", "passages", "s", "build passages/s", "encode alone /s",
+                          "forward on ids /s", "tokenize /s",
                           "CPU use", "peak MiB", "GPU busy"], rows))
     return 0
 
