@@ -15,7 +15,7 @@ from rich.markup import escape
 from ..check.pipeline import DEFAULT_QUERY, QUERY_MODES
 from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
-from ..index.embedding import DEVICES
+from ..index.embedding import DEVICES, PRECISIONS
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import UNPARSABLE_CHOICES
 
@@ -74,6 +74,9 @@ RetrievalOption = typer.Option(
     "the threshold applies to the cosine in every case.",
 )
 EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
+EmbedPrecision = Enum(  # type: ignore[misc]
+    "EmbedPrecision", {name: name for name in PRECISIONS}, type=str
+)
 DeviceOption = typer.Option(
     "auto",
     "--device",

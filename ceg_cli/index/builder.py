@@ -137,6 +137,9 @@ def _build(
                 options.backend, old_meta["model"].get("backend", "torch") if old_meta else None
             ),
             "device": options.device,
+            # On Ray the driver records what workers on other machines compute:
+            # float32 there, which every device computes alike.
+            "precision": "float32" if options.engine == "ray" else options.precision,
         }
         embedder = load_embedder(**model)
     if old_meta is not None and (
@@ -316,6 +319,9 @@ def _check_engine(options: BuildOptions) -> None:
         raise UsageError(f"--engine {options.engine}: expected one of {', '.join(ENGINES)}")
     if options.workers is not None and options.workers < 1:
         raise UsageError(f"--workers {options.workers}: use at least 1")
+    if options.engine == "ray" and options.precision == "float16":
+        raise UsageError("--precision float16 goes with --engine local: Ray workers compute "
+                         "in float32")
     if options.engine == "ray":
         from .ray_engine import check_reachable, require_ray
 
@@ -325,6 +331,16 @@ def _check_engine(options: BuildOptions) -> None:
             check_reachable(options.ray_address)
     elif options.ray_address:
         raise UsageError("--ray-address goes with --engine ray")
+
+
+def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str:
+    """The float width the index's vectors were computed in: ``mixed`` where an
+    append computed new ones in another than the index's own."""
+    mine = str(getattr(embedder, "precision", "float32"))
+    if old_meta is None or old_meta["counts"]["chunks"] == 0:
+        return mine
+    recorded = str(old_meta["model"].get("precision", "float32"))
+    return recorded if recorded == mine else "mixed"
 
 
 def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOptions:
@@ -492,6 +508,7 @@ def _meta(
             "normalized": True,
             "max_seq_length": getattr(embedder, "max_seq_length", None),
             "backend": getattr(embedder, "backend", "torch"),
+            "precision": vector_precision(old_meta, embedder),
         },
         "embed_text": options.embed_text,
         "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},

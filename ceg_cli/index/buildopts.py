@@ -27,6 +27,8 @@ class BuildOptions:
     #: ``torch``, ``onnx`` or ``onnx-int8``; None: the index's own on append, else torch.
     backend: str | None = None
     device: str = "auto"
+    #: ``auto`` (float16 on CUDA, else float32), ``float32`` or ``float16`` (CUDA only).
+    precision: str = "auto"
     append: bool = False
     #: Folder sources: read symbolic links that lead out of the folder.
     follow_symlinks: bool = False

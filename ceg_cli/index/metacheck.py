@@ -57,6 +57,7 @@ FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
     ("model.normalized", False, lambda v: isinstance(v, bool), "true or false"),
     ("model.max_seq_length", False, _or_null(_int(1)), "a whole number or null"),
     ("model.backend", False, _text, "a backend name (a string)"),
+    ("model.precision", False, _text, "a float width (a string)"),
     ("embed_text", True, _one_of("text", "title+text"), "'text' or 'title+text'"),
     ("faiss", True, _object, "an object"),
     ("faiss.type", True, _text, "a FAISS class name (a string)"),
