@@ -98,7 +98,15 @@ def test_a_reader_build_that_tokenized_equals_the_one_process_index(
     monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 16)
     report = build_index([MINI_WIKI], tmp_path / "two", BuildOptions(workers=2),
                          embedder=embedder)
-    assert report.tokenized_by_readers and report.workers == 2
+    assert report.pretokenized and report.workers == 2
     rows = rows_of(tmp_path / "two")
     assert rows == rows_of(mini_index) and len(rows) > 50
     assert np.abs(vectors_of(tmp_path / "two") - vectors_of(mini_index)).max() < 1e-5
+
+
+def test_the_one_thread_build_gives_encodes_vectors(embedder: Embedder, tmp_path: Path) -> None:
+    report = build_index([MINI_WIKI], tmp_path / "idx", embedder=embedder)
+    assert report.pretokenized and report.workers == 1
+    texts = [f"{row[2]}. {row[6]}" if row[2] else str(row[6]) for row in rows_of(tmp_path / "idx")]
+    reference = embedder.embed(texts)
+    assert np.abs(vectors_of(tmp_path / "idx") - reference).max() < 1e-5

@@ -73,8 +73,8 @@ class BuildReport:
     #: Processes that read and embedded (Ray workers), and the Ray node of each.
     workers: int = 1
     worker_nodes: list[str] = field(default_factory=list)
-    #: Whether reader processes (``--workers N``) tokenized for the model too.
-    tokenized_by_readers: bool = False
+    #: Whether the reading thread or processes tokenized for the model (``pretokenized``).
+    pretokenized: bool = False
 
 
 #: Sources whose bytes read are counted against their size (folders are not).

@@ -87,7 +87,7 @@ def fill_with_readers(
     report.workers = workers
     # Where the model allows it, the readers tokenize too: this process only runs the model.
     state = getattr(embedder, "tokenizer_state", lambda: None)()
-    report.tokenized_by_readers = state is not None
+    report.pretokenized = state is not None
     next_id = work.position["next_id"]
     submit = work.position.get("range", 0)
     pool = ProcessPoolExecutor(max_workers=workers,
