@@ -87,10 +87,14 @@ class Half(HashEmbedder):
     precision = "float16"
 
 
-def test_meta_records_the_width_and_an_append_in_another(tmp_path: Path) -> None:
+def test_meta_records_the_width_and_an_append_in_another(
+    tmp_path: Path, run_cli: Any, hash_model: None
+) -> None:
     build_index([MINI_WIKI], tmp_path / "idx", embedder=HashEmbedder())
     meta = meta_of(tmp_path / "idx")
     assert meta["model"]["precision"] == "float32"
+    info = run_cli("index", "info", "--index", tmp_path / "idx")
+    assert ["precision", "float32"] in [line.split() for line in info.stdout.splitlines()]
     assert vector_precision(meta, HashEmbedder()) == "float32"
     assert vector_precision(meta, Half()) == "mixed"
     assert vector_precision(None, Half()) == "float16"

@@ -222,6 +222,8 @@ def info(
     table.add_row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
     # Indexes built before backends were recorded were built with the float model.
     table.add_row("backend", str(meta["model"].get("backend", "torch")))
+    # Indexes from before --precision were all computed in float32.
+    table.add_row("precision", str(meta["model"].get("precision", "float32")))
     table.add_row("embedded text", meta["embed_text"])
     # Indexes built before the engine was recorded were built in one process.
     build = meta.get("build", {"engine": "local", "workers": 1})
