@@ -31,6 +31,16 @@ Designs:
   the other domains.
 - ``mean-lodo``: the mean of the lexical score and the entailment
   probability, threshold fitted on the other domains.
+- ``*-split`` (``lexical-split``, ``lexical-split-lodo``,
+  ``cross-encoder-split-lodo``, ``mean-split-lodo``, ``staged-split``,
+  ``logreg-split-lodo``, ``gbm-split-lodo``): the same designs on segments
+  taken apart by ``claimsplit.split_claim`` (clauses, appositions,
+  coordinated predicates): every part is scored by the same code path
+  against the pair's evidence, and a segment keeps its weakest part (the
+  minimum over parts of the lexical score, with that part's lexical
+  features, and of the entailment; the other similarities at their minimum),
+  so it is supported only if every part is. Segments the splitter leaves
+  whole keep their own features.
 - ``*-synthcal``: the lexical score, the entailment, or the refitted logistic
   regression with its cut fitted, label-free, on synthetic pairs made from the
   scored domain's own evidence (``training.synthetic``, as ``ceg judge train``
@@ -52,11 +62,13 @@ P(supported); then the mean and the worst domain. Results:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -74,6 +86,7 @@ from _common import (  # noqa: E402
     write_results,
 )
 
+from ceg_cli.claimsplit import split_claim  # noqa: E402
 from ceg_cli.judges.features import FEATURES  # noqa: E402
 from ceg_cli.judges.window import DEFAULT_WINDOW_WORDS  # noqa: E402
 from ceg_cli.training.sources import Pair  # noqa: E402
@@ -162,18 +175,66 @@ def models(model: Path) -> tuple[Any, Any, Any]:
     return (load_embedder(None), *load_cross_encoder(model, quantize=True))
 
 
-def features(pairs: list[Pair], model: Path, window_words: int) -> np.ndarray:
-    """The verifier's features of each pair, as ``ceg check`` computes them."""
+def features(pairs: list[Pair], model: Path, window_words: int, *,
+             reuse_vectors: bool = False) -> np.ndarray:
+    """The verifier's features of each pair, as ``ceg check`` computes them.
+
+    ``reuse_vectors``: embed each distinct text once (the parts of one segment
+    share their evidence, whose passages would otherwise be embedded per part).
+    """
     from ceg_cli.judges.crossenc import score_pairs
     from ceg_cli.training.combiner import featurize, items_for
 
     embedder, tok, ce = models(model)
-    items = items_for(pairs, embedder.embed)
+    embed = embedder.embed
+    if reuse_vectors:
+        seen: dict[str, np.ndarray] = {}
+
+        def embed(texts: list[str]) -> np.ndarray:
+            new = list(dict.fromkeys(t for t in texts if t not in seen))
+            if new:
+                seen.update(zip(new, embedder.embed(new)))
+            return np.stack([seen[t] for t in texts])
+
+    items = items_for(pairs, embed)
     # A wider window is read whole: ~1.3 word pieces a word, plus the claim.
     length = min(512, max(160, int(window_words * 1.6)))
     return np.asarray(featurize(items, lambda batch: score_pairs(tok, ce, batch,
                                                                  max_length=length),
                                 window_words=window_words))
+
+
+def split_parts(pairs: list[Pair]) -> list[list[Pair]]:
+    """Each pair's claim taken apart by ``split_claim``, each part with the pair's evidence."""
+    return [[replace(p, claim=part) for part in split_claim(p.claim)] for p in pairs]
+
+
+#: The features of the weakest part: its lexical findings (lowest lexical score)...
+LEXICAL_COLS = [COL(n) for n in ("coverage", "specifics_found", "number_missing",
+                                 "name_missing", "lexical_support")]
+#: ...and these at their minimum over the parts (the entailment logit is monotone).
+MIN_COLS = [COL(n) for n in ("entailment_logit", "window_overlap", "similarity_top",
+                             "similarity_mean", "agreement")]
+
+
+def weakest_part(X: np.ndarray, parts: list[list[Pair]], X_parts: np.ndarray) -> np.ndarray:
+    """One row per segment: ``X`` where it was not split, else its weakest part's features.
+
+    ``X_parts`` holds the parts of the split segments only, in order. The lexical
+    score of the row is the minimum of its parts' lexical scores, its entailment
+    the minimum of theirs; ``log_content_words`` stays the whole segment's.
+    """
+    out = X.copy()
+    at = 0
+    for i, ps in enumerate(parts):
+        if len(ps) < 2:
+            continue
+        rows = X_parts[at:at + len(ps)]
+        at += len(ps)
+        out[i, LEXICAL_COLS] = rows[int(np.argmin(lexical_score(rows))), LEXICAL_COLS]
+        out[i, MIN_COLS] = rows[:, MIN_COLS].min(axis=0)
+    assert at == len(X_parts)
+    return out
 
 
 def synthetic_pairs(pairs: list[Pair], limit: int, seed: int) -> list[Pair]:
@@ -316,6 +377,19 @@ def designs(model: Path) -> dict[str, Design]:
     }
 
 
+def split_designs() -> dict[str, Design]:
+    """Designs scored on the weakest part's features (``weakest_part``)."""
+    return {
+        "lexical-split": fixed(lexical_score, 0.5),
+        "lexical-split-lodo": thresholded(lexical_score),
+        "cross-encoder-split-lodo": thresholded(entailment),
+        "mean-split-lodo": thresholded(mean_score),
+        "staged-split": thresholded(staged_score),
+        "logreg-split-lodo": logreg,
+        "gbm-split-lodo": gbm,
+    }
+
+
 # --------------------------------------------------------------------------- scoring
 
 
@@ -439,13 +513,13 @@ def main() -> int:
     counts = Counter(d for d, _ in rows)
     log(f"{len(rows)} pairs: " + ", ".join(f"{d} {n}" for d, n in counts.items()))
     domains = np.array([d for d, _ in rows])
-    def cached(name: str, pairs: list[Pair]) -> np.ndarray:
+    def cached(name: str, pairs: list[Pair], reuse_vectors: bool = False) -> np.ndarray:
         """The features of ``pairs``, from ``benchmarks/.cache`` when computed before."""
         window = "" if args.window_words == DEFAULT_WINDOW_WORDS else f"-w{args.window_words}"
         path = cache_dir() / f"transfer-{name}-{args.seed}-{model.name}{window}.npz"
         if path.exists():
             return np.load(path)["X"]  # type: ignore[no-any-return]
-        X = features(pairs, model, args.window_words)
+        X = features(pairs, model, args.window_words, reuse_vectors=reuse_vectors)
         np.savez(path, X=X)
         log(f"{name}: {len(pairs)} pairs' features at {time.monotonic() - t0:.0f} s")
         return X
@@ -461,6 +535,26 @@ def main() -> int:
             Xs = cached(f"synth-{domain}-{args.synthetic}", made)
             synthetic[domain] = (Xs, np.array([p.label for p in made]))
     results = protocol(X, y, domains, designs(model), synthetic)
+    # The same pairs with each segment taken apart; only the parts of split segments
+    # are scored (cached under a name that carries a digest of the parts' text).
+    parts = split_parts([p for _, p in rows])
+    split_counts: dict[str, dict[str, int]] = {}
+    X_parts = []
+    for domain in ALL:
+        mine = [ps for (d, _), ps in zip(rows, parts) if d == domain]
+        split = [q for ps in mine if len(ps) > 1 for q in ps]
+        split_counts[domain] = {"segments": len(mine),
+                                "split": sum(len(ps) > 1 for ps in mine),
+                                "parts": len(split)}
+        if split:
+            digest = hashlib.sha1("\n".join(q.claim for q in split).encode()).hexdigest()[:10]
+            X_parts.append(cached(f"split-{domain}-{args.per_source}-{digest}", split,
+                                  reuse_vectors=True))
+    log("split: " + ", ".join(f"{d} {c['split']}/{c['segments']}"
+                              for d, c in split_counts.items()))
+    X_split = weakest_part(X, parts, np.concatenate(X_parts) if X_parts
+                           else np.zeros((0, X.shape[1])))
+    results.update(protocol(X_split, y, domains, split_designs()))
     # The shipped combiner was fitted on five of these domains: it cannot be chosen
     # by a protocol it did not follow (its cells are reported, marked *).
     ranked = sorted((n for n in results if n != "verifier"),
@@ -477,6 +571,7 @@ def main() -> int:
             "qa-bare-answer": ["halueval qa-dev: the answer alone (not in mean or worst)"],
         },
         "shipped_in_domain": sorted(SHIPPED_IN_DOMAIN),
+        "split_segments": split_counts,
         "designs": results,
         "ranked_by_worst_domain": ranked,
         "seconds": round(time.monotonic() - t0, 1),
@@ -491,6 +586,8 @@ def main() -> int:
     print("\nHaluEval pairwise accuracy (question + answer; answer alone): " + ", ".join(
         f"{n} {r['domains']['qa']['pairwise'] * 100:.1f}; "
         f"{r['domains']['qa-bare-answer']['pairwise'] * 100:.1f}" for n, r in results.items()))
+    print("\nSegments the claim splitter took apart (split/segments, parts): " + ", ".join(
+        f"{d} {c['split']}/{c['segments']} ({c['parts']})" for d, c in split_counts.items()))
     print(f"\nBest by the worst domain (the shipped verifier, fitted in-domain, "
           f"left out): {', '.join(ranked[:3])}")
     return 0
