@@ -35,6 +35,7 @@ FLOORS = {
     "cachedir": 0,
     "sentences": 0,
     "claims": 0,
+    "claimsplit": 0,
     "textio": 0,
     "corpus": 1,
     "index": 2,
