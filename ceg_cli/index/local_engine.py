@@ -25,7 +25,7 @@ from .buildwork import BuildWork, chunk_row, source_counts
 from .chunking import chunk_or_skip
 from .embedding import Embedder
 from .layout import embed_text
-from .pretokenized import TokenizerState, tokenize
+from .pretokenized import TokenizerState, embed_passages, state_of, tokenize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -54,16 +54,13 @@ def fill_here(
     # Where the model allows it, the reading thread tokenizes too (the
     # tokenizer releases the GIL), and the model runs on batches of similar
     # token length: 1.18x encode's rate on 2 cores (benchmarks/gpu_build.py).
-    state = getattr(embedder, "tokenizer_state", lambda: None)()
+    state = state_of(embedder)
     report.pretokenized = state is not None
     for batch, position, ids in produce_in_background(
         todo, options, per_source, work.position, bars, on_warning, call_size, state
     ):
         t0 = time.perf_counter()
-        if ids is not None:
-            vecs = embedder.embed_tokens(ids)  # type: ignore[attr-defined]
-        else:
-            vecs = embedder.embed([embed_text(c, options.embed_text) for c in batch])
+        vecs = embed_passages(embedder, batch, ids, options.embed_text)
         report.embed_seconds += time.perf_counter() - t0
         work.add(vecs, ((next_id + i, *chunk_row(c, c.source)) for i, c in enumerate(batch)))
         next_id += len(batch)

@@ -32,7 +32,7 @@ from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
 from .embedding import Embedder
 from .layout import embed_text
-from .pretokenized import TokenizerState, tokenize
+from .pretokenized import TokenizerState, embed_passages, state_of, tokenize
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,7 +86,7 @@ def fill_with_readers(
     workers = int(options.workers)
     report.workers = workers
     # Where the model allows it, the readers tokenize too: this process only runs the model.
-    state = getattr(embedder, "tokenizer_state", lambda: None)()
+    state = state_of(embedder)
     report.pretokenized = state is not None
     next_id = work.position["next_id"]
     submit = work.position.get("range", 0)
@@ -142,10 +142,7 @@ def _embed(
     next_id: int,
 ) -> int:
     t0 = time.perf_counter()
-    if ids is not None:
-        vectors = embedder.embed_tokens(ids)  # type: ignore[attr-defined]
-    else:
-        vectors = embedder.embed([embed_text(c, options.embed_text) for c in batch])
+    vectors = embed_passages(embedder, batch, ids, options.embed_text)
     report.embed_seconds += time.perf_counter() - t0
     work.add(vectors, ((next_id + i, *chunk_row(c, key)) for i, c in enumerate(batch)))
     bars.embedded.update(len(batch))

@@ -22,10 +22,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .layout import embed_text
+
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["TokenizerState", "forward", "tokenize", "tokenizer_state"]
+    from ..types import Chunk
+
+__all__ = [
+    "TokenizerState", "embed_passages", "forward", "state_of", "tokenize", "tokenizer_state",
+]
 
 #: Texts the standalone tokenizer must split exactly as the model does before
 #: it is trusted: spaces around, case, accents, CJK, digits, past the length limit.
@@ -80,6 +86,22 @@ def tokenizer_state(model: Any) -> TokenizerState | None:
         if expected["input_ids"][row][:length].tolist() != ids.tolist():
             return None
     return state
+
+
+def state_of(embedder: Any) -> TokenizerState | None:
+    """An embedder's ``tokenizer_state()`` where it has one (the torch backend), else None."""
+    ask = getattr(embedder, "tokenizer_state", None)
+    return ask() if ask is not None else None
+
+
+def embed_passages(
+    embedder: Any, chunks: Sequence[Chunk], ids: Sequence[np.ndarray] | None, embed_as: str
+) -> np.ndarray:
+    """The vectors of a build's ``chunks``: from their token ids where the reader
+    gave them, else from their text (``embed_as``: meta.json's ``embed_text``)."""
+    if ids is not None:
+        return embedder.embed_tokens(ids)
+    return embedder.embed([embed_text(c, embed_as) for c in chunks])
 
 
 _LOADED: dict[str, Any] = {}
