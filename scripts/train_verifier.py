@@ -3,10 +3,19 @@
     .venv/bin/python scripts/train_verifier.py --data ../shared/data --out work/verifier-ce \
         [--time-limit-min 70] [--max-length 160]
 
+Fine-tuning the shipped model on question-answer claims (issue 22):
+
+    .venv/bin/python scripts/train_verifier.py --data ../shared/data \
+        --out work/verifier-qa --base ceg_cli/models/verifier \
+        --qa 100000 --replay 4000 --lr 2e-5
+
 Reads the train split of the sources in ``ceg_cli.training.dataset.TRAIN_CAPS``
 (held-out sources never), makes synthetic pairs from the enwiki sample, cuts
 each pair's evidence to its window, and fine-tunes all-MiniLM-L6-v2 as a
-two-class cross-encoder. Killed, the same command resumes from the last
+two-class cross-encoder. ``--base`` starts from another model (a trained
+verifier, to fine-tune it); ``--qa N`` adds up to N synthetic question-answer
+pairs (``training.qa``, train split) and ``--replay N`` keeps N pairs of the
+usual mix at random, so a fine-tuned model does not forget it. Killed, the same command resumes from the last
 checkpoint. Progress goes to stderr; ``OUT/data.json`` records the counts.
 """
 
@@ -14,13 +23,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
 import time
 from pathlib import Path
 
 from ceg_cli.index.embedding import resolve_model
 from ceg_cli.training.crossenc import train_cross_encoder
-from ceg_cli.training.dataset import TRAIN_CAPS, counts, load_pairs, to_examples
+from ceg_cli.training.dataset import (
+    TRAIN_CAPS,
+    corpus_passages,
+    counts,
+    load_pairs,
+    to_examples,
+)
+from ceg_cli.training.qa import make_qa_pairs
+from ceg_cli.training.sources import split_of
 
 
 def main() -> int:
@@ -33,17 +51,30 @@ def main() -> int:
     ap.add_argument("--lr", type=float, default=5e-5)
     ap.add_argument("--without", default="", help="comma-separated sources to leave out")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--base", type=Path, default=None,
+                    help="model to start from (default: the embedding model)")
+    ap.add_argument("--qa", type=int, default=0,
+                    help="synthetic question-answer pairs to add, at most")
+    ap.add_argument("--replay", type=int, default=0,
+                    help="pairs of the usual mix to keep, at random (0: all)")
     args = ap.parse_args()
 
     caps = {k: v for k, v in TRAIN_CAPS.items() if k not in set(args.without.split(","))}
     t0 = time.monotonic()
+    corpus = args.data / "wiki" / "enwiki-sample.xml.bz2"
     pairs = load_pairs(
         args.data / "train",
-        corpus=args.data / "wiki" / "enwiki-sample.xml.bz2",
+        corpus=corpus,
         split="train",
         caps=caps,
         seed=args.seed,
     )
+    if args.replay and len(pairs) > args.replay:
+        pairs = random.Random(args.seed).sample(pairs, args.replay)
+    if args.qa:
+        qa = [p for p in make_qa_pairs(corpus_passages(corpus), seed=args.seed)
+              if split_of(p.group) == "train"]
+        pairs += qa[: args.qa]
     examples = to_examples(pairs)
     args.out.mkdir(parents=True, exist_ok=True)
     info = {"command": " ".join(sys.argv), "pairs": counts(pairs), "total": len(examples)}
@@ -61,7 +92,7 @@ def main() -> int:
                 flush=True,
             )
 
-    base = resolve_model(None).location
+    base = args.base or resolve_model(None).location
     result = train_cross_encoder(
         examples,
         args.out,
