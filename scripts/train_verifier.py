@@ -15,8 +15,9 @@ each pair's evidence to its window, and fine-tunes all-MiniLM-L6-v2 as a
 two-class cross-encoder. ``--base`` starts from another model (a trained
 verifier, to fine-tune it); ``--qa N`` adds up to N synthetic question-answer
 pairs (``training.qa``, train split) and ``--replay N`` keeps N pairs of the
-usual mix at random, so a fine-tuned model does not forget it. Killed, the same command resumes from the last
-checkpoint. Progress goes to stderr; ``OUT/data.json`` records the counts.
+usual mix at random, so a fine-tuned model does not forget it. Killed, the
+same command resumes from the last checkpoint. Progress goes to stderr;
+``OUT/data.json`` records the counts.
 """
 
 from __future__ import annotations
