@@ -204,6 +204,21 @@ def features(pairs: list[Pair], model: Path, window_words: int, *,
                                 window_words=window_words))
 
 
+def cached_features(name: str, pairs: list[Pair], model: Path, seed: int,
+                    window_words: int = DEFAULT_WINDOW_WORDS, *, reuse_vectors: bool = False,
+                    t0: float | None = None) -> np.ndarray:
+    """The features of ``pairs``, from ``benchmarks/.cache`` when computed before."""
+    window = "" if window_words == DEFAULT_WINDOW_WORDS else f"-w{window_words}"
+    path = cache_dir() / f"transfer-{name}-{seed}-{model.name}{window}.npz"
+    if path.exists():
+        return np.load(path)["X"]  # type: ignore[no-any-return]
+    started = time.monotonic() if t0 is None else t0
+    X = features(pairs, model, window_words, reuse_vectors=reuse_vectors)
+    np.savez(path, X=X)
+    log(f"{name}: {len(pairs)} pairs' features at {time.monotonic() - started:.0f} s")
+    return X
+
+
 def split_parts(pairs: list[Pair]) -> list[list[Pair]]:
     """Each pair's claim taken apart by ``split_claim``, each part with the pair's evidence."""
     return [[replace(p, claim=part) for part in split_claim(p.claim)] for p in pairs]
@@ -514,15 +529,8 @@ def main() -> int:
     log(f"{len(rows)} pairs: " + ", ".join(f"{d} {n}" for d, n in counts.items()))
     domains = np.array([d for d, _ in rows])
     def cached(name: str, pairs: list[Pair], reuse_vectors: bool = False) -> np.ndarray:
-        """The features of ``pairs``, from ``benchmarks/.cache`` when computed before."""
-        window = "" if args.window_words == DEFAULT_WINDOW_WORDS else f"-w{args.window_words}"
-        path = cache_dir() / f"transfer-{name}-{args.seed}-{model.name}{window}.npz"
-        if path.exists():
-            return np.load(path)["X"]  # type: ignore[no-any-return]
-        X = features(pairs, model, args.window_words, reuse_vectors=reuse_vectors)
-        np.savez(path, X=X)
-        log(f"{name}: {len(pairs)} pairs' features at {time.monotonic() - t0:.0f} s")
-        return X
+        return cached_features(name, pairs, model, args.seed, args.window_words,
+                               reuse_vectors=reuse_vectors, t0=t0)
 
     X = np.concatenate([cached(f"{domain}-{args.per_source}",
                                [p for d, p in rows if d == domain]) for domain in ALL])
