@@ -21,6 +21,12 @@ and Z were founders"); commas inside names and numbers ("Washington, D.C.",
 "1,000"); sentences that open with a clause or a phrase before the subject
 ("In 1973, ..."); and whatever it is unsure of: then it returns ``[text]``.
 No model, no network: word lists and the shape of the sentence only.
+
+``carry_subject(segment, previous)`` does the same across segments: a segment
+that opens with he/she/it/they (or his/her/its/their) gets the subject of the
+nearest of the previous segments (at most three back) that opens with a plain
+subject agreeing with the pronoun: "He died in 1865." after "Abraham Lincoln
+was the 16th president." gives "Abraham Lincoln died in 1865."
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import re
 
 from .claims import has_claim
 
-__all__ = ["split_claim"]
+__all__ = ["carry_subject", "split_claim"]
 
 _PROTECTED = re.compile(r'"[^"]*"|“[^”]*”|\([^()]*\)')
 _MARK = re.compile("\ue000(\\d+)\ue001")
@@ -282,3 +288,41 @@ def split_claim(text: str) -> list[str]:
     if len(parts) < 2 or not all(has_claim(p) and len(p.split()) >= 3 for p in parts):
         return [text]
     return list(dict.fromkeys(parts))
+
+
+_POSSESSIVES = {"his": "he", "her": "she", "its": "it", "their": "they"}
+_DUMMY_IT = re.compile(r"(?i)it(?: is|'s| was| seems| appears)(?: \w+)? (?:to|that)\b")
+#: How many previous segments a pronoun is looked up in.
+LOOK_BACK = 3
+
+
+def carry_subject(segment: str, previous: list[str]) -> str:
+    """``segment`` with an opening pronoun replaced by the subject it most likely stands for.
+
+    The subject is that of the nearest of the last ``LOOK_BACK`` segments of
+    ``previous`` that opens with a plain subject ("Abraham Lincoln was ...")
+    agreeing with the pronoun ("he", "she": a capitalised name; "it": a
+    singular; "they": a plural). Unchanged where there is no such segment, or
+    the segment does not open with a pronoun.
+    """
+    words = segment.strip().split()
+    if len(words) < 2:
+        return segment
+    head = _bare(words[0])
+    pronoun = _POSSESSIVES.get(head, head)
+    if pronoun not in _PRONOUNS or not words[0].rstrip(".,;:!?").isalpha():
+        return segment
+    if _DUMMY_IT.match(segment.strip()):
+        return segment  # "It is important to note that ...": "it" stands for nothing
+    for before in reversed(previous[-LOOK_BACK:]):
+        before_words = before.strip().split()
+        verb = _subject(before_words)
+        subject = _subject_text(before_words, verb) if verb else ""
+        last = subject.split()[-1] if subject else ""
+        if not subject or (last.islower() and last.endswith("ly")) or not _agrees(
+                pronoun, subject):
+            continue  # none, cut before its noun ("The oldest continuously"), or disagreeing
+        if head in _POSSESSIVES:
+            subject += "'" if subject.endswith("s") else "'s"
+        return " ".join([subject, *words[1:]])
+    return segment

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ceg_cli.claims import has_claim
-from ceg_cli.claimsplit import split_claim
+from ceg_cli.claimsplit import carry_subject, split_claim
 
 SPLITS = [
     # coordinated predicates sharing the subject
@@ -130,3 +130,53 @@ def test_part_too_small_to_be_a_claim_keeps_the_segment() -> None:
 @pytest.mark.parametrize("text", ["", "   ", "1981", "Yes.", "..."])
 def test_degenerate_input(text: str) -> None:
     assert split_claim(text) == [text]
+
+
+CARRIED = [
+    # (segment, previous segments, expected)
+    ("He died in 1865.", ["Abraham Lincoln was the 16th president of the United States."],
+     "Abraham Lincoln died in 1865."),
+    ("It was completed in 1889.", ["The Eiffel Tower is a wrought-iron tower in Paris."],
+     "The Eiffel Tower was completed in 1889."),
+    ("Its height is 330 metres.", ["The Eiffel Tower is a wrought-iron tower in Paris."],
+     "The Eiffel Tower's height is 330 metres."),
+    # the nearest agreeing subject, skipping a segment that has none
+    ("She starred in over fifty films.",
+     ["Bette Davis was an American actress.", "In 1962, the film was released."],
+     "Bette Davis starred in over fifty films."),
+]
+
+
+@pytest.mark.parametrize(("segment", "previous", "expected"), CARRIED)
+def test_subject_is_carried_into_a_pronoun(segment: str, previous: list[str],
+                                           expected: str) -> None:
+    assert carry_subject(segment, previous) == expected
+
+
+@pytest.mark.parametrize(("segment", "previous"), [
+    ("He died in 1865.", []),  # nothing before
+    ("He died in 1865.", ["In 1861, the Civil War began."]),  # no plain subject
+    ("She won an award.", ["The Eiffel Tower is in Paris."]),  # does not agree
+    ("They are found in Africa.", ["The aardvark is a mammal."]),  # singular for "they"
+    ("The aardvark eats ants.", ["The aardvark is a mammal."]),  # no pronoun
+    ("He died in 1865.", ["Abraham Lincoln was president.", "A.", "B.", "C."]),  # too far back
+])
+def test_subject_is_not_carried(segment: str, previous: list[str]) -> None:
+    assert carry_subject(segment, previous) == segment
+
+
+@pytest.mark.parametrize("segment", [
+    # FELM segments where "it" stands for nothing
+    "It is important to note that while cannabis use is tolerated, it is still illegal.",
+    "It seems that the record was broken in 1990.",
+    "It was reported that the bridge opened in 1932.",
+])
+def test_dummy_it_gets_no_subject(segment: str) -> None:
+    assert carry_subject(segment, ["Cannabis is legal in the Netherlands."]) == segment
+
+
+def test_subject_cut_before_its_noun_is_not_carried() -> None:
+    # "inhabited" is read as the verb of "The oldest continuously inhabited city ..."
+    previous = ["The oldest continuously inhabited city in the world is Damascus."]
+    assert carry_subject("It has been inhabited for 11,000 years.", previous) == (
+        "It has been inhabited for 11,000 years.")
