@@ -41,6 +41,14 @@ Designs:
   features, and of the entailment; the other similarities at their minimum),
   so it is supported only if every part is. Segments the splitter leaves
   whole keep their own features.
+- ``*-context`` (``lexical-context``, ``lexical-lodo-context``,
+  ``cross-encoder-lodo-context``, ``mean-lodo-context``, ``staged-context``,
+  ``logreg-lodo-context``, ``gbm-lodo-context``): the same designs with each
+  long-form segment that opens with a pronoun given the subject of a previous
+  segment of its response (``claimsplit.carry_subject``: "He died in 1865."
+  after "Abraham Lincoln was ..." is judged as "Abraham Lincoln died in
+  1865."). Only long-form answers come as whole responses, so only that
+  domain changes.
 - ``*-synthcal``: the lexical score, the entailment, or the refitted logistic
   regression with its cut fitted, label-free, on synthetic pairs made from the
   scored domain's own evidence (``training.synthetic``, as ``ceg judge train``
@@ -86,7 +94,7 @@ from _common import (  # noqa: E402
     write_results,
 )
 
-from ceg_cli.claimsplit import split_claim  # noqa: E402
+from ceg_cli.claimsplit import carry_subject, split_claim  # noqa: E402
 from ceg_cli.judges.features import FEATURES  # noqa: E402
 from ceg_cli.judges.window import DEFAULT_WINDOW_WORDS  # noqa: E402
 from ceg_cli.training.sources import Pair  # noqa: E402
@@ -222,6 +230,25 @@ def cached_features(name: str, pairs: list[Pair], model: Path, seed: int,
 def split_parts(pairs: list[Pair]) -> list[list[Pair]]:
     """Each pair's claim taken apart by ``split_claim``, each part with the pair's evidence."""
     return [[replace(p, claim=part) for part in split_claim(p.claim)] for p in pairs]
+
+
+#: Domains whose pairs are the segments of whole responses, in order.
+SEQUENTIAL = ("long-form",)
+
+
+def with_context(rows: list[tuple[str, Pair]]) -> list[Pair]:
+    """Each pair, its claim given the subject of a previous segment of its response
+    where it opens with a pronoun (``carry_subject``); pairs of other domains as they are."""
+    out = []
+    seen: dict[str, list[str]] = {}
+    for domain, p in rows:
+        if domain not in SEQUENTIAL:
+            out.append(p)
+            continue
+        previous = seen.setdefault(p.group, [])
+        out.append(replace(p, claim=carry_subject(p.claim, previous)))
+        previous.append(p.claim)
+    return out
 
 
 #: The features of the weakest part: its lexical findings (lowest lexical score)...
@@ -390,6 +417,14 @@ def designs(model: Path) -> dict[str, Design]:
         "staged": thresholded(staged_score),
         "mean-lodo": thresholded(mean_score),
     }
+
+
+def context_designs(model: Path) -> dict[str, Design]:
+    """Designs scored with the subject carried into pronoun-led segments (``with_context``)."""
+    keep = ("lexical", "lexical-lodo", "cross-encoder-lodo", "mean-lodo", "staged",
+            "logreg-lodo", "gbm-lodo")
+    return {f"{name}-context": design for name, design in designs(model).items()
+            if name in keep}
 
 
 def split_designs() -> dict[str, Design]:
@@ -563,6 +598,18 @@ def main() -> int:
     X_split = weakest_part(X, parts, np.concatenate(X_parts) if X_parts
                            else np.zeros((0, X.shape[1])))
     results.update(protocol(X_split, y, domains, split_designs()))
+    # The same pairs with the subject carried into pronoun-led segments; only the
+    # changed claims are scored again.
+    contextual = with_context(rows)
+    changed = [i for i, ((_, p), q) in enumerate(zip(rows, contextual)) if q.claim != p.claim]
+    X_context = X.copy()
+    if changed:
+        digest = hashlib.sha1("\n".join(contextual[i].claim for i in changed).encode()
+                              ).hexdigest()[:10]
+        X_context[changed] = cached(f"context-{args.per_source}-{digest}",
+                                    [contextual[i] for i in changed])
+    log(f"context: {len(changed)} segments given a subject")
+    results.update(protocol(X_context, y, domains, context_designs(model)))
     # The shipped combiner was fitted on five of these domains: it cannot be chosen
     # by a protocol it did not follow (its cells are reported, marked *).
     ranked = sorted((n for n in results if n != "verifier"),
@@ -580,6 +627,7 @@ def main() -> int:
         },
         "shipped_in_domain": sorted(SHIPPED_IN_DOMAIN),
         "split_segments": split_counts,
+        "context_segments": {d: sum(1 for i in changed if rows[i][0] == d) for d in SEQUENTIAL},
         "designs": results,
         "ranked_by_worst_domain": ranked,
         "seconds": round(time.monotonic() - t0, 1),
