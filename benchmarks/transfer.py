@@ -163,7 +163,7 @@ def load_all(data: Path, per_source: int, seed: int) -> list[tuple[str, Pair]]:
             keep = sorted(rng.choice(len(pairs), per_source, replace=False).tolist())
             pairs = [pairs[i] for i in keep]
         by_source[name] = pairs
-    out = []
+    out: list[tuple[str, Pair]] = []
     for domain, sources in DOMAINS.items():
         for s in sources:
             out.extend((domain, p) for p in by_source.get(s, []))
