@@ -1,7 +1,7 @@
 """Train the shipped verifier's cross-encoder (stage 1 of 2; stage 2 is fit_verifier.py).
 
     .venv/bin/python scripts/train_verifier.py --data ../shared/data --out work/verifier-ce \
-        [--time-limit-min 70] [--max-length 160]
+        [--time-limit-min 70] [--max-length 160] [--device auto|cpu|cuda]
 
 Fine-tuning the shipped model on question-answer claims (issue 22):
 
@@ -29,7 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from ceg_cli.index.embedding import resolve_model
+from ceg_cli.errors import UsageError
+from ceg_cli.index.embedding import resolve_device, resolve_model
 from ceg_cli.training.crossenc import train_cross_encoder
 from ceg_cli.training.dataset import (
     TRAIN_CAPS,
@@ -58,7 +59,14 @@ def main() -> int:
                     help="synthetic question-answer pairs to add, at most")
     ap.add_argument("--replay", type=int, default=0,
                     help="pairs of the usual mix to keep, at random (0: all)")
+    ap.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                    help="where the model trains (auto: CUDA when there is one)")
     args = ap.parse_args()
+    try:
+        device = resolve_device(args.device)  # before any work: cuda without CUDA is refused
+    except UsageError as e:
+        print(f"train_verifier.py: {e}", file=sys.stderr)
+        return 2
 
     caps = {k: v for k, v in TRAIN_CAPS.items() if k not in set(args.without.split(","))}
     t0 = time.monotonic()
@@ -104,6 +112,7 @@ def main() -> int:
         seed=args.seed,
         time_limit_s=args.time_limit_min * 60 if args.time_limit_min else None,
         progress=progress,
+        device=device,
     )
     print(json.dumps(result), file=sys.stderr)
     return 0
