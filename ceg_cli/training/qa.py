@@ -30,7 +30,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from .sources import Pair
-from .synthetic import _NUMBER, Passage, _by_document, _claim_sentence, _names
+from .synthetic import NUMBER, Passage, by_document, claim_sentence, names_in
 
 __all__ = ["QA_KINDS", "Gap", "make_qa_pairs", "question_for"]
 
@@ -61,7 +61,7 @@ class Gap:
 def _kind_of(value: str, hint: str) -> str:
     if _YEAR.match(value):
         return "year"
-    if _NUMBER.fullmatch(value):
+    if NUMBER.fullmatch(value):
         return "number"
     return "name" if hint == "name" else "other"
 
@@ -78,11 +78,10 @@ def _plain_name(name: str) -> bool:
 def gaps(sentence: str) -> list[Gap]:
     """Years, other numbers and names of ``sentence``, in order, as questions can ask them."""
     out = [Gap(m.start(), m.end(), m.group(), _kind_of(m.group(), "number"))
-           for m in _NUMBER.finditer(sentence) if _standalone(sentence, m.start(), m.end())]
+           for m in NUMBER.finditer(sentence) if _standalone(sentence, m.start(), m.end())]
     taken = [(g.start, g.end) for g in out]
-    at = 0
-    for name in dict.fromkeys(_names(sentence)):
-        i = sentence.find(name, at if name in sentence[at:] else 0)
+    for name in dict.fromkeys(names_in(sentence)):
+        i = sentence.find(name)
         if (i < 0 or not _plain_name(name) or not _standalone(sentence, i, i + len(name))
                 or any(s < i + len(name) and i < e for s, e in taken)):
             continue
@@ -128,10 +127,10 @@ def make_qa_pairs(
     """
     rng = random.Random(seed)
     seen: dict[str, list[str]] = {"year": [], "number": [], "name": []}
-    for doc in _by_document(passages):
+    for doc in by_document(passages):
         found: dict[str, list[str]] = {"year": [], "number": [], "name": []}
         for p in doc:
-            sentence = _claim_sentence(p, rng)
+            sentence = claim_sentence(p, rng)
             if sentence is None:
                 continue
             here = gaps(sentence)
@@ -150,7 +149,7 @@ def make_qa_pairs(
             if other:
                 wrong.append(("qa-other", rng.choice(other)))
             slot = sorted({g.text for g in gaps(p.text)
-                           if g.kind == gap.kind and gap.same_kind(g.text)
+                           if gap.same_kind(g.text)
                            and g.text not in gap.text and gap.text not in g.text
                            and g.text not in question})
             if slot:

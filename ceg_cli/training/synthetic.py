@@ -36,7 +36,15 @@ from ..judges.offline import specifics, tokenize
 from ..sentences import sentence_spans
 from .sources import Pair
 
-__all__ = ["KINDS", "Passage", "make_pairs"]
+__all__ = [
+    "KINDS",
+    "NUMBER",
+    "Passage",
+    "by_document",
+    "claim_sentence",
+    "make_pairs",
+    "names_in",
+]
 
 KINDS = ("original", "shortened", "number", "name", "swap", "negation", "elsewhere", "neighbour")
 NEGATIVE_KINDS = frozenset(KINDS[2:])
@@ -48,7 +56,8 @@ _NEGATED = re.compile(
     r"\b(is|was|are|were|has|had|have|can|could|will|would|did|does|do)"
     r"( not|n't)\b"
 )
-_NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,])|(?<![\w.,])\d+(?:\.\d+)?(?![\w])")
+#: A number as a sentence writes it: "1,000", "1908", "3.5" (not inside a word or a code).
+NUMBER = re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d,])|(?<![\w.,])\d+(?:\.\d+)?(?![\w])")
 _CLAUSE = re.compile(r"(,\s+(?:which|who|where|while|although|and|but|making|including)\b|;)")
 
 
@@ -65,7 +74,8 @@ def _sentences(text: str) -> list[str]:
     return [text[s:e] for s, e in sentence_spans(text)]
 
 
-def _claim_sentence(p: Passage, rng: random.Random) -> str | None:
+def claim_sentence(p: Passage, rng: random.Random) -> str | None:
+    """A sentence of ``p`` that makes a claim, 8 to 45 words, at random (None: none)."""
     cands = [
         s
         for s in _sentences(p.text)
@@ -75,7 +85,7 @@ def _claim_sentence(p: Passage, rng: random.Random) -> str | None:
 
 
 def _change_number(sentence: str, evidence: str, rng: random.Random) -> str | None:
-    matches = list(_NUMBER.finditer(sentence))
+    matches = list(NUMBER.finditer(sentence))
     if not matches:
         return None
     m = rng.choice(matches)
@@ -97,14 +107,15 @@ def _change_number(sentence: str, evidence: str, rng: random.Random) -> str | No
     return None
 
 
-def _names(sentence: str) -> list[str]:
+def names_in(sentence: str) -> list[str]:
+    """The names the offline judge finds in ``sentence``, in order."""
     return [sp.text for sp in specifics(sentence, tokenize(sentence)) if sp.kind == "name"]
 
 
 def _replace_name(
     sentence: str, evidence: str, pool: Sequence[str], rng: random.Random
 ) -> str | None:
-    names = _names(sentence)
+    names = names_in(sentence)
     if not names or not pool:
         return None
     old = rng.choice(names)
@@ -116,7 +127,7 @@ def _replace_name(
 
 
 def _swap(sentence: str) -> str | None:
-    names = list(dict.fromkeys(_names(sentence)))
+    names = list(dict.fromkeys(names_in(sentence)))
     if len(names) < 2:
         return None
     a, b = names[0], names[1]
@@ -161,13 +172,13 @@ def make_pairs(
     rng = random.Random(seed)
     pool: list[str] = []  # names seen in earlier documents
     prev_sentence: str | None = None  # a sentence of the previous document
-    for doc in _by_document(passages):
+    for doc in by_document(passages):
         doc_names: list[str] = []
         for p in doc:
-            sentence = _claim_sentence(p, rng)
+            sentence = claim_sentence(p, rng)
             if sentence is None:
                 continue
-            doc_names.extend(_names(sentence))
+            doc_names.extend(names_in(sentence))
             group = f"{source}:{p.doc_id}"
             yield Pair(source, group, sentence, p.text, 1, "original")
             options: list[tuple[str, str, str]] = []  # (kind, claim, evidence)
@@ -197,13 +208,14 @@ def make_pairs(
             pool.extend(dict.fromkeys(doc_names))
             del pool[:-5000]
         for p in reversed(doc):
-            s = _claim_sentence(p, rng)
+            s = claim_sentence(p, rng)
             if s:
                 prev_sentence = s
                 break
 
 
-def _by_document(passages: Iterable[Passage]) -> Iterator[list[Passage]]:
+def by_document(passages: Iterable[Passage]) -> Iterator[list[Passage]]:
+    """Runs of adjacent passages of one document."""
     current: list[Passage] = []
     for p in passages:
         if current and p.doc_id != current[0].doc_id:
