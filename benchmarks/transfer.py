@@ -97,6 +97,7 @@ from _common import (  # noqa: E402
 from ceg_cli.claimsplit import carry_subject, split_claim  # noqa: E402
 from ceg_cli.judges.features import FEATURES  # noqa: E402
 from ceg_cli.judges.window import DEFAULT_WINDOW_WORDS  # noqa: E402
+from ceg_cli.training.qa import qa_claim  # noqa: E402
 from ceg_cli.training.sources import Pair  # noqa: E402
 
 DOMAINS: dict[str, tuple[str, ...]] = {
@@ -113,6 +114,8 @@ SCORE_ONLY = ("qa", "long-form")
 #: claims (no question), to show what a claim that is not self-contained costs.
 DIAGNOSTIC = ("qa-bare-answer",)
 ALL = (*DOMAINS, *SCORE_ONLY, *DIAGNOSTIC)
+#: The domains a design's mean and worst domain are taken over.
+COUNTED = (*DOMAINS, *SCORE_ONLY)
 #: Domains whose pairs (train split) the shipped cross-encoder and combiner were fitted on.
 SHIPPED_IN_DOMAIN = {"encyclopedic", "summaries", "llm-answers", "science", "nli"}
 COL = FEATURES.index
@@ -128,7 +131,7 @@ def halueval_pairs(path: Path, *, with_question: bool = True) -> list[Pair]:
         row = json.loads(line)
         for key, label in (("right_answer", 1), ("hallucinated_answer", 0)):
             answer = str(row[key]).strip()
-            claim = f"{row['question'].strip()} {answer}" if with_question else answer
+            claim = qa_claim(row["question"].strip(), answer) if with_question else answer
             pairs.append(Pair("halueval-dev", f"qa{n}", claim, row["knowledge"], label))
     return pairs
 
@@ -225,6 +228,21 @@ def cached_features(name: str, pairs: list[Pair], model: Path, seed: int,
     np.savez(path, X=X)
     log(f"{name}: {len(pairs)} pairs' features at {time.monotonic() - started:.0f} s")
     return X
+
+
+def domain_features(rows: list[tuple[str, Pair]], model: Path, per_source: int, seed: int,
+                    window_words: int = DEFAULT_WINDOW_WORDS, *,
+                    t0: float | None = None) -> np.ndarray:
+    """The features of every row, domain by domain in ``ALL``'s order (as ``load_all`` gives)."""
+    return np.concatenate([
+        cached_features(f"{domain}-{per_source}", [p for d, p in rows if d == domain], model,
+                        seed, window_words, t0=t0)
+        for domain in ALL])
+
+
+def claims_digest(pairs: list[Pair]) -> str:
+    """A short digest of the claims of ``pairs``: part of a cache name for rewritten claims."""
+    return hashlib.sha1("\n".join(p.claim for p in pairs).encode()).hexdigest()[:10]
 
 
 def split_parts(pairs: list[Pair]) -> list[list[Pair]]:
@@ -475,6 +493,13 @@ def pairwise(p: np.ndarray) -> float:
     return round(float((right > wrong).mean() + 0.5 * (right == wrong).mean()), 4)
 
 
+def lodo_rows(domains: np.ndarray, domain: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows scored on ``domain``, and the rows a design is fitted on to score them:
+    every fitted-on domain (``DOMAINS``) but that one."""
+    here = domains == domain
+    return here, np.isin(domains, list(DOMAINS)) & ~here
+
+
 def protocol(X: np.ndarray, y: np.ndarray, domains: np.ndarray,
              candidates: dict[str, Design],
              synthetic: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
@@ -485,7 +510,6 @@ def protocol(X: np.ndarray, y: np.ndarray, domains: np.ndarray,
     ``SYNTH_CALIBRATED`` designs take their cut from the scored domain's own
     synthetic pairs: the calibration a user gets per index without labels.
     """
-    fitted_on = np.array([d in DOMAINS for d in domains.tolist()])
     out: dict[str, dict[str, Any]] = {}
     all_designs: dict[str, Any] = dict(candidates)
     if synthetic is not None:
@@ -493,8 +517,7 @@ def protocol(X: np.ndarray, y: np.ndarray, domains: np.ndarray,
     for name, design in all_designs.items():
         per: dict[str, Any] = {}
         for domain in ALL:
-            here = domains == domain
-            rest = fitted_on & ~here
+            here, rest = lodo_rows(domains, domain)
             if design is None:
                 assert synthetic is not None
                 _, fixed_score = SYNTH_CALIBRATED[name]
@@ -511,16 +534,15 @@ def protocol(X: np.ndarray, y: np.ndarray, domains: np.ndarray,
             per[domain] = {**measure(y[here], p, cut), "threshold": round(cut, 4)}
             if domain.startswith("qa"):
                 per[domain]["pairwise"] = pairwise(p)
-        counted = [*DOMAINS, *SCORE_ONLY]
-        scored = [per[d]["balanced_accuracy"] for d in counted]
-        worst = min(counted, key=lambda d: per[d]["balanced_accuracy"])
+        scored = [per[d]["balanced_accuracy"] for d in COUNTED]
+        worst = min(COUNTED, key=lambda d: per[d]["balanced_accuracy"])
         out[name] = {
             "domains": per,
             "mean_balanced_accuracy": round(float(np.mean(scored)), 4),
             "worst_domain": worst,
             "worst_balanced_accuracy": per[worst]["balanced_accuracy"],
             "mean_auc_pr_nonfactual": round(float(np.mean(
-                [per[d]["auc_pr_nonfactual"] for d in counted])), 4),
+                [per[d]["auc_pr_nonfactual"] for d in COUNTED])), 4),
         }
     return out
 
@@ -567,8 +589,7 @@ def main() -> int:
         return cached_features(name, pairs, model, args.seed, args.window_words,
                                reuse_vectors=reuse_vectors, t0=t0)
 
-    X = np.concatenate([cached(f"{domain}-{args.per_source}",
-                               [p for d, p in rows if d == domain]) for domain in ALL])
+    X = domain_features(rows, model, args.per_source, args.seed, args.window_words, t0=t0)
     y = np.array([p.label for _, p in rows])
     synthetic = None
     if args.synthetic:
@@ -590,8 +611,7 @@ def main() -> int:
                                 "split": sum(len(ps) > 1 for ps in mine),
                                 "parts": len(split)}
         if split:
-            digest = hashlib.sha1("\n".join(q.claim for q in split).encode()).hexdigest()[:10]
-            X_parts.append(cached(f"split-{domain}-{args.per_source}-{digest}", split,
+            X_parts.append(cached(f"split-{domain}-{args.per_source}-{claims_digest(split)}", split,
                                   reuse_vectors=True))
     log("split: " + ", ".join(f"{d} {c['split']}/{c['segments']}"
                               for d, c in split_counts.items()))
@@ -604,10 +624,9 @@ def main() -> int:
     changed = [i for i, ((_, p), q) in enumerate(zip(rows, contextual)) if q.claim != p.claim]
     X_context = X.copy()
     if changed:
-        digest = hashlib.sha1("\n".join(contextual[i].claim for i in changed).encode()
-                              ).hexdigest()[:10]
-        X_context[changed] = cached(f"context-{args.per_source}-{digest}",
-                                    [contextual[i] for i in changed])
+        rewritten = [contextual[i] for i in changed]
+        X_context[changed] = cached(f"context-{args.per_source}-{claims_digest(rewritten)}",
+                                    rewritten)
     log(f"context: {len(changed)} segments given a subject")
     results.update(protocol(X_context, y, domains, context_designs(model)))
     # The shipped combiner was fitted on five of these domains: it cannot be chosen

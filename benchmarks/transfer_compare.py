@@ -30,42 +30,44 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import SHARED_DATA, command_line, environment, log, write_results  # noqa: E402
 from transfer import (  # noqa: E402
     ALL,
-    DOMAINS,
-    SCORE_ONLY,
+    COUNTED,
     balanced_accuracy,
-    cached_features,
     designs,
+    domain_features,
     load_all,
+    lodo_rows,
 )
-
-COUNTED = (*DOMAINS, *SCORE_ONLY)
 
 
 def fitted_verdicts(X: np.ndarray, y: np.ndarray, domains: np.ndarray, design: Any
                     ) -> np.ndarray:
     """Each pair's verdict (supported) under ``design`` fitted without the pair's domain."""
-    fitted_on = np.array([d in DOMAINS for d in domains.tolist()])
     out = np.zeros(len(y), dtype=bool)
     for domain in ALL:
-        here = domains == domain
-        rest = fitted_on & ~here
+        here, rest = lodo_rows(domains, domain)
         score, cut = design(X[rest], y[rest], domains[rest])
         out[here] = score(X[here]) >= cut
     return out
 
 
-def resample_index(groups: np.ndarray, domains: np.ndarray, rng: np.random.Generator
+def group_members(groups: np.ndarray, domains: np.ndarray) -> dict[str, list[list[int]]]:
+    """Per counted domain: the row indices of each of its groups."""
+    out: dict[str, list[list[int]]] = {}
+    for domain in COUNTED:
+        by_group: dict[str, list[int]] = {}
+        for i in np.flatnonzero(domains == domain).tolist():
+            by_group.setdefault(groups[i], []).append(i)
+        out[domain] = list(by_group.values())
+    return out
+
+
+def resample_index(members: dict[str, list[list[int]]], rng: np.random.Generator
                    ) -> dict[str, np.ndarray]:
     """Per counted domain: row indices of a resample of its groups, with replacement."""
     out = {}
-    for domain in COUNTED:
-        rows = np.flatnonzero(domains == domain)
-        by_group: dict[str, list[int]] = {}
-        for i in rows.tolist():
-            by_group.setdefault(groups[i], []).append(i)
-        members = list(by_group.values())
-        picked = rng.integers(0, len(members), len(members))
-        out[domain] = np.array([i for g in picked.tolist() for i in members[g]])
+    for domain, groups in members.items():
+        picked = rng.integers(0, len(groups), len(groups))
+        out[domain] = np.array([i for g in picked.tolist() for i in groups[g]])
     return out
 
 
@@ -98,10 +100,7 @@ def main() -> int:
     for cand in args.candidates:
         model_name, _, design_name = cand.rpartition(":")
         model = SHIPPED if model_name == "shipped" else Path(model_name)
-        X = np.concatenate([
-            cached_features(f"{domain}-{args.per_source}",
-                            [p for d, p in rows if d == domain], model, args.seed)
-            for domain in ALL])
+        X = domain_features(rows, model, args.per_source, args.seed)
         verdicts[cand] = fitted_verdicts(X, y, domains, designs(model)[design_name])
         log(f"{cand}: fitted")
     full = {d: np.flatnonzero(domains == d) for d in COUNTED}
@@ -111,8 +110,9 @@ def main() -> int:
     diffs: dict[str, dict[str, list[float]]] = {
         c: {d: [] for d in (*COUNTED, "worst")} for c in args.candidates[1:]}
     first = args.candidates[0]
+    members = group_members(groups, domains)
     for _ in range(args.resamples):
-        index = resample_index(groups, domains, rng)
+        index = resample_index(members, rng)
         scores = {c: per_domain(y, v, index) for c, v in verdicts.items()}
         for c, s in scores.items():
             worst[c].append(min(s.values()))
