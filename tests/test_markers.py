@@ -272,7 +272,7 @@ def test_marker_at_the_very_start_and_very_end() -> None:
         ("Zürich [1]. 東京[2]。", "Zürich. 東京。"),
         ("Use `arr[1]` here [1].", "Use `arr[1]` here."),
         ("No markers at all.", "No markers at all."),
-        # where ALCE's remove_citations would give "He wrote [sic it" and "In 2020], x"
+        # ALCE's remove_citations gives "He wrote [sic it.", "In, x." and "See http://x.org/a now."
         ("He wrote [sic] it [1].", "He wrote [sic] it."),
         ("In [2020], x [1].", "In [2020], x."),
         ("See http://x.org/a[1] now [2].", "See http://x.org/a[1] now."),
