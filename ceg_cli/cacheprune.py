@@ -20,21 +20,27 @@ a valid marker (``cachedir.ENTRY_MARKER``), or one in exactly the layout ceg
 writes (a 24-hex-digit key holding only the files ceg puts there: for an eval
 entry the index's ``meta.json`` and its corpus file, for an export the ONNX
 files). Anything else under ``eval/`` or ``onnx/`` is reported as not ceg's and
-left alone. A dry run writes nothing (it takes no lock, it only looks whether
-one is held) and lists exactly the entries the real run would remove.
+left alone. In an entry of ceg's, only what ceg writes there is removed: a file
+someone put in it stays (and the folder with it), and is reported. A dry run
+writes nothing (it takes no lock, it only looks whether one is held) and lists
+exactly what the real run would remove and leave.
+
+``llm.sqlite`` is read without writing anything (``llm.cache.count_replies_readonly``)
+and opened for writing only when it is ceg's reply store with replies to remove;
+a folder, a file that is not SQLite or a database that is not ceg's under that
+name is refused, exit 2, before anything is removed.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cachedir import ENTRY_MARKER, read_entry_marker
+from .cachedir import ENTRY_MARKER, read_entry_marker, remove_own, split_entry
 from .eval.corpus import (
     EVAL_DIR,
     EVAL_KIND,
@@ -44,9 +50,17 @@ from .eval.corpus import (
     hold_corpus_lock,
 )
 from .index.embedding import ONNX_DIR, ONNX_KIND
+from .index.indexdir import BUILT_NAMES, FOREIGN_OK
+from .index.layout import LEXICAL_DIR, SHARDS
 from .index.metacheck import file_problem
 from .llm.cache import CACHE_FILE as LLM_FILE
-from .llm.cache import LLMCache
+from .llm.cache import LLMCache, count_replies_readonly
+
+#: What to do about an ``llm.sqlite`` that is not ceg's reply store (or cannot be read).
+LLM_ADVICE = (
+    "ceg leaves it as it is: move it out of the cache folder, or name another one "
+    "with --cache-dir"
+)
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,9 @@ class PruneReport:
     removed: list[Path] = field(default_factory=list)
     #: What lies under ``eval/`` or ``onnx/`` but is not ceg's: left alone.
     foreign: list[Path] = field(default_factory=list)
+    #: In an entry removed, what ceg did not write (by entry, relative paths): left there,
+    #: and the entry's folder with it.
+    left: dict[Path, list[str]] = field(default_factory=dict)
 
 
 def cache_info(root: Path) -> list[KindInfo]:
@@ -101,18 +118,22 @@ def prune_cache(
     cutoff = (time.time() if now is None else now) - older_than_s
     report = PruneReport()
     llm = root / LLM_FILE
-    if llm.exists() and dry_run:
-        total, report.replies_removed = _llm_count_readonly(llm, cutoff)
-        report.replies_kept = total - report.replies_removed
-    elif llm.exists():
-        before = _files_size(_llm_files(llm))
-        cache = LLMCache(llm)
-        try:
-            report.replies_removed = cache.prune(cutoff)
-            report.replies_kept = cache.span()[0]
-        finally:
-            cache.close()
-        report.bytes_freed += max(0, before - _files_size(_llm_files(llm)))
+    if llm.exists() or llm.is_symlink():
+        # Read first, writing nothing: a file that is not ceg's reply store is refused
+        # here (before anything is removed), and a store with nothing old is not opened
+        # for writing at all.
+        counted = count_replies_readonly(llm, cutoff, advice=LLM_ADVICE)
+        report.replies_removed = counted.older
+        report.replies_kept = counted.count - counted.older
+        if counted.older and not dry_run:
+            before = _files_size(_llm_files(llm))
+            cache = LLMCache(llm, advice=LLM_ADVICE)
+            try:
+                report.replies_removed = cache.prune(cutoff)
+                report.replies_kept = cache.span()[0]
+            finally:
+                cache.close()
+            report.bytes_freed += max(0, before - _files_size(_llm_files(llm)))
     for entry in _children(root / EVAL_DIR):
         if not _is_eval_entry(entry):
             report.foreign.append(entry)
@@ -124,7 +145,7 @@ def prune_cache(
                 report.indexes_kept += 1
             else:
                 report.indexes_removed += 1
-                _removing(report, entry)
+                _removing(report, entry, _own_eval)
         else:
             with hold_corpus_lock(entry / INDEX_NAME, wait=False) as held:
                 if not held:
@@ -132,10 +153,10 @@ def prune_cache(
                     report.indexes_kept += 1
                     continue
                 report.indexes_removed += 1
-                _removing(report, entry)
+                _removing(report, entry, _own_eval)
                 # The lock file goes too: a run waiting on it sees it unlinked and
                 # takes a fresh one, so no two runs ever build one entry at once.
-                shutil.rmtree(entry)
+                remove_own(entry, _own_eval)
     for entry in _children(root / ONNX_DIR):
         if not _is_onnx_entry(entry):
             report.foreign.append(entry)
@@ -144,17 +165,21 @@ def prune_cache(
             report.exports_kept += 1
             continue
         report.exports_removed += 1
-        _removing(report, entry)
+        _removing(report, entry, _own_onnx)
         if not dry_run:
             # Exported again, offline, by the next build that asks for the backend.
-            shutil.rmtree(entry, ignore_errors=True)
+            remove_own(entry, _own_onnx)
     return report
 
 
-def _removing(report: PruneReport, entry: Path) -> None:
-    """Count ``entry`` as removed (before it is, or instead, in a dry run)."""
-    report.bytes_freed += _tree_size(entry)
+def _removing(report: PruneReport, entry: Path, is_own: Callable[[tuple[str, ...]], bool]) -> None:
+    """Count ``entry`` as removed (before it is, or instead, in a dry run): what ceg wrote
+    in it; what it did not write stays, and is listed."""
+    own, foreign = split_entry(entry, is_own)
+    report.bytes_freed += _files_size([p for p in own if not p.is_symlink()])
     report.removed.append(entry)
+    if foreign:
+        report.left[entry] = [p.relative_to(entry).as_posix() for p in foreign]
 
 
 #: A folder entry's name: the 24 hex digits of its key.
@@ -168,6 +193,35 @@ _EVAL_NAMES = re.compile(
 )
 #: What ``onnx_export`` puts in an export folder, and nothing else.
 _ONNX_NAMES = re.compile(rf"\.?model(-int8)?\.onnx(\.\d+\.tmp)?|{_MARKER_NAMES}")
+#: What an index build leaves beside its target in an eval entry (``indexdir``): its
+#: temporary and previous index folders.
+_EVAL_BUILD_DIRS = re.compile(rf"\.{INDEX_NAME}\.(building(-\d+)?|old-\d+)")
+#: In an index folder, or a build's: what a build writes there (the checkout files an
+#: index build carries over are not written in a cache entry).
+_INDEX_NAMES = BUILT_NAMES - FOREIGN_OK
+#: What the BM25 part's folder (bm25s's ``save``) and a build's shard folder hold.
+_LEXICAL_NAMES = re.compile(r"[\w.]+\.index\.(npy|json)|corpus\.jsonl|corpus\.mmindex\.json")
+_SHARD_NAMES = re.compile(r"\d{6}\.npy(\.part)?")
+
+
+def _own_eval(parts: tuple[str, ...]) -> bool:
+    """Whether a path in an eval entry (its parts from the entry) is one ceg writes."""
+    top, *rest = parts
+    if not rest:
+        return bool(_EVAL_NAMES.fullmatch(top) or _EVAL_BUILD_DIRS.fullmatch(top))
+    if top != INDEX_NAME and not _EVAL_BUILD_DIRS.fullmatch(top):
+        return False
+    inner = rest[0]
+    if len(rest) == 1:
+        return inner in _INDEX_NAMES
+    if len(rest) == 2 and inner == LEXICAL_DIR:
+        return bool(_LEXICAL_NAMES.fullmatch(rest[1]))
+    return len(rest) == 2 and inner == SHARDS and bool(_SHARD_NAMES.fullmatch(rest[1]))
+
+
+def _own_onnx(parts: tuple[str, ...]) -> bool:
+    """Whether a path in an export folder is one ``onnx_export`` writes."""
+    return len(parts) == 1 and bool(_ONNX_NAMES.fullmatch(parts[0]))
 
 
 def _is_entry(
@@ -215,23 +269,6 @@ def _is_index_meta(path: Path) -> bool:
     return path.is_file() and file_problem(path) is None
 
 
-def _llm_count_readonly(path: Path, cutoff: float) -> tuple[int, int]:
-    """How many replies there are, and how many older than ``cutoff``, read without
-    writing (no journal, no shared-memory file is made)."""
-    import sqlite3
-
-    wal = path.with_name(path.name + "-wal").exists()
-    mode = "mode=ro" if wal else "immutable=1"
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{mode}", uri=True)
-    try:
-        row = conn.execute(
-            "SELECT COUNT(*), SUM(created < ?) FROM replies", (cutoff,)
-        ).fetchone()
-    finally:
-        conn.close()
-    return int(row[0]), int(row[1] or 0)
-
-
 def _lock_held_elsewhere(path: Path) -> bool:
     """Whether another process holds the lock file ``path``: looked at read-only, nothing
     written (a missing lock file is not held)."""
@@ -265,14 +302,11 @@ def _newest_file(entry: Path) -> float:
 
 def _llm_info(root: Path) -> KindInfo:
     path = root / LLM_FILE
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return KindInfo("LLM replies", path, 0, 0, None, None)
-    cache = LLMCache(path)
-    try:
-        count, oldest, newest = cache.span()
-    finally:
-        cache.close()
-    return KindInfo("LLM replies", path, count, _files_size(_llm_files(path)), oldest, newest)
+    counted = count_replies_readonly(path, advice=LLM_ADVICE)
+    size = _files_size(_llm_files(path))
+    return KindInfo("LLM replies", path, counted.count, size, counted.oldest, counted.newest)
 
 
 def _folder_info(

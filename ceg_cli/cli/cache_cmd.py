@@ -112,6 +112,13 @@ def prune(
         warn(f"{entry}: not ceg's, left alone")
     for entry in report.removed:
         err_console.print(f"{'would remove' if dry_run else 'removed'} {entry}", highlight=False)
+        left = report.left.get(entry)
+        if left:
+            shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+            warn(
+                f"{entry}: holds {shown}, which ceg did not write: "
+                f"{'would be' if dry_run else 'was'} left there, and the folder with it"
+            )
     freed = _size(report.bytes_freed)
     what = (
         f"{report.replies_removed} LLM replies, {report.indexes_removed} eval corpus "

@@ -18,12 +18,20 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 
-__all__ = ["CACHE_VERSION", "LLMCache", "cache_key", "default_cache_path"]
+__all__ = [
+    "CACHE_VERSION",
+    "LLMCache",
+    "ReplyCount",
+    "cache_key",
+    "count_replies_readonly",
+    "default_cache_path",
+]
 
 #: Part of every key: bump it when what a stored reply means changes, so old
 #: entries are simply never found again.
@@ -73,8 +81,12 @@ def cache_key(
 class LLMCache:
     """Replies (JSON-able dicts) by key, in a SQLite file created on first use."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(
+        self, path: Path | str, *, advice: str = "delete the file or pass --no-cache"
+    ) -> None:
         self.path = Path(path).expanduser()
+        #: What an error tells the user to do (the commands that open the cache differ).
+        self.advice = advice
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
@@ -150,7 +162,7 @@ class LLMCache:
             return op(self._connection())
         except sqlite3.DatabaseError as exc:
             raise UsageError(
-                f"LLM cache {self.path}: {exc}; delete the file or pass --no-cache"
+                f"LLM cache {self.path}: {exc}; {self.advice}"
             ) from exc
 
     def _connection(self) -> sqlite3.Connection:
@@ -182,9 +194,76 @@ class LLMCache:
             except sqlite3.DatabaseError as exc:
                 if conn is not None:
                     conn.close()
-                raise UsageError(
-                    f"LLM cache {self.path}: {exc}; delete the file or pass --no-cache"
-                ) from exc
+                raise UsageError(f"LLM cache {self.path}: {exc}; {self.advice}") from exc
             self._connections.append(conn)
         self._local.conn = conn
         return conn
+
+
+@dataclass(frozen=True)
+class ReplyCount:
+    """What a reply store holds: how many replies, the oldest and newest (epoch s), and
+    how many were stored before the cut-off asked for."""
+
+    count: int
+    oldest: float | None
+    newest: float | None
+    older: int
+
+
+#: The columns of ceg's ``replies`` table: a database without them is not ceg's cache.
+_COLUMNS = frozenset({"key", "model", "reply", "created"})
+
+
+def count_replies_readonly(path: Path, cutoff: float = 0.0, *, advice: str = "") -> ReplyCount:
+    """Count the replies in the store at ``path`` without writing a byte anywhere near it.
+
+    No journal, no ``-wal`` or ``-shm`` file is made, removed or touched, and the
+    database is not switched to WAL: with no ``-wal`` content the file alone is the
+    database, read ``immutable`` (no lock, no shared memory); with a ``-wal`` holding
+    replies not yet checkpointed, SQLite would write ``-shm`` even for a read-only
+    connection, so the two files are copied to a temporary folder and the copy is read.
+    A folder, a file that is not SQLite, or a database without ceg's ``replies`` table
+    is a UsageError (``advice`` says what to do): it is reported, never changed.
+    """
+    import shutil
+    import tempfile
+
+    where = f"LLM cache {path}"
+    if path.is_dir():
+        raise UsageError(f"{where}: is a folder, not ceg's reply store (an SQLite file); {advice}")
+    wal = path.with_name(path.name + "-wal")
+    try:
+        wal_bytes = wal.stat().st_size
+    except FileNotFoundError:
+        wal_bytes = 0
+    if wal_bytes == 0:
+        return _count(f"{path.resolve().as_uri()}?mode=ro&immutable=1", cutoff, where, advice)
+    with tempfile.TemporaryDirectory(prefix="ceg-llm-cache-") as tmp:
+        copy = Path(tmp) / CACHE_FILE
+        shutil.copyfile(path, copy)
+        shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        return _count(f"{copy.as_uri()}?mode=ro", cutoff, where, advice)
+
+
+def _count(uri: str, cutoff: float, where: str, advice: str) -> ReplyCount:
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise UsageError(f"{where}: cannot be opened ({exc}); {advice}") from exc
+    try:
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(replies)")}
+        if not _COLUMNS <= columns:
+            raise UsageError(
+                f"{where}: an SQLite database without ceg's replies table, not ceg's reply "
+                f"store; {advice}"
+            )
+        row = conn.execute(
+            "SELECT COUNT(*), MIN(created), MAX(created), SUM(created < ?) FROM replies",
+            (cutoff,),
+        ).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise UsageError(f"{where}: not an SQLite database ceg can read ({exc}); {advice}") from exc
+    finally:
+        conn.close()
+    return ReplyCount(int(row[0]), row[1], row[2], int(row[3] or 0))
