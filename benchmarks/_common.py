@@ -4,6 +4,13 @@ The scripts run from a checkout (``.venv/bin/python benchmarks/NAME.py``);
 they import ``ceg_cli`` from the installed package and write small JSON
 results to ``benchmarks/results/``, meant to be committed next to the code
 that produced them.
+
+They follow the CLI's rules on what they write: a results file only ever goes
+to ``benchmarks/results/NAME.json`` (``results_name`` refuses anything but a
+bare NAME, at once, before any work), and a work folder is one ceg made and
+marked (``work_dir``): the default one is temporary and removed however the
+script ends (an exception, Ctrl-C or SIGTERM); a ``--workdir`` given must be
+new, empty, or one an earlier run made, and is kept for the next run.
 """
 
 from __future__ import annotations
@@ -12,13 +19,19 @@ import json
 import os
 import platform
 import shlex
+import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+from ceg_cli.cachedir import read_entry_marker, write_entry_marker
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
@@ -81,14 +94,122 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def usage_error(message: str) -> NoReturn:
+    """One line on stderr, naming the script, and exit 2 (a usage error, as ``ceg`` gives)."""
+    print(f"{Path(sys.argv[0]).name}: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def results_name(name: str, option: str = "--results") -> str:
+    """``name`` if it is a bare results name (``benchmarks/results/NAME.json``); else
+    exit 2: an absolute path, a separator or ``..`` would write outside that folder."""
+    bad = (
+        not name
+        or name in (".", "..")
+        or name.startswith(".")
+        or any(sep in name for sep in ("/", "\\", os.sep, "\0"))
+        or Path(name).is_absolute()
+    )
+    if bad:
+        usage_error(
+            f"{option} {name!r}: give a bare name; results are written only to "
+            f"{RESULTS_DIR.relative_to(REPO)}/NAME.json"
+        )
+    return name.removesuffix(".json")
+
+
+def results_file(path: Path, option: str = "--out") -> Path:
+    """``path`` if it is a ``.json`` file directly in ``benchmarks/results/``; else exit 2."""
+    target = path.expanduser().resolve()
+    if target.parent != RESULTS_DIR.resolve() or target.suffix != ".json":
+        usage_error(
+            f"{option} {path}: results are written only to "
+            f"{RESULTS_DIR.relative_to(REPO)}/NAME.json"
+        )
+    results_name(target.stem, option)
+    return target
+
+
 def write_results(name: str, data: dict[str, Any]) -> Path:
-    """Write ``benchmarks/results/NAME.json`` (sorted keys, so diffs stay readable)."""
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False)
-        fh.write("\n")
+    """Write ``benchmarks/results/NAME.json`` (sorted keys, so diffs stay readable), whole or
+    not at all; ``name`` must be a bare name (``results_name``)."""
+    path = RESULTS_DIR / f"{results_name(name)}.json"
+    return write_json(path, data, sort_keys=True)
+
+
+def write_json(path: Path, data: dict[str, Any], *, sort_keys: bool = False) -> Path:
+    """Write ``data`` to ``path`` (a results file) by way of a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=sort_keys, ensure_ascii=False)
+            fh.write("\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
+
+
+#: The kind a benchmark's work folder's marker names (``ceg_cli.cachedir``'s marker).
+WORK_KIND = "benchmark-work"
+
+
+def check_workdir(given: Path | None, option: str = "--workdir") -> None:
+    """Refuse (exit 2) a work folder that ceg did not make and that holds something, or a
+    file: the script would take the user's files for its own, or write over them. Folders
+    under ``benchmarks/.cache`` are ceg's by construction."""
+    if given is None:
+        return
+    if given.exists() and not given.is_dir():
+        usage_error(f"{option} {given}: is a file; give a new or empty folder")
+    if not given.exists() or read_entry_marker(given) == WORK_KIND:
+        return
+    if CACHE_DIR.resolve() in given.resolve().parents:
+        return
+    names = sorted(p.name for p in given.iterdir())
+    if names:
+        usage_error(
+            f"{option} {given}: holds files ceg did not make ({names[0]}); give a new or "
+            "empty folder, or leave the option out for a temporary one"
+        )
+
+
+@contextmanager
+def work_dir(given: Path | None, *, prefix: str, option: str = "--workdir") -> Iterator[Path]:
+    """A work folder ceg made and marked: ``given`` (checked by ``check_workdir``, kept at
+    the end for another run), else a temporary one removed however the script ends.
+
+    SIGTERM is turned into ``SystemExit`` meanwhile, so that ``finally`` blocks (this
+    one's, and the script's own) run on a kill as on Ctrl-C.
+    """
+    check_workdir(given, option)
+    if given is None:
+        folder = Path(tempfile.mkdtemp(prefix=prefix))
+    else:
+        folder = given
+        folder.mkdir(parents=True, exist_ok=True)
+    previous = _exit_on_sigterm()
+    try:
+        write_entry_marker(folder, WORK_KIND)
+        yield folder
+    finally:
+        if given is None:
+            shutil.rmtree(folder, ignore_errors=True)
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm() -> Any:
+    """Make SIGTERM raise SystemExit(143); the handler before, or None (not the main thread)."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    try:
+        return signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # signals can only be set from the main thread
+        return None
 
 
 def median(values: Sequence[float]) -> float:
@@ -140,3 +261,16 @@ def watch(proc: Any, tick: Any = None, every: float = 0.2) -> tuple[int, int, in
         if tick is not None:
             tick()
         time.sleep(every)
+
+
+def stop_child(proc: Any, grace_s: float = 30.0) -> None:
+    """End the child ``proc`` (a ``Popen``) if it still runs: SIGTERM, then SIGKILL after
+    ``grace_s``; the script never leaves a build running behind it."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -47,6 +47,7 @@ from _common import (
     log,
     markdown_table,
     median,
+    results_name,
     write_results,
 )
 
@@ -337,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    results_name(args.name, "--name")  # before any work: a bare name only
 
     if args.worker:
         workers = {"build": worker_build, "encode": worker_encode, "contention": worker_contention}

@@ -44,6 +44,7 @@ from _common import (
     log,
     markdown_table,
     median,
+    results_name,
     write_results,
 )
 from build_speed import read_embedded_texts
@@ -63,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="default: the shipped model")
     parser.add_argument("--name", default="embed_speed", help="results/NAME.json")
     args = parser.parse_args(argv)
+    results_name(args.name, "--name")  # before any work: a bare name only
     data = measure(args)
     data["command"] = command_line()
     data["environment"] = environment()

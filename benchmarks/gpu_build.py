@@ -26,8 +26,11 @@ CPU gives, for comparison):
 3. **The sample dump** (``sample_data/enwiki-sample.xml.bz2``), built the
    same way, unless ``--no-sample``.
 
-Writes ``results/gpu_build.json`` (``--results NAME`` for another name), with
-the device, torch version and core count.
+Writes ``results/gpu_build.json`` (``--results NAME`` for another name: a bare
+name, nothing outside ``results/``), with the device, torch version and core
+count. Works in a temporary folder removed at the end (however the script
+ends); ``--workdir DIR`` (new, empty, or one an earlier run made) keeps the
+generated corpus there for the next run, named by its size, and nothing else.
 """
 
 from __future__ import annotations
@@ -48,11 +51,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     ENWIKI_SAMPLE,
+    check_workdir,
     command_line,
     environment,
     log,
     markdown_table,
+    results_name,
+    stop_child,
+    usage_error,
     watch,
+    work_dir,
     write_results,
 )
 from million_build import make_corpus  # noqa: E402
@@ -137,7 +145,10 @@ def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str,
         readers = ["--workers", str(workers)] if workers > 1 else []
         proc = subprocess.Popen([*CEG, "index", "build", str(source), "--index", str(index),
                                  "--device", device, *readers, "--quiet"], cwd=REPO)
-        code, peak_kib, _anon = watch(proc)
+        try:
+            code, peak_kib, _anon = watch(proc)
+        finally:
+            stop_child(proc)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if code != 0:
@@ -172,6 +183,44 @@ def encode_alone(index: Path, device: str, limit: int, repeats: int) -> dict[str
     return raw
 
 
+def measure_all(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    """The builds (and the model alone) in ``work``; each index folder is removed after."""
+    # Named by its size, written whole then renamed: a corpus of another size, or one
+    # a killed run left half-written, is never taken for this one.
+    docs = work / f"docs-{args.passages}.jsonl"
+    if not docs.exists():
+        log(f"writing a corpus of about {args.passages:,} passages to {docs}")
+        part = work / f".{docs.name}.{os.getpid()}.tmp"
+        try:
+            make_corpus(part, args.passages, seed=0)
+            os.replace(part, docs)
+        finally:
+            part.unlink(missing_ok=True)
+    runs: dict[str, Any] = {}
+    alone: dict[str, Any] | None = None
+    for workers in args.workers:
+        name = "generated" if workers == 1 else f"generated, {workers} readers"
+        log(f"building the generated corpus ({name})")
+        # A fresh folder per build, removed once measured: nothing else of this run stays.
+        index = Path(tempfile.mkdtemp(prefix="index-generated-", dir=work))
+        try:
+            runs[name] = build(docs, index, args.device, workers)
+            if alone is None:
+                log("the model alone on the same passages")
+                alone = encode_alone(index, args.device, args.encode_limit, args.repeats)
+        finally:
+            shutil.rmtree(index, ignore_errors=True)
+        runs[name]["model_alone"] = alone
+    if not args.no_sample:
+        log("building the sample dump")
+        index = Path(tempfile.mkdtemp(prefix="index-sample-", dir=work))
+        try:
+            runs["sample"] = build(ENWIKI_SAMPLE, index, args.device)
+        finally:
+            shutil.rmtree(index, ignore_errors=True)
+    return runs
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--passages", type=int, default=300_000)
@@ -187,30 +236,15 @@ def main() -> int:
                     help="reader settings to build the generated corpus with (1: a thread; "
                     "N > 1: N reader processes), each its own run")
     args = ap.parse_args()
+    # Before any work: where the results and the work go.
+    results_name(args.results)
+    check_workdir(args.workdir)
+    if args.passages < 1 or any(w < 1 for w in args.workers):
+        usage_error("--passages and --workers: must be at least 1")
     import torch
 
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="ceg-gpu-build-"))
-    work.mkdir(parents=True, exist_ok=True)
-    docs = work / "docs.jsonl"
-    if not docs.exists():
-        log(f"writing a corpus of about {args.passages:,} passages to {docs}")
-        make_corpus(docs, args.passages, seed=0)
-    runs: dict[str, Any] = {}
-    alone: dict[str, Any] | None = None
-    for workers in args.workers:
-        name = "generated" if workers == 1 else f"generated, {workers} readers"
-        log(f"building the generated corpus ({name})")
-        # A fresh folder per build: the script removes nothing it did not make this run.
-        index = Path(tempfile.mkdtemp(prefix="index-generated-", dir=work))
-        runs[name] = build(docs, index, args.device, workers)
-        if alone is None:
-            log("the model alone on the same passages")
-            alone = encode_alone(index, args.device, args.encode_limit, args.repeats)
-        runs[name]["model_alone"] = alone
-    if not args.no_sample:
-        log("building the sample dump")
-        index = Path(tempfile.mkdtemp(prefix="index-sample-", dir=work))
-        runs["sample"] = build(ENWIKI_SAMPLE, index, args.device)
+    with work_dir(args.workdir, prefix="ceg-gpu-build-") as work:
+        runs = measure_all(args, work)
     for run in runs.values():
         alone = run.get("model_alone")
         if alone:

@@ -39,6 +39,8 @@ from _common import (  # noqa: E402
     command_line,
     environment,
     markdown_table,
+    results_file,
+    write_json,
 )
 
 from ceg_cli.index import vectors as V  # noqa: E402
@@ -144,6 +146,7 @@ def main() -> None:
     parser.add_argument("--types", nargs="*", default=list(TYPES), choices=TYPES)
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "index_types.json")
     args = parser.parse_args()
+    args.out = results_file(args.out)  # before any work: only in benchmarks/results/
     import faiss
 
     rows: list[dict[str, Any]] = []
@@ -169,10 +172,9 @@ def main() -> None:
         for r in rows
     ])
     print(table)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     result = {"command": command_line(), "environment": environment(),
               "peak_rss_mib": round(peak), "rows": rows, "table": table}
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result)
     print(f"peak RSS {peak:.0f} MiB; written to {args.out}")
 
 

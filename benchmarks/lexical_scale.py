@@ -55,18 +55,20 @@ import re
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from _common import (
     CACHE_DIR,
+    check_workdir,
     command_line,
     environment,
     log,
     markdown_table,
     median,
+    results_name,
+    work_dir,
     write_results,
 )
 
@@ -383,11 +385,13 @@ def main(argv: list[str] | None = None) -> int:
             result = query(args.source, index_dir, args.queries)
         print(json.dumps(result))
         return 0
+    # Before any work: a bare results name, a work folder ceg made (or a new one).
+    results_name(args.name, "--name")
+    check_workdir(args.workdir)
     if not args.source.exists():
         raise SystemExit(f"{args.source}: no chunk store; build the enwiki sample index there")
     sizes = [int(s) for s in args.sizes.split(",")]
-    with tempfile.TemporaryDirectory(prefix="ceg-lexical-scale-") as tmp:
-        workdir = args.workdir or Path(tmp)
+    with work_dir(args.workdir, prefix="ceg-lexical-scale-") as workdir:
         runs = [measure(size, workdir, args.queries, args.source, args.reuse) for size in sizes]
     data = {
         "command": command_line(),

@@ -32,10 +32,8 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -52,6 +50,7 @@ from _common import (  # noqa: E402
     log,
     markdown_table,
     median,
+    work_dir,
     write_results,
 )
 
@@ -336,15 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     log(f"segmenting and retrieving {args.responses} in {args.index} ...")
     items, responses = judge_items(args.responses, args.index)
-    work = Path(tempfile.mkdtemp(prefix="ceg-llm-bench-"))
-    try:
+    # Removed however the script ends (SIGTERM included), the server with it.
+    with work_dir(None, prefix="ceg-llm-bench-") as work:
         if args.base_url:
             results = measure(args, args.base_url, items, responses, levels, work)
         else:
             with llama_server(work / "server.log", threads=args.threads) as base_url:
                 results = measure(args, base_url, items, responses, levels, work)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     print(report(results))
     if not args.no_write:
         log(f"wrote {write_results('llm_throughput', results)}")

@@ -59,9 +59,13 @@ from _common import (
     REPO,
     RESULTS_DIR,
     cache_dir,
+    check_workdir,
     command_line,
     environment,
+    results_file,
     watch,
+    work_dir,
+    write_json,
 )
 from _standin import NAME, HashedWords
 from index_types import rss_mib
@@ -317,8 +321,14 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the corpus and the index")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "million_build.json")
     args = parser.parse_args()
-    work = args.workdir or cache_dir() / "million"
-    work.mkdir(parents=True, exist_ok=True)
+    # Before any work: results only in benchmarks/results/, a work folder ceg made.
+    args.out = results_file(args.out)
+    check_workdir(args.workdir)
+    with work_dir(args.workdir or cache_dir() / "million", prefix="ceg-million-") as work:
+        run(args, work)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
     rng = random.Random(args.seed)
     random.seed(args.seed)
     result: dict[str, Any] = {"command": command_line(), "environment": environment()}
@@ -384,8 +394,7 @@ def main() -> None:
                        if out.exists() else 0}
     result["driver_peak_rss_mib"] = round(
         resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
     if not args.keep:
         shutil.rmtree(index, ignore_errors=True)

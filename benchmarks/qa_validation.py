@@ -20,7 +20,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED_DATA, command_line, environment, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    SHARED_DATA,
+    command_line,
+    environment,
+    results_name,
+    write_results,
+)
 
 
 def main() -> int:
@@ -29,6 +35,7 @@ def main() -> int:
     ap.add_argument("--data", type=Path, default=SHARED_DATA)
     ap.add_argument("--results", default="qa_validation")
     args = ap.parse_args()
+    results_name(args.results)  # before any work: a bare name only
     from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
     from ceg_cli.judges.verifier import SHIPPED
     from ceg_cli.training.dataset import corpus_passages, to_examples

@@ -43,6 +43,7 @@ from _common import (
     environment,
     log,
     markdown_table,
+    results_name,
     write_results,
 )
 
@@ -121,6 +122,7 @@ def main() -> None:
         "--results-name", default="quality", help="results/NAME.json (one file per judge)"
     )
     args = parser.parse_args()
+    results_name(args.results_name, "--results-name")  # before any work: a bare name
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = set(names) - set(BENCHMARKS)
     if unknown:

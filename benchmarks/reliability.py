@@ -34,7 +34,15 @@ import sys
 import time
 from typing import Any
 
-from _common import REPO, command_line, environment, log, markdown_table, write_results
+from _common import (
+    REPO,
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    results_name,
+    write_results,
+)
 
 SUITE = [
     "tests/test_reliability_input.py",
@@ -78,6 +86,7 @@ def main() -> int:
                         help="name of the results file (benchmarks/results/NAME.json); give "
                         "another with -k, so that the full table is not replaced by a part")
     args = parser.parse_args()
+    results_name(args.results)  # before any work: a bare name only
 
     # The test modules read these when pytest imports them, below.
     os.environ["CEG_RELIABILITY_KILLS"] = str(args.kills)

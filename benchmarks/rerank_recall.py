@@ -36,7 +36,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import command_line, environment, log, markdown_table, write_results
+from _common import (
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    results_name,
+    write_results,
+)
 from retrieval_recall import (
     Task,
     build_small,
@@ -126,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--retrieval", default="dense,hybrid")
     parser.add_argument("--name", default="rerank_recall", help="results/NAME.json")
     args = parser.parse_args(argv)
+    results_name(args.name, "--name")  # before any work: a bare name only
     methods = [m for m in args.retrieval.split(",") if m]
 
     from ceg_cli.index.embedding import load_embedder

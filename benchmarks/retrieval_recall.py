@@ -70,6 +70,7 @@ from _common import (
     log,
     markdown_table,
     median,
+    results_name,
     write_results,
 )
 
@@ -387,6 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--name", default="retrieval_recall", help="results/NAME.json")
     args = parser.parse_args(argv)
+    results_name(args.name, "--name")  # before any work: a bare name only
     variants = [v for v in args.variants.split(",") if v]
     unknown = set(variants) - set(VARIANTS)
     if unknown:

@@ -38,9 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (  # noqa: E402
     RESULTS_DIR,
     cache_dir,
+    check_workdir,
     command_line,
     environment,
+    results_file,
     watch,
+    work_dir,
+    write_json,
 )
 from index_types import rss_mib, synthetic_blocks  # noqa: E402
 
@@ -120,7 +124,14 @@ def main() -> None:
     if args.child:
         child(args.child, args.shards, args.file)
         return
-    work = args.workdir or cache_dir() / "streamed"
+    # Before any work: results only in benchmarks/results/, a work folder ceg made.
+    args.out = results_file(args.out)
+    check_workdir(args.workdir)
+    with work_dir(args.workdir or cache_dir() / "streamed", prefix="ceg-streamed-") as work:
+        run(args, work)
+
+
+def run(args: argparse.Namespace, work: Path) -> None:
     folder = work / f"shards-{args.size}"
     t0 = time.perf_counter()
     write_shards(folder, args.size)
@@ -137,8 +148,7 @@ def main() -> None:
         shutil.rmtree(folder)
     result = {"command": command_line(), "environment": environment(), "size": args.size,
               "rows": rows}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json(args.out, result)
     print(json.dumps(result, indent=2))
 
 

@@ -91,6 +91,7 @@ from _common import (  # noqa: E402
     environment,
     log,
     markdown_table,
+    results_name,
     write_results,
 )
 
@@ -577,6 +578,7 @@ def main() -> int:
     ap.add_argument("--synthetic", type=int, default=200,
                     help="synthetic pairs per domain for the synthcal designs (0: none)")
     args = ap.parse_args()
+    results_name(args.results)  # before any work: a bare name only
     from ceg_cli.judges.verifier import SHIPPED
 
     model = args.model or SHIPPED

@@ -27,7 +27,14 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import SHARED_DATA, command_line, environment, log, write_results  # noqa: E402
+from _common import (  # noqa: E402
+    SHARED_DATA,
+    command_line,
+    environment,
+    log,
+    results_name,
+    write_results,
+)
 from transfer import (  # noqa: E402
     ALL,
     COUNTED,
@@ -90,6 +97,7 @@ def main() -> int:
     ap.add_argument("--resamples", type=int, default=1000)
     ap.add_argument("--results", default="transfer_compare")
     args = ap.parse_args()
+    results_name(args.results)  # before any work: a bare name only
     from ceg_cli.judges.verifier import SHIPPED
 
     rows = load_all(args.data, args.per_source, args.seed)

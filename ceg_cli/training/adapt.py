@@ -180,7 +180,7 @@ _OWN_FILES = re.compile(
 _RUN_FILES = frozenset({CHECKPOINT, CHECKPOINT_TMP, TRAINING_FILE})
 
 
-def check_out(out: Path, *, index_dir: Path, base: Path) -> None:
+def check_out(out: Path, *, index_dir: Path | None, base: Path) -> None:
     """Refuse an ``--out`` that would overwrite the base model or live inside an index
     (an index rebuild replaces its folder, and the model with it)."""
     target = out.expanduser().resolve()
@@ -189,7 +189,7 @@ def check_out(out: Path, *, index_dir: Path, base: Path) -> None:
             f"--out {out}: is the --base model {base}; training writes a new model, "
             "choose another directory"
         )
-    index = index_dir.expanduser().resolve()
+    index = index_dir.expanduser().resolve() if index_dir is not None else None
     for folder in (target, *target.parents):
         if folder == index or _is_index(folder):
             raise UsageError(
@@ -203,9 +203,14 @@ def _is_index(folder: Path) -> bool:
     return meta.is_file() and file_problem(meta) is None
 
 
-def out_state(out: Path) -> str:
+def out_state(out: Path, *, by: str = "ceg judge train", record: str | None = None) -> str:
     """What ``--out`` holds: NEW, RESUME or FINALISE; UsageError when it holds a finished
-    model or files ``ceg judge train`` did not write."""
+    model or files ``by`` did not write.
+
+    ``record``: a JSON file the caller writes first (``scripts/train_verifier.py``'s
+    ``data.json``); it counts as the caller's, and as a run begun, only when it says it
+    was made by ``by`` (``made_by``), so a user's file of that name is never taken over.
+    """
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file; choose a new directory")
     names = {p.name for p in out.iterdir()} if out.exists() else set()
@@ -215,14 +220,25 @@ def out_state(out: Path) -> str:
         raise UsageError(
             f"--out {out}: already holds files (a finished adapted model); choose a new directory"
         )
-    foreign = sorted(n for n in names if not _OWN_FILES.fullmatch(n) or (out / n).is_dir())
-    if foreign or not names & _RUN_FILES:
+    ours = {record} if record in names and _made_by(out / record, by) else set()
+    foreign = sorted(
+        n for n in names - ours if not _OWN_FILES.fullmatch(n) or (out / n).is_dir()
+    )
+    if foreign or not names & (_RUN_FILES | ours):
         shown = foreign[0] if foreign else sorted(names)[0]
         raise UsageError(
-            f"--out {out}: already holds files that ceg judge train did not write ({shown}); "
+            f"--out {out}: already holds files that {by} did not write ({shown}); "
             "choose a new directory"
         )
     return FINALISE if _says_finished(out / TRAINING_FILE) else RESUME
+
+
+def _made_by(path: Path, by: str) -> bool:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(raw, dict) and raw.get("made_by") == by
 
 
 def _says_finished(path: Path, key: str | None = None) -> bool:
