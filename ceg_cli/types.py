@@ -51,8 +51,29 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class Context:
+    """One of the passages a record brings as its own evidence (a RAG system's contexts).
+
+    ``position`` is 1-based, as ``[n]`` markers count; ``id``, ``title`` and ``url``
+    are the record's own, if it gave them.
+    """
+
+    position: int
+    text: str
+    id: str | None = None
+    title: str | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True)
 class Evidence:
-    """A passage retrieved for a segment, with its cosine similarity to the query."""
+    """A passage retrieved for a segment, with its cosine similarity to the query.
+
+    A passage of the index has ``context`` None and ``passage_id`` its row in the
+    index. A passage cut from a record's own contexts has ``context``, the 1-based
+    position of that context, ``passage_id`` its 0-based number among the record's
+    passages, and ``start``/``end`` its character span inside the context's text.
+    """
 
     passage_id: int
     doc_id: str
@@ -60,6 +81,14 @@ class Evidence:
     text: str
     similarity: float
     url: str | None = None
+    context: int | None = None
+    start: int | None = None
+    end: int | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        """What tells two passages of one segment's evidence apart, whatever their source."""
+        return (0 if self.context is None else 1, self.passage_id)
 
 
 @dataclass(frozen=True)
@@ -123,6 +152,11 @@ class ResponseInput:
     error: str | None = None
     #: What reading the line changed (a field dropped or rewritten), one line each.
     warnings: tuple[str, ...] = ()
+    #: The record's own evidence; None when it carries none (an empty tuple is an
+    #: empty list: judged on no evidence).
+    contexts: tuple[Context, ...] | None = None
+    #: The input fields ceg read, by role (response, question, contexts).
+    read: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +172,9 @@ class CheckedResponse:
     segments: tuple[SegmentResult, ...] = ()
     #: factual, nonfactual, not_judged (some segment could not be judged) or error.
     label: str = FACTUAL
+    #: What the segments were checked against: index, contexts, both, or none
+    #: (the record's list of contexts was empty); an error record has none.
+    evidence_source: str = "index"
 
     @property
     def error(self) -> str | None:

@@ -289,17 +289,17 @@ def test_a_field_too_large_to_carry_is_left_out_with_a_warning(
 ) -> None:
     """Over the carried-fields cap: the largest field is dropped, named; the line is checked."""
     monkeypatch.setattr(responses_module, "MAX_CARRIED_BYTES", 4096)
-    big = {**ROWS[1], "contexts": many_small_objects(20_000), "run": "nightly"}
+    big = {**ROWS[1], "trace": many_small_objects(20_000), "run": "nightly"}
     src = write_jsonl(tmp_path / "in.jsonl", [ROWS[0], big, ROWS[2]])
     out = tmp_path / "o.jsonl"
     result = check(run_cli, src, hash_index, "--out", out)
     assert result.exit_code == 0, result.stderr
     assert warnings(result) == [
-        f"warning: {src}:2: field 'contexts' is 20,001 bytes of JSON; a record carries at most "
+        f"warning: {src}:2: field 'trace' is 20,001 bytes of JSON; a record carries at most "
         "4,096 bytes of input fields, so it was left out"
     ]
     records = [json.loads(line) for line in out.read_bytes().splitlines()]
-    assert "contexts" not in records[1]
+    assert "trace" not in records[1]
     assert records[1]["run"] == "nightly" and records[1]["topic"] == "math"
     assert records[1]["label"] != "error" and records[1]["segments"]
     row("a line carrying a field over the carried-fields cap (lowered to 4 KiB)", 1,

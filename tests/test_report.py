@@ -95,6 +95,8 @@ RECORD_KEYS = {
     "segments": list,
     "annotated": str,
     "error": type(None),
+    "read": dict,
+    "evidence_source": str,
 }
 ERROR_RECORD_KEYS = {
     **RECORD_KEYS,
@@ -102,6 +104,7 @@ ERROR_RECORD_KEYS = {
     "question": type(None),
     "annotated": type(None),
     "error": str,
+    "evidence_source": type(None),
 }
 SEGMENT_KEYS = {
     "index": int,
@@ -116,6 +119,10 @@ SEGMENT_KEYS = {
     "evidence": list,
 }
 EVIDENCE_KEYS = {
+    "source": str,
+    "context": (int, type(None)),
+    "start": (int, type(None)),
+    "end": (int, type(None)),
     "passage_id": int,
     "doc_id": str,
     "title": str,
@@ -141,10 +148,10 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_1() -> None:
-    assert SCHEMA_VERSION == 1
-    assert to_record(checked(), JUDGE)["schema_version"] == 1
-    assert to_record(error_response(), JUDGE)["schema_version"] == 1
+def test_schema_version_is_2() -> None:
+    assert SCHEMA_VERSION == 2
+    assert to_record(checked(), JUDGE)["schema_version"] == 2
+    assert to_record(error_response(), JUDGE)["schema_version"] == 2
 
 
 def test_record_keys_and_types() -> None:
@@ -179,16 +186,19 @@ def test_segment_values() -> None:
         "score": 0.9,
         "reason": "found",
         "citations": [
-            {"marker": 1, "passage_id": 10, "doc_id": "doc-a", "title": "Aristotle",
-             "url": "https://en.wikipedia.org/wiki/Aristotle", "similarity": 0.8123,
-             "text": "Aristotle was a Greek philosopher."},
+            {"marker": 1, "source": "index", "passage_id": 10, "doc_id": "doc-a",
+             "title": "Aristotle", "url": "https://en.wikipedia.org/wiki/Aristotle",
+             "similarity": 0.8123, "text": "Aristotle was a Greek philosopher.",
+             "context": None, "start": None, "end": None},
         ],
         "evidence": [
-            {"passage_id": 10, "doc_id": "doc-a", "title": "Aristotle",
+            {"source": "index", "passage_id": 10, "doc_id": "doc-a", "title": "Aristotle",
              "url": "https://en.wikipedia.org/wiki/Aristotle", "similarity": 0.8123,
-             "text": "Aristotle was a Greek philosopher."},
-            {"passage_id": 30, "doc_id": "doc-p", "title": "Plato", "url": None,
-             "similarity": 0.4, "text": "Plato founded the Academy."},
+             "text": "Aristotle was a Greek philosopher.",
+             "context": None, "start": None, "end": None},
+            {"source": "index", "passage_id": 30, "doc_id": "doc-p", "title": "Plato",
+             "url": None, "similarity": 0.4, "text": "Plato founded the Academy.",
+             "context": None, "start": None, "end": None},
         ],
     }
     # Citations follow the judge's order; markers follow first citation in the response.
@@ -259,9 +269,9 @@ def test_annotated_markers_flags_and_layout() -> None:
 
 def test_citation_numbers_follow_first_citation() -> None:
     results = checked().segments
-    assert number_citations(results) == {10: 1, 20: 2, 30: 3}
+    assert number_citations(results) == {(0, 10): 1, (0, 20): 2, (0, 30): 3}
     # The same passages cited in another order get other numbers.
-    assert number_citations(results[1:]) == {20: 1, 10: 2, 30: 3}
+    assert number_citations(results[1:]) == {(0, 20): 1, (0, 10): 2, (0, 30): 3}
 
 
 def test_annotate_leaves_a_response_without_verdict_markers_unchanged() -> None:

@@ -70,7 +70,7 @@ def test_bad_line_is_an_error_naming_file_line_and_field(
     # The good lines around it are read in full.
     assert before == ResponseInput(
         "before", 1, "Aristotle was Greek.", None,
-        {"id": "before", "response": "Aristotle was Greek."},
+        {"id": "before", "response": "Aristotle was Greek."}, read={"response": "response"},
     )
     assert after.error is None
     assert (after.id, after.response, after.question) == ("after", "Plato taught him.", "Who?")

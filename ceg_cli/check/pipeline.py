@@ -8,24 +8,29 @@ judge can batch or parallelize), and results come out in input order.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
+from typing import TYPE_CHECKING
 
-from ..index import Index
 from ..judges import Judge
 from ..types import (
     FACTUAL,
     NONFACTUAL,
     NOT_JUDGED,
     CheckedResponse,
+    Evidence,
     JudgeItem,
     ResponseInput,
     Segment,
     SegmentResult,
     Verdict,
 )
-from .retrieve import RetrievalOptions, retrieve
+from .retrieve import RetrievalOptions, retrieve_vectors
 from .segment import segment_response
+
+if TYPE_CHECKING:
+    from ..index import Index
+    from .ctxsearch import ContextSearch
 
 QUERY_MODES = ("segment", "question+segment")
 #: Measured (benchmarks/judge_design.py): with the question, recall@5 of a
@@ -35,6 +40,13 @@ QUERY_MODES = ("segment", "question+segment")
 DEFAULT_QUERY = "question+segment"
 
 
+#: Where a segment's evidence comes from (``--evidence``): ``auto`` takes the
+#: record's own contexts where it has them and the index otherwise; ``both``
+#: adds the index's passages to the record's own.
+EVIDENCE_MODES = ("auto", "contexts", "index", "both")
+DEFAULT_EVIDENCE = "auto"
+
+
 @dataclass(frozen=True)
 class CheckOptions:
     retrieval: RetrievalOptions = RetrievalOptions()
@@ -42,6 +54,35 @@ class CheckOptions:
     query: str = DEFAULT_QUERY
     #: Responses whose segments are retrieved and judged together.
     batch_size: int = 16
+    #: Where evidence comes from: ``EVIDENCE_MODES``.
+    evidence: str = DEFAULT_EVIDENCE
+
+
+def evidence_source(item: ResponseInput, mode: str, has_index: bool) -> tuple[str, str | None]:
+    """What ``item``'s segments are checked against, and why they cannot be, if so.
+
+    The source is ``contexts``, ``index``, ``both`` or ``none`` (an empty list of
+    contexts: judged on no evidence). The problem, a message without the file
+    and line, makes the line an error record.
+    """
+    has_contexts = item.contexts is not None
+    if mode == "index" or (mode == "auto" and not has_contexts):
+        if has_index:
+            return "index", None
+        return "index", (
+            "the record has no contexts (fields tried: contexts, retrieved_contexts, "
+            "retrieval_context) and there is no index to check it against"
+        )
+    if mode == "both":
+        if not has_index:
+            return "both", "--evidence both needs an index"
+        return ("both" if item.contexts else "index"), None
+    if not has_contexts:  # --evidence contexts
+        return "contexts", (
+            "--evidence contexts: the record has no contexts (fields tried: contexts, "
+            "retrieved_contexts, retrieval_context; name another with --contexts-field)"
+        )
+    return ("contexts" if item.contexts else "none"), None
 
 
 def response_label(verdicts: Sequence[Verdict]) -> str:
@@ -62,33 +103,48 @@ def build_query(segment: Segment, question: str | None, mode: str) -> str:
 
 def check(
     responses: Iterable[ResponseInput],
-    index: Index,
+    index: Index | None,
     judge: Judge,
     options: CheckOptions = CheckOptions(),
+    contexts: ContextSearch | None = None,
 ) -> Iterator[CheckedResponse]:
-    """Check each response; yields one result per input, in input order."""
+    """Check each response; yields one result per input, in input order.
+
+    Evidence comes from ``index``, from each record's own contexts (searched with
+    ``contexts``), or both, as ``options.evidence`` says; a record that has
+    neither is yielded as an error.
+    """
     it = iter(responses)
     while batch := list(islice(it, options.batch_size)):
-        yield from check_batch(batch, index, judge, options)
+        yield from check_batch(batch, index, judge, options, contexts)
+
+
+def _segments(item: ResponseInput) -> tuple[Segment, ...]:
+    if item.error is not None:
+        return ()
+    if item.segments is not None:
+        return item.segments
+    return tuple(segment_response(item.response))
 
 
 def check_batch(
-    batch: Sequence[ResponseInput], index: Index, judge: Judge, options: CheckOptions
+    batch: Sequence[ResponseInput],
+    index: Index | None,
+    judge: Judge,
+    options: CheckOptions,
+    contexts: ContextSearch | None = None,
 ) -> list[CheckedResponse]:
-    segmented: list[tuple[Segment, ...]] = []
-    for item in batch:
-        if item.error is not None:
-            segmented.append(())
-        elif item.segments is not None:
-            segmented.append(item.segments)
-        else:
-            segmented.append(tuple(segment_response(item.response)))
-    queries = [
-        build_query(seg, item.question, options.query)
-        for item, segs in zip(batch, segmented)
-        for seg in segs
-    ]
-    evidence = retrieve(index, queries, options.retrieval)
+    batch = list(batch)
+    sources: list[str] = []
+    for n, item in enumerate(batch):
+        source, problem = evidence_source(item, options.evidence, index is not None)
+        if item.error is None and problem is None and source != "index" and contexts is None:
+            problem = "records with contexts need a ContextSearch"
+        if item.error is None and problem is not None:
+            batch[n] = replace(item, error=f"line {item.line}: {problem}")
+        sources.append(source)
+    segmented = [_segments(item) for item in batch]
+    evidence = _evidence(batch, segmented, sources, index, options, contexts)
     items = []
     at = 0
     for item, segs in zip(batch, segmented):
@@ -102,7 +158,7 @@ def check_batch(
         )
     out = []
     at = 0
-    for item, segs in zip(batch, segmented):
+    for item, segs, source in zip(batch, segmented, sources):
         if item.error is not None:
             out.append(CheckedResponse(item, (), "error"))
             continue
@@ -110,5 +166,58 @@ def check_batch(
             SegmentResult(seg, verdicts[at + i], evidence[at + i]) for i, seg in enumerate(segs)
         )
         at += len(segs)
-        out.append(CheckedResponse(item, results, response_label([r.verdict for r in results])))
+        label = response_label([r.verdict for r in results])
+        out.append(CheckedResponse(item, results, label, source))
     return out
+
+
+def _evidence(
+    batch: Sequence[ResponseInput],
+    segmented: Sequence[tuple[Segment, ...]],
+    sources: Sequence[str],
+    index: Index | None,
+    options: CheckOptions,
+    contexts: ContextSearch | None,
+) -> list[tuple[Evidence, ...]]:
+    """Every segment's evidence, in order: its record's, the index's, or both."""
+    import numpy as np
+
+    queries = [
+        build_query(seg, item.question, options.query)
+        for item, segs in zip(batch, segmented)
+        for seg in segs
+    ]
+    if not queries:
+        return []
+    owners = [n for n, segs in enumerate(segmented) for _ in segs]
+    uses_index = [sources[n] in ("index", "both") for n in owners]
+    uses_contexts = [sources[n] in ("contexts", "both") for n in owners]
+    # One embedding of the queries serves both sources when they share the model
+    # (the contexts are embedded with the index's model whenever there is one).
+    vectors = None
+    if any(uses_contexts) and contexts is not None:
+        vectors = contexts.embed_queries(queries)
+    found: list[tuple[Evidence, ...]] = [() for _ in queries]
+    if any(uses_index) and index is not None:
+        wanted = [i for i, used in enumerate(uses_index) if used]
+        shared = vectors is not None and contexts is not None and (
+            contexts.embedder is index.embedder()
+        )
+        part = vectors[wanted] if shared and vectors is not None else (
+            index.embedder().embed([queries[i] for i in wanted])
+        )
+        got = retrieve_vectors(index, [queries[i] for i in wanted], part, options.retrieval)
+        for i, ev in zip(wanted, got):
+            found[i] = ev
+    if any(uses_contexts) and contexts is not None and vectors is not None:
+        from .ctxsearch import retrieve_in
+
+        records = sorted({n for n, used in zip(owners, uses_contexts) if used})
+        prepared = contexts.prepare([batch[n].contexts or () for n in records])
+        for n, passages in zip(records, prepared):
+            rows = [i for i, owner in enumerate(owners) if owner == n]
+            own = retrieve_in(passages, [queries[i] for i in rows],
+                              np.asarray(vectors[rows]), options.retrieval)
+            for i, ev in zip(rows, own):
+                found[i] = ev + found[i]  # the record's own first, then the index's
+    return found

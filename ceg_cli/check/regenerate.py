@@ -12,13 +12,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import UsageError
 from ..index import Index
 from ..judges import Judge
 from ..types import FACTUAL, NONFACTUAL, CheckedResponse, Evidence
 from .pipeline import CheckOptions, check_batch
+
+if TYPE_CHECKING:
+    from .ctxsearch import ContextSearch
 
 DEFAULT_MAX_ATTEMPTS = 2
 
@@ -81,12 +84,12 @@ class LlmRewriter:
 
 def documents_for(checked: CheckedResponse) -> list[Evidence]:
     """The passages retrieved for the nonfactual segments, each once, best first."""
-    seen: dict[int, Evidence] = {}
+    seen: dict[tuple[int, int], Evidence] = {}
     for r in checked.segments:
         if r.verdict.label == FACTUAL:
             continue
         for ev in r.evidence:
-            seen.setdefault(ev.passage_id, ev)
+            seen.setdefault(ev.key, ev)
     return sorted(seen.values(), key=lambda e: -e.similarity)
 
 
@@ -96,13 +99,14 @@ def needs_regeneration(checked: CheckedResponse) -> bool:
 
 def regenerate_batch(
     batch: Sequence[CheckedResponse],
-    index: Index,
+    index: Index | None,
     judge: Judge,
     rewriter: Rewriter,
     options: CheckOptions,
     *,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     concurrency: int = 4,
+    contexts: ContextSearch | None = None,
 ) -> list[Regeneration | None]:
     """For each checked response, its regeneration (None when it needed none)."""
     attempts: list[list[CheckedResponse]] = [[] for _ in batch]
@@ -131,7 +135,7 @@ def regenerate_batch(
                         error=None if t.strip() else "the LLM returned an empty response")
                 for i, t in zip(todo, texts)
             ]
-            checked = check_batch(inputs, index, judge, options)
+            checked = check_batch(inputs, index, judge, options, contexts)
             for i, new in zip(todo, checked):
                 attempts[i].append(new)
                 current[i] = new

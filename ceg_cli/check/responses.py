@@ -19,6 +19,7 @@ from typing import IO, Any
 from ..errors import InputError
 from ..textio import MAX_LINE_BYTES, capped_lines
 from ..types import ResponseInput
+from .contexts import CONTEXT_FIELDS, ContextsError, find_contexts
 
 #: A response longer than this is refused as a bad line. 200,000 characters
 #: (some 2,000 sentences) is more than a chatbot answers at once; a 5 MB line
@@ -39,6 +40,19 @@ class FieldNames:
     response: str = "response"
     #: Tried in order; the first present names the question.
     question: tuple[str, ...] = ("question", "prompt")
+    #: Then these, RAGAS's and DeepEval's names, read only when they hold a
+    #: string: a field named ``input`` may well be something else.
+    question_alternatives: tuple[str, ...] = ("user_input", "input")
+    #: Tried in order; the first present holds the record's own evidence.
+    contexts: tuple[str, ...] = CONTEXT_FIELDS
+    #: Read when ``response`` is absent: DeepEval's name for the answer.
+    response_alternatives: tuple[str, ...] = ("actual_output",)
+
+    def response_in(self, obj: dict[str, Any]) -> str:
+        """The field of ``obj`` that holds its response (``response`` if none does)."""
+        if self.response in obj:
+            return self.response
+        return next((name for name in self.response_alternatives if name in obj), self.response)
 
 
 def _type_name(value: Any) -> str:
@@ -98,9 +112,27 @@ def parse_line(
             f"hold{'' if len(broken) > 1 else 's'} an unpaired surrogate escape (such as "
             "\\ud800), which is not Unicode text; kept with U+FFFD in its place"
         )
+    contexts_field, contexts = None, None
+    if error is None:
+        try:
+            contexts_field, contexts = find_contexts(obj, names.contexts)
+        except ContextsError as exc:
+            error = f"{where}: {exc}"
     if error is not None:
         return ResponseInput(rid, line, fields=fields, error=error, warnings=tuple(notes))
-    return ResponseInput(rid, line, response, question, fields, warnings=tuple(notes))
+    read = {"response": names.response_in(obj)}
+    asked = next((key for key in names.question if obj.get(key) is not None), None)
+    if asked is None:
+        asked = next(
+            (key for key in names.question_alternatives if isinstance(obj.get(key), str)), None
+        )
+    if asked is not None:
+        read["question"] = asked
+    if contexts_field is not None:
+        read["contexts"] = contexts_field
+    return ResponseInput(
+        rid, line, response, question, fields, warnings=tuple(notes), contexts=contexts, read=read
+    )
 
 
 def _read_fields(
@@ -112,18 +144,19 @@ def _read_fields(
         return line, "", None, (
             f"{where}: field 'id' must be a string or an integer, got {_type_name(rid)}"
         )
-    if names.response not in obj:
-        return rid, "", None, f"{where}: field '{names.response}' is missing"
-    response = obj[names.response]
+    key = names.response_in(obj)
+    if key not in obj:
+        return rid, "", None, f"{where}: field '{key}' is missing"
+    response = obj[key]
     if not isinstance(response, str):
         return rid, "", None, (
-            f"{where}: field '{names.response}' must be a string, got {_type_name(response)}"
+            f"{where}: field '{key}' must be a string, got {_type_name(response)}"
         )
     if not response.strip():
-        return rid, "", None, f"{where}: field '{names.response}' is empty"
+        return rid, "", None, f"{where}: field '{key}' is empty"
     if len(response) > MAX_RESPONSE_CHARS:
         return rid, "", None, (
-            f"{where}: field '{names.response}' is {len(response):,} characters long; "
+            f"{where}: field '{key}' is {len(response):,} characters long; "
             f"ceg checks responses of up to {MAX_RESPONSE_CHARS:,}"
         )
     for key in names.question:
@@ -133,6 +166,10 @@ def _read_fields(
                 return rid, "", None, (
                     f"{where}: field '{key}' must be a string, got {_type_name(value)}"
                 )
+            return rid, response, value or None, None
+    for key in names.question_alternatives:
+        value = obj.get(key)
+        if isinstance(value, str):
             return rid, response, value or None, None
     return rid, response, None, None
 
@@ -184,7 +221,10 @@ def _bounded(
     """
     if size <= MAX_CARRIED_BYTES:
         return obj
-    read = {"id", names.response, *names.question}
+    read = {
+        "id", names.response, *names.response_alternatives, *names.question,
+        *names.question_alternatives,
+    }
     sizes = {
         key: _json_size(value)
         for key, value in obj.items()

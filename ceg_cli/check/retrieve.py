@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..index import Hit, Index
 from ..index.lexical import DEFAULT_RETRIEVAL
 from ..types import Evidence
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Calibrated for the default model (all-MiniLM-L6-v2) on FELM and HaluEval
 #: (benchmarks/judge_design.py, "calibrate"): passages from a case's own
@@ -49,6 +53,27 @@ def retrieve(
     if not queries:
         return []
     results = index.search(list(queries), options.top_k, options.method)
+    return [
+        tuple(to_evidence(h) for h in apply_threshold(hits, options.threshold)) for hits in results
+    ]
+
+
+def retrieve_vectors(
+    index: Index,
+    queries: Sequence[str],
+    vectors: np.ndarray,
+    options: RetrievalOptions = RetrievalOptions(),
+) -> list[tuple[Evidence, ...]]:
+    """``retrieve`` with the queries already embedded by the index's model."""
+    if not queries:
+        return []
+    from ..index.lexical import search as search_lexical
+
+    method = options.method
+    if method == "dense" or (method == "hybrid" and not index.has_lexical):
+        results = index.search_vectors(vectors, options.top_k)
+    else:
+        results = search_lexical(index, queries, vectors, options.top_k, method)
     return [
         tuple(to_evidence(h) for h in apply_threshold(hits, options.threshold)) for hits in results
     ]

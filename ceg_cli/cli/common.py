@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..check.pipeline import DEFAULT_QUERY, QUERY_MODES
+from ..check.pipeline import DEFAULT_QUERY, EVIDENCE_MODES, QUERY_MODES
 from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
 from ..index.embedding import DEVICES, PRECISIONS
@@ -37,6 +37,9 @@ QuietOption = typer.Option(False, "--quiet", "-q", help="No progress output.")
 # library's constants, so `--help`, the code and the README (pinned by
 # tests/test_cli_options.py) cannot drift apart.
 QueryMode = Enum("QueryMode", {mode: mode for mode in QUERY_MODES}, type=str)  # type: ignore[misc]
+EvidenceMode = Enum(  # type: ignore[misc]
+    "EvidenceMode", {mode: mode for mode in EVIDENCE_MODES}, type=str
+)
 RetrievalMode = Enum(  # type: ignore[misc]
     "RetrievalMode", {mode: mode for mode in RETRIEVAL_MODES}, type=str
 )

@@ -22,7 +22,9 @@ from ..types import (
     Verdict,
 )
 
-SCHEMA_VERSION = 1
+#: 2: evidence may come from the record's own contexts (``source``, ``context``,
+#: ``start``, ``end`` on every passage; ``read`` and ``evidence_source`` on the record).
+SCHEMA_VERSION = 2
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
@@ -39,33 +41,50 @@ RESERVED_KEYS = (
     "error",
     "input",
     "regeneration",
+    "read",
+    "evidence_source",
 )
 FLAG = "[NONFACTUAL]"
 NOT_JUDGED_FLAG = "[NOT JUDGED]"
 
 
 def evidence_dict(ev: Evidence) -> dict[str, Any]:
+    """A passage as the output writes it. ``source`` is ``index`` or ``context``; a
+    context's passage gives the context's 1-based position and its span in it."""
     return {
+        "source": "index" if ev.context is None else "context",
         "passage_id": ev.passage_id,
         "doc_id": ev.doc_id,
         "title": ev.title,
         "url": ev.url,
         "similarity": ev.similarity,
         "text": ev.text,
+        "context": ev.context,
+        "start": ev.start,
+        "end": ev.end,
     }
 
 
-def number_citations(results: Sequence[SegmentResult]) -> dict[int, int]:
-    """Citation marker numbers: passage id -> n, numbered in order of first citation."""
-    numbers: dict[int, int] = {}
+def evidence_from_dict(e: dict[str, Any]) -> Evidence:
+    """The inverse of ``evidence_dict``; schema 1 records have index passages only."""
+    return Evidence(
+        e["passage_id"], e["doc_id"], e["title"], e["text"], e["similarity"], e.get("url"),
+        e.get("context"), e.get("start"), e.get("end"),
+    )
+
+
+def number_citations(results: Sequence[SegmentResult]) -> dict[tuple[int, int], int]:
+    """Citation marker numbers: passage key -> n, numbered in order of first citation."""
+    numbers: dict[tuple[int, int], int] = {}
     for r in results:
         for i in r.verdict.cited:
-            pid = r.evidence[i].passage_id
-            numbers.setdefault(pid, len(numbers) + 1)
+            numbers.setdefault(r.evidence[i].key, len(numbers) + 1)
     return numbers
 
 
-def annotate(response: str, results: Sequence[SegmentResult], numbers: dict[int, int]) -> str:
+def annotate(
+    response: str, results: Sequence[SegmentResult], numbers: dict[tuple[int, int], int]
+) -> str:
     """The response with ``[n]`` after supported segments and a flag after nonfactual ones.
 
     Markers are inserted at each segment's end offset, so the response's own
@@ -75,7 +94,7 @@ def annotate(response: str, results: Sequence[SegmentResult], numbers: dict[int,
     for r in results:
         v = r.verdict
         if v.label == FACTUAL and v.verdict != NO_CLAIM and v.cited:
-            marks = sorted({numbers[r.evidence[i].passage_id] for i in v.cited})
+            marks = sorted({numbers[r.evidence[i].key] for i in v.cited})
             inserts.append((r.segment.end, " " + "".join(f"[{n}]" for n in marks)))
         elif v.label == NONFACTUAL:
             inserts.append((r.segment.end, f" {FLAG}"))
@@ -91,7 +110,7 @@ def annotate(response: str, results: Sequence[SegmentResult], numbers: dict[int,
     return "".join(out)
 
 
-def segment_dict(r: SegmentResult, numbers: dict[int, int]) -> dict[str, Any]:
+def segment_dict(r: SegmentResult, numbers: dict[tuple[int, int], int]) -> dict[str, Any]:
     v = r.verdict
     return {
         "index": r.segment.index,
@@ -103,7 +122,7 @@ def segment_dict(r: SegmentResult, numbers: dict[int, int]) -> dict[str, Any]:
         "score": round(float(v.score), 4),
         "reason": v.reason,
         "citations": [
-            {"marker": numbers[r.evidence[i].passage_id], **evidence_dict(r.evidence[i])}
+            {"marker": numbers[r.evidence[i].key], **evidence_dict(r.evidence[i])}
             for i in v.cited
         ],
         "evidence": [evidence_dict(e) for e in r.evidence],
@@ -176,12 +195,16 @@ def to_record(
                 "annotated": None,
                 "question": None,
                 "response": None,
+                "read": dict(inp.read),
+                "evidence_source": None,
             }
         )
         return record
     numbers = number_citations(checked.segments)
     record.update(
         {
+            "read": dict(inp.read),
+            "evidence_source": checked.evidence_source,
             "question": inp.question,
             "response": inp.response,
             "label": checked.label,
@@ -205,22 +228,19 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         question=record.get("question"),
         fields={k: v for k, v in record.items() if k not in RESERVED_KEYS},
         error=record.get("error"),
+        read=record.get("read") or {},
     )
     if inp.error is not None:
         return CheckedResponse(inp, (), "error")
     results = []
     for seg in record.get("segments", []):
-        evidence = tuple(
-            Evidence(
-                e["passage_id"], e["doc_id"], e["title"], e["text"], e["similarity"], e.get("url")
-            )
-            for e in seg.get("evidence", [])
-        )
-        by_pid = {e.passage_id: i for i, e in enumerate(evidence)}
-        cited = tuple(
-            by_pid[c["passage_id"]] for c in seg.get("citations", []) if c["passage_id"] in by_pid
-        )
+        evidence = tuple(evidence_from_dict(e) for e in seg.get("evidence", []))
+        by_key = {e.key: i for i, e in enumerate(evidence)}
+        cited_keys = (evidence_from_dict(c).key for c in seg.get("citations", []))
+        cited = tuple(by_key[k] for k in cited_keys if k in by_key)
         verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""))
         segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"])
         results.append(SegmentResult(segment, verdict, evidence))
-    return CheckedResponse(inp, tuple(results), record["label"])
+    return CheckedResponse(
+        inp, tuple(results), record["label"], record.get("evidence_source") or "index"
+    )

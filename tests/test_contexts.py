@@ -1,0 +1,383 @@
+"""Records that bring their own evidence: the contexts a RAG system retrieved.
+
+The shapes are the ones the evaluation tools export (RAGAS: ``user_input``,
+``response``, ``retrieved_contexts``; DeepEval: ``input``, ``actual_output``,
+``retrieval_context``; LangChain documents: ``page_content`` and ``metadata``),
+read with no options; the checks run with the real default model and no index.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from ceg_cli.check.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
+from ceg_cli.check.ctxsearch import ContextSearch, VectorCache, cut_contexts, retrieve_in
+from ceg_cli.check.responses import parse_line
+from ceg_cli.check.retrieve import RetrievalOptions
+from ceg_cli.report.records import from_record, to_record
+from ceg_cli.types import Context
+
+PARIS = (
+    "Paris is the capital and largest city of France. It has an estimated population of "
+    "2,102,650 residents as of January 2023, in an area of more than 105 square kilometres."
+)
+EIFFEL = (
+    "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris. It is "
+    "named after the engineer Gustave Eiffel, whose company designed and built the tower "
+    "from 1887 to 1889."
+)
+SEINE = "The Seine is a river in northern France. It flows through Paris into the English Channel."
+ANSWER = (
+    "Paris is the capital of France. "
+    "The Eiffel Tower was designed by the company of Gustave Eiffel. "
+    "The Eiffel Tower was built in 1923 by Napoleon Bonaparte."
+)
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def parse(obj: dict[str, Any]) -> Any:
+    return parse_line(json.dumps(obj).encode(), 4, "r.jsonl")
+
+
+# -- reading the shapes ----------------------------------------------------------
+
+
+def test_ragas_shape_is_read_without_options() -> None:
+    item = parse({"user_input": "What is Paris?", "response": "A city.",
+                  "retrieved_contexts": [PARIS, SEINE]})
+    assert item.error is None
+    assert item.question == "What is Paris?"
+    assert [c.text for c in item.contexts] == [PARIS, SEINE]
+    assert [c.position for c in item.contexts] == [1, 2]
+    assert item.read == {"response": "response", "question": "user_input",
+                         "contexts": "retrieved_contexts"}
+
+
+def test_deepeval_shape_is_read_without_options() -> None:
+    item = parse({"input": "Who built it?", "actual_output": "Eiffel's company.",
+                  "retrieval_context": [EIFFEL]})
+    assert item.error is None
+    assert (item.response, item.question) == ("Eiffel's company.", "Who built it?")
+    assert item.contexts == (Context(1, EIFFEL),)
+    assert item.read == {"response": "actual_output", "question": "input",
+                         "contexts": "retrieval_context"}
+
+
+def test_langchain_documents_and_objects_keep_id_title_url() -> None:
+    docs = [
+        {"page_content": PARIS, "metadata": {"source": "https://en.wikipedia.org/wiki/Paris",
+                                             "title": "Paris"}, "type": "Document"},
+        {"text": SEINE, "id": 17, "title": "Seine", "url": "https://example.org/seine"},
+        {"page_content": EIFFEL, "metadata": {"id": "doc-3", "source": "notes/eiffel.txt"}},
+    ]
+    item = parse({"response": "x", "contexts": docs})
+    assert item.contexts == (
+        Context(1, PARIS, None, "Paris", "https://en.wikipedia.org/wiki/Paris"),
+        Context(2, SEINE, "17", "Seine", "https://example.org/seine"),
+        Context(3, EIFFEL, "doc-3", None, None),  # a file path is not a url
+    )
+
+
+def test_a_question_field_that_is_not_text_is_not_taken_for_the_question() -> None:
+    # "input" is DeepEval's question, but another tool's "input" may be anything.
+    item = parse({"response": "x", "input": {"messages": []}})
+    assert item.error is None and item.question is None and "question" not in item.read
+
+
+def test_null_contexts_are_no_contexts_and_a_string_is_one() -> None:
+    assert parse({"response": "x", "contexts": None}).contexts is None
+    assert parse({"response": "x"}).contexts is None
+    assert parse({"response": "x", "contexts": PARIS}).contexts == (Context(1, PARIS),)
+    assert parse({"response": "x", "contexts": []}).contexts == ()
+
+
+def test_duplicate_ids_are_allowed() -> None:
+    # Two chunks of one source document carry the same id: that is not an error.
+    item = parse({"response": "x",
+                  "contexts": [{"text": "a", "id": "d"}, {"text": "b", "id": "d"}]})
+    assert item.error is None and [c.id for c in item.contexts] == ["d", "d"]
+
+
+def test_a_nested_contexts_field_is_named_with_dots() -> None:
+    from ceg_cli.check.responses import FieldNames
+
+    raw = json.dumps({"response": "x", "retrieval": {"docs": [SEINE]}}).encode()
+    item = parse_line(raw, 1, "r.jsonl", FieldNames(contexts=("retrieval.docs",)))
+    assert item.contexts == (Context(1, SEINE),)
+    assert item.read["contexts"] == "retrieval.docs"
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ('{"response": "x", "contexts": 3}',
+         "r.jsonl:4: field 'contexts' must be a list of texts or of objects with 'text', "
+         "got number"),
+        ('{"response": "x", "contexts": NaN}',
+         "r.jsonl:4: field 'contexts' must be a list of texts or of objects with 'text', "
+         "got NaN"),
+        ('{"response": "x", "contexts": ["a", NaN]}',
+         "r.jsonl:4: field 'contexts' item 2 must be a text or an object with 'text', got NaN"),
+        ('{"response": "x", "contexts": [null]}',
+         "r.jsonl:4: field 'contexts' item 1 must be a text or an object with 'text', got null"),
+        ('{"response": "x", "contexts": [["nested"]]}',
+         "r.jsonl:4: field 'contexts' item 1 must be a text or an object with 'text', got array"),
+        ('{"response": "x", "contexts": [{"title": "T"}]}',
+         "r.jsonl:4: field 'contexts' item 1 has no 'text' (nor LangChain's 'page_content')"),
+        ('{"response": "x", "contexts": [{"text": 5}]}',
+         "r.jsonl:4: field 'contexts' item 1: 'text' must be a string, got number"),
+        ('{"response": "x", "retrieved_contexts": [{"text": "a", "id": true}]}',
+         "r.jsonl:4: field 'retrieved_contexts' item 1: 'id' must be a string or an integer, "
+         "got boolean"),
+        ('{"response": "x", "contexts": [{"text": "a", "id": [1]}]}',
+         "r.jsonl:4: field 'contexts' item 1: 'id' must be a string or an integer, got array"),
+        ('{"response": "x", "contexts": [{"text": "a", "title": 1.5}]}',
+         "r.jsonl:4: field 'contexts' item 1: 'title' must be a string, got number"),
+        ('{"response": "x", "contexts": [{"page_content": "a", "metadata": "m"}]}',
+         "r.jsonl:4: field 'contexts' item 1: 'metadata' must be an object, got string"),
+    ],
+)
+def test_bad_contexts_make_an_error_record_naming_file_line_field(raw: str, message: str) -> None:
+    item = parse_line(raw.encode(), 4, "r.jsonl")
+    assert item.error == message
+    # The line's fields are still carried, as for any bad line.
+    assert item.fields["response"] == "x"
+
+
+def test_contexts_past_the_limit_are_refused_without_being_cut() -> None:
+    big = "word " * (MAX_CONTEXT_CHARS // 10)
+    with pytest.raises(ContextsError, match=r"past it at item 3\)"):
+        parse_contexts([big, big, big], "contexts")
+    assert len(parse_contexts([big], "contexts")) == 1
+
+
+# -- retrieval inside a record's contexts ------------------------------------------
+
+
+def test_passages_are_cut_as_a_build_cuts_documents() -> None:
+    long = " ".join(f"Sentence number {n} is here." for n in range(60))  # 300 words
+    passages = cut_contexts([Context(1, PARIS), Context(2, long, "L")], 100)
+    assert passages[0][0].position == 1 and passages[0][1].text == PARIS
+    cut = [chunk for ctx, chunk in passages if ctx.position == 2]
+    assert len(cut) == 3
+    for chunk in cut:  # each passage is exactly its span of the context
+        assert long[chunk.start:chunk.end] == chunk.text
+        assert len(chunk.text.split()) <= 100
+
+
+class CountingEmbedder:
+    """The hash embedder of conftest, counting the texts it is asked to embed."""
+
+    name = "test/counting"
+    dimension = 384
+
+    def __init__(self) -> None:
+        from tests.conftest import HashEmbedder
+
+        self._inner = HashEmbedder()
+        self.texts: list[str] = []
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.texts.extend(texts)
+        return self._inner.embed(texts)
+
+
+def test_a_context_repeated_across_records_is_embedded_once() -> None:
+    model = CountingEmbedder()
+    search = ContextSearch(lambda: model)
+    records = [[Context(1, PARIS), Context(2, SEINE)], [Context(1, SEINE), Context(2, EIFFEL)]]
+    search.prepare(records[:1])
+    search.prepare(records[1:])
+    # PARIS, SEINE, then only EIFFEL: SEINE was seen in the first record.
+    assert len(model.texts) == 3 and search.cache.reused == 1
+
+
+def test_vector_cache_drops_the_least_recently_used() -> None:
+    model = CountingEmbedder()
+    cache = VectorCache(capacity=2)
+    cache.embed(model, ["a", "b"])
+    cache.embed(model, ["a"])  # "a" is now the most recent
+    cache.embed(model, ["c"])  # "b" goes
+    cache.embed(model, ["a", "b"])
+    assert model.texts == ["a", "b", "c", "b"]
+
+
+def test_dense_ranking_over_contexts_is_brute_force_cosine(embedder: Any) -> None:
+    search = ContextSearch(lambda: embedder)
+    contexts = [Context(1, SEINE), Context(2, EIFFEL), Context(3, PARIS)]
+    (passages,) = search.prepare([contexts])
+    query = "Gustave Eiffel's company built the tower."
+    vectors = search.embed_queries([query])
+    (found,) = retrieve_in(passages, [query], vectors, RetrievalOptions(top_k=3, threshold=-1))
+    texts = [c.text for c in contexts]
+    expected = embedder.embed(texts) @ embedder.embed([query])[0]
+    order = [int(i) for i in np.argsort(-expected)]
+    assert [e.context for e in found] == [i + 1 for i in order]
+    assert [e.similarity for e in found] == pytest.approx([expected[i] for i in order], abs=1e-4)
+    assert found[0].text == EIFFEL and (found[0].start, found[0].end) == (0, len(EIFFEL))
+
+
+def test_lexical_ranking_over_contexts_is_bm25s_over_the_record() -> None:
+    import bm25s
+
+    from ceg_cli.index.lexical import BM25_PARAMS, TOKENIZER
+
+    search = ContextSearch(lambda: CountingEmbedder(), mode="text")
+    contexts = [Context(1, SEINE), Context(2, EIFFEL), Context(3, PARIS)]
+    (passages,) = search.prepare([contexts])
+    query = "Paris population residents"
+    vectors = search.embed_queries([query])
+    (found,) = retrieve_in(passages, [query], vectors,
+                           RetrievalOptions(top_k=3, threshold=-1, method="lexical"))
+    reference = bm25s.BM25(**BM25_PARAMS)
+    reference.index(bm25s.tokenize([SEINE, EIFFEL, PARIS], **TOKENIZER, show_progress=False),
+                    show_progress=False)
+    docs, scores = reference.retrieve(
+        bm25s.tokenize([query], **TOKENIZER, show_progress=False), k=3, show_progress=False)
+    expected = [int(d) + 1 for d, s in zip(docs[0], scores[0]) if s > 0]
+    assert [e.context for e in found] == expected and expected[0] == 3
+
+
+# -- ceg check with no index ---------------------------------------------------------
+
+
+def test_a_ragas_export_is_checked_with_no_index_and_no_options(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    ragas = write_jsonl(tmp_path / "ragas.jsonl", [
+        {"user_input": "Tell me about the Eiffel Tower.", "response": ANSWER,
+         "retrieved_contexts": [SEINE, EIFFEL, PARIS]},
+    ])
+    out = tmp_path / "checked.jsonl"
+    result = run_cli("check", ragas, "--index", tmp_path / "no-index", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    (record,) = read_jsonl(out)
+    assert record["evidence_source"] == "contexts"
+    assert record["read"] == {"response": "response", "question": "user_input",
+                              "contexts": "retrieved_contexts"}
+    assert record["retrieved_contexts"] == [SEINE, EIFFEL, PARIS]  # carried through
+    capital, designed, napoleon = record["segments"]
+    assert capital["label"] == "factual" and designed["label"] == "factual"
+    assert napoleon["label"] == "nonfactual", napoleon["reason"]
+    contexts = [SEINE, EIFFEL, PARIS]
+    for segment in (capital, designed):
+        assert segment["citations"], segment
+        for citation in segment["citations"]:
+            # The citation quotes its context: position, span and text agree.
+            assert citation["source"] == "context"
+            text = contexts[citation["context"] - 1]
+            assert text[citation["start"]:citation["end"]] == citation["text"]
+    assert designed["citations"][0]["context"] == 2
+    assert not (tmp_path / "no-index").exists()
+
+
+def test_a_deepeval_export_is_checked_with_no_index(run_cli: Any, tmp_path: Path) -> None:
+    deepeval = write_jsonl(tmp_path / "deepeval.jsonl", [
+        {"input": "What is Paris?", "actual_output": "Paris is the capital of France.",
+         "retrieval_context": [PARIS], "expected_output": "The capital of France."},
+        {"input": "Where does the Seine flow?",
+         "actual_output": "The Seine flows into the Mediterranean Sea near Marseille.",
+         "retrieval_context": [SEINE]},
+    ])
+    out = tmp_path / "checked.jsonl"
+    result = run_cli("check", deepeval, "--index", tmp_path / "none", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    first, second = read_jsonl(out)
+    assert first["label"] == "factual" and first["read"]["response"] == "actual_output"
+    assert first["response"] == "Paris is the capital of France."
+    assert first["question"] == "What is Paris?"
+    assert first["segments"][0]["citations"][0]["text"] == PARIS
+    assert second["label"] == "nonfactual"
+
+
+def test_a_record_without_contexts_and_no_index_is_an_error_record(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    mixed = write_jsonl(tmp_path / "mixed.jsonl", [
+        {"response": "Paris is the capital of France.", "contexts": [PARIS]},
+        {"id": "lonely", "response": "Paris is the capital of France."},
+    ])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", mixed, "--index", tmp_path / "none", "--out", out, "-q")
+    assert result.exit_code == 2  # a bad line fails the gate, as any bad line does
+    good, bad = read_jsonl(out)
+    assert good["label"] == "factual"
+    assert bad["label"] == "error" and bad["id"] == "lonely"
+    assert bad["error"].startswith(f"{mixed}:2: the record has no contexts")
+    assert f"warning: {mixed}:2: the record has no contexts" in " ".join(result.stderr.split())
+
+
+def test_no_contexts_and_no_index_fails_at_once_as_before(run_cli: Any, tmp_path: Path) -> None:
+    plain = write_jsonl(tmp_path / "plain.jsonl", [{"response": "Paris is in France."}])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", plain, "--index", tmp_path / "none", "--out", out)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: no index at {tmp_path / 'none'}")
+    assert not out.exists()
+
+
+def test_evidence_index_never_reads_the_contexts(run_cli: Any, tmp_path: Path) -> None:
+    ragas = write_jsonl(tmp_path / "r.jsonl", [{"response": "x.", "contexts": [PARIS]}])
+    result = run_cli("check", ragas, "--index", tmp_path / "none", "--evidence", "index")
+    assert result.exit_code == 2 and "no index at" in result.stderr
+
+
+def test_an_empty_list_of_contexts_is_judged_on_no_evidence_and_says_so(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    empty = write_jsonl(tmp_path / "e.jsonl", [
+        {"response": "Paris is the capital of France.", "retrieved_contexts": []},
+    ])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", empty, "--index", tmp_path / "none", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"{empty}:1: field 'retrieved_contexts' is an empty list" in said
+    (record,) = read_jsonl(out)
+    assert record["evidence_source"] == "none"
+    assert record["label"] == "nonfactual"
+    assert record["segments"][0]["evidence"] == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--evidence", "everything"), "--evidence"),
+        (("--contexts-field", ""), "--contexts-field ''"),
+        (("--contexts-field", "docs", "--evidence", "index"), "--contexts-field is read only"),
+    ],
+)
+def test_bad_evidence_options_are_usage_errors(
+    run_cli: Any, tmp_path: Path, args: tuple[str, ...], message: str
+) -> None:
+    ragas = write_jsonl(tmp_path / "r.jsonl", [{"response": "x.", "contexts": [PARIS]}])
+    result = run_cli("check", ragas, "--index", tmp_path / "none", *args)
+    assert result.exit_code == 2 and message in result.stderr, result.stderr
+
+
+def test_a_context_record_survives_the_round_trip_through_the_output() -> None:
+    from ceg_cli.check.pipeline import CheckOptions, check
+    from ceg_cli.judges import create_judge
+    from tests.conftest import HashEmbedder
+
+    item = parse({"id": "a", "response": ANSWER, "contexts": [SEINE, EIFFEL, PARIS]})
+    search = ContextSearch(lambda: HashEmbedder())
+    (checked,) = check([item], None, create_judge("offline", {}), CheckOptions(), search)
+    record = json.loads(json.dumps(to_record(checked, {"name": "offline", "method": "m"})))
+    again = from_record(record)
+    assert again.evidence_source == "contexts"
+    assert [r.evidence for r in again.segments] == [r.evidence for r in checked.segments]
+    assert [r.verdict for r in again.segments] == [r.verdict for r in checked.segments]
