@@ -17,7 +17,13 @@ from ..errors import CegError, InputError, UsageError
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
-from ..report.output import RecordWriter, cut_torn_tail, read_finished, refuse_same_files
+from ..report.output import (
+    RecordWriter,
+    cut_torn_tail,
+    read_finished,
+    refuse_index_files,
+    refuse_same_files,
+)
 from ..report.records import from_record, to_record
 from ..types import CheckedResponse, ResponseInput
 from .pipeline import (
@@ -94,13 +100,25 @@ class RunSettings:
             raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
         if query not in QUERY_MODES:
             raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
+        # An empty name matches no field: every line would be a bad line, one warning
+        # each, where the call itself is wrong.
+        if not response_field.strip():
+            raise UsageError(
+                f"--response-field {response_field!r}: name the field that holds the response"
+            )
+        if question_field is not None and not question_field.strip():
+            raise UsageError(
+                f"--question-field {question_field!r}: name the field that holds the question "
+                "(leave the option out for question, then prompt)"
+            )
         if resume and out is None:
             raise UsageError("--resume needs --out FILE: there is no file to resume into")
         if out is not None and out.is_dir():
             raise UsageError(f"--out {out}: is a directory; name a file")
         if out is not None:
             refuse_same_files([("responses file", responses), ("--out", out)])
-        questions = (question_field,) if question_field else FieldNames().question
+            refuse_index_files([("--out", out)], index)
+        questions = (question_field,) if question_field is not None else FieldNames().question
         return cls(
             responses=responses,
             index=index,

@@ -107,7 +107,7 @@ def check_command(
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
     from ..report.html import ReportBuilder, write_report
-    from ..report.output import refuse_same_files
+    from ..report.output import refuse_index_files, refuse_same_files
 
     settings = RunSettings.resolve(
         responses=responses,
@@ -141,6 +141,8 @@ def check_command(
         if path is not None:
             files.append((option, path))
     refuse_same_files(files)
+    # Nor a file of the index it reads (a later command would find it unreadable).
+    refuse_index_files(files[1:], index)
     run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
     # Records going to stdout are kept (compactly) for the report as they pass;
     # with --out the file is read back, resumed records included.
@@ -182,13 +184,19 @@ def _judge_options(
     """What the LLM judge reads; other judges ignore it (they read ``device``). The API
     key is not here: the client reads it from the environment, so it never passes
     through options."""
+    from ..errors import UsageError
+
+    if base_url is not None and not base_url.strip():
+        # "$URL" of an unset variable: sending the key to the default endpoint instead
+        # would be a silent fallback.
+        raise UsageError("--llm-base-url '': name the endpoint, or leave the option out")
     options: dict[str, Any] = {
         "concurrency": concurrency,
         "temperature": temperature,
         "cache": not no_cache,
         "count_unparsable_as": unparsable_as,
     }
-    if base_url:
+    if base_url is not None:
         options["base_url"] = base_url
     if cache_dir is not None:
         options["cache_dir"] = str(cache_dir)

@@ -136,11 +136,17 @@ def eval_command(
     from ..index import open_index
     from ..index.lexical import resolve_method
     from ..judges import create_judge
+    from ..report.output import refuse_index_files, refuse_same_files
 
-    for flag, path in (("--out", out), ("--json", json_out)):
+    # Before anything is read or written: no output may be the dataset, the
+    # other output, or a file of an index (the given one, or any ceg index).
+    outputs = [(flag, path) for flag, path in (("--out", out), ("--json", json_out)) if path]
+    refuse_same_files([("dataset", dataset), *outputs])
+    for flag, path in outputs:
         # Fail before a long run, not after it.
-        if path is not None and not path.resolve().parent.is_dir():
+        if not path.resolve().parent.is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
+    refuse_index_files(outputs, index)
     started = time.perf_counter()
     data = load_dataset(dataset, format, limit=limit)
     if data.rebuilt_responses:
@@ -153,6 +159,7 @@ def eval_command(
     _report_bad_rows(dataset, data.bad_rows)
     with cli_progress(quiet) as progress:
         index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
+        refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
         checker = create_judge(judge, {"device": device.value})
         if not quiet:
             err_console.print(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from enum import Enum
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..index.embedding import BACKENDS
 from ..index.layout import ENGINES
@@ -214,36 +216,42 @@ def info(
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("index", str(index))
-    table.add_row("format", str(meta["format_version"]))
-    table.add_row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
-    table.add_row("documents", str(meta["counts"]["documents"]))
-    table.add_row("passages", str(meta["counts"]["chunks"]))
-    table.add_row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
+
+    def row(label: str, value: str) -> None:
+        # meta.json is data (a copied index may hold anything): never markup, and its
+        # control characters shown escaped, as search shows a document's.
+        table.add_row(label, Text(shown(value)))
+
+    row("index", str(index))
+    row("format", str(meta["format_version"]))
+    row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
+    row("documents", str(meta["counts"]["documents"]))
+    row("passages", str(meta["counts"]["chunks"]))
+    row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
     # Indexes built before backends were recorded were built with the float model.
-    table.add_row("backend", str(meta["model"].get("backend", "torch")))
+    row("backend", str(meta["model"].get("backend", "torch")))
     # Indexes from before --precision were all computed in float32.
-    table.add_row("precision", str(meta["model"].get("precision", "float32")))
-    table.add_row("embedded text", meta["embed_text"])
+    row("precision", str(meta["model"].get("precision", "float32")))
+    row("embedded text", meta["embed_text"])
     # Indexes built before the engine was recorded were built in one process.
     build = meta.get("build", {"engine": "local", "workers": 1})
-    table.add_row("build engine", f"{build['engine']}, {build['workers']} "
-                  f"worker{'s' if build['workers'] != 1 else ''}")
-    table.add_row(
+    row("build engine", f"{build['engine']}, {build['workers']} "
+        f"worker{'s' if build['workers'] != 1 else ''}")
+    row(
         "chunker",
         f"about {meta['chunker']['max_words']} words, cut at {meta['chunker']['boundaries']}",
     )
     digest = meta["faiss"].get("file_digest")
-    table.add_row(
+    row(
         "vectors",
         f"{meta['faiss']['type']}, {digest[:29]}" if digest
         else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
         "a rebuild adds it)",
     )
-    table.add_row("index type", _type_line(meta))
-    table.add_row("lexical", _lexical_line(index, meta))
+    row("index type", _type_line(meta))
+    row("lexical", _lexical_line(index, meta))
     for src in meta["sources"]:
-        table.add_row(
+        row(
             "source",
             f"{src['path']} ({src['kind']}, {src['documents']} documents, "
             f"{src['chunks']} passages, {src['digest'][:19]})",
@@ -322,13 +330,44 @@ def search(
                         "text": c.text,
                     },
                     ensure_ascii=False,
-                )
+                ).translate(_JSON_ESCAPES)
             )
             continue
+        # Documents are data, not terminal commands: their control characters are shown
+        # escaped (\x1b), never sent raw; --json carries them as JSON escapes.
         out_console.print(
-            f"[bold]{rank}. {escape(c.title)}[/]  score {hit.score:.3f}  "
-            f"[dim]doc {c.doc_id} passage {hit.chunk_id}[/]"
+            f"[bold]{rank}. {escape(shown(c.title))}[/]  score {hit.score:.3f}  "
+            f"[dim]doc {escape(shown(c.doc_id))} passage {hit.chunk_id}[/]"
         )
         if c.url:
-            out_console.print(f"   [dim]{escape(c.url)}[/]")
-        out_console.print(f"   {c.text}\n", markup=False)
+            out_console.print(f"   [dim]{escape(shown(c.url))}[/]")
+        text = shown(c.text, keep="\n\t")
+        out_console.print(f"   {text}\n", markup=False)
+
+
+#: Characters that move the cursor or change what a terminal shows: C0 and C1
+#: controls (ESC starts colour, title and screen-clearing sequences) and the
+#: bidirectional overrides that reorder a line on screen.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(text: object, keep: str = "") -> str:
+    """``text`` with every control character escaped as Python writes it (``\\x1b``),
+    apart from those in ``keep``."""
+
+    def one(match: re.Match[str]) -> str:
+        char = match.group()
+        if char in keep:
+            return char
+        code = ord(char)
+        return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+    return _CONTROL.sub(one, str(text))
+
+
+#: What json.dumps(ensure_ascii=False) leaves raw of _CONTROL (C1 controls, bidi
+#: overrides), as JSON escapes; JSON text outside strings is ASCII, so this is safe.
+_JSON_ESCAPES = {
+    code: f"\\u{code:04x}"
+    for code in (*range(0x7F, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}

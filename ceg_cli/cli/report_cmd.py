@@ -43,11 +43,13 @@ def report_command(
     from ..errors import UsageError
     from ..report.gate import GateOptions, evaluate_gate
     from ..report.html import ReportBuilder, iter_records
-    from ..report.output import refuse_same_files
+    from ..report.output import refuse_index_files, refuse_same_files
 
     if out.is_dir():
         raise UsageError(f"--out {out}: is a directory; name a file")
     refuse_same_files([("records file", records), ("--out", out)])
+    # The records name no index: --index when given, and any folder holding a ceg index.
+    refuse_index_files([("--out", out)], index)
     gate_options = GateOptions(max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses)
     builder = ReportBuilder(all_evidence=all_evidence)
     for number, record in iter_records(records, warn):

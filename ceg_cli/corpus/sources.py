@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import os
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from ceg_cli.corpus.folder import read_folder
 from ceg_cli.corpus.jsonl import read_jsonl
 from ceg_cli.corpus.mediawiki import open_dump, read_mediawiki, read_mediawiki_pages
 from ceg_cli.corpus.multistream import index_beside, read_from_page
-from ceg_cli.errors import InputError
+from ceg_cli.errors import InputError, UsageError
 from ceg_cli.types import Document
 
-__all__ = ["iter_documents", "iter_positioned", "source_kind"]
+__all__ = ["iter_documents", "iter_positioned", "resolve_sources", "source_kind"]
 
 _MEDIAWIKI_SUFFIXES = (".xml", ".xml.bz2", ".xml.gz")
 _JSONL_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
@@ -45,6 +47,84 @@ def source_kind(path: Path) -> str:
         f"{path}: unknown corpus format; expected a MediaWiki dump (.xml, .xml.bz2, "
         ".xml.gz), a JSONL file (.jsonl, .jsonl.gz) or a folder of .txt/.md files"
     )
+
+
+#: What a source that is neither a file nor a folder is, for the message.
+_SPECIAL = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def resolve_sources(
+    sources: Sequence[Path],
+    target: Path,
+    *,
+    on_warning: Callable[[str], None] | None = None,
+) -> dict[Path, str]:
+    """The sources of a build into ``target``, each once, with their kinds (``source_kind``).
+
+    Refused (``UsageError``/``InputError``, before anything is read or written):
+    a missing path; a named pipe, socket or device, which a build would read
+    more than once (its digest, then its text: a pipe gives its data once and
+    then waits forever); a source that is the index being built, lies inside
+    it, or holds it (the build would index its own files, or read a folder it
+    is writing into). The same file or folder under two spellings (``./a``,
+    ``../r/a``, a symlink or a hard link: compared by device and inode) is
+    kept once, under its first spelling, with a warning naming both.
+    """
+    target_real = os.path.realpath(target)
+    kinds: dict[Path, str] = {}
+    seen: dict[tuple[int, int], Path] = {}
+    for source in map(Path, sources):
+        try:
+            info = os.stat(source)
+        except FileNotFoundError:
+            raise InputError(f"{source}: no such file or directory") from None
+        except OSError as exc:
+            raise InputError(f"{source}: cannot read ({exc.strerror})") from None
+        for test, what in _SPECIAL:
+            if test(info.st_mode):
+                raise InputError(
+                    f"{source}: is {what}, which a build cannot read twice (once for its "
+                    "digest, then for its text); give a regular file or a folder"
+                )
+        _refuse_overlap(source, target, target_real)
+        identity = (info.st_dev, info.st_ino)
+        if identity in seen:
+            if on_warning is not None:
+                first = seen[identity]
+                what = "folder" if stat.S_ISDIR(info.st_mode) else "file"
+                same = (
+                    "named more than once" if first == source else f"is the same {what} as {first}"
+                )
+                on_warning(f"{source}: {same}; indexed once")
+            continue
+        seen[identity] = source
+        kinds[source] = source_kind(source)
+    return kinds
+
+
+def _refuse_overlap(source: Path, target: Path, target_real: str) -> None:
+    """Refuse a source that is the target index, lies inside it or holds it."""
+    real = os.path.realpath(source)
+    if real == target_real:
+        raise UsageError(
+            f"{source}: is the index being built (--index {target}); a build cannot read "
+            "its own index: name the documents to index"
+        )
+    if os.path.commonpath([real, target_real]) == target_real:
+        raise UsageError(
+            f"{source}: lies inside the index being built (--index {target}); move it out "
+            "of the index folder"
+        )
+    if os.path.commonpath([real, target_real]) == real:
+        raise UsageError(
+            f"{source}: holds the index being built (--index {target}), which the build "
+            "would read as documents while writing it; choose an --index outside it"
+        )
 
 
 def _sniff_compressed(path: Path) -> str | None:

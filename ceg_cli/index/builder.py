@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..corpus import source_kind
 from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
+from ..corpus.sources import resolve_sources
 from ..errors import InputError, UsageError
 from ..progress import NO_PROGRESS, Progress
 from .buildopts import (
@@ -83,7 +83,8 @@ def build_index(
     """
     started = time.perf_counter()
     target = Path(target)
-    kinds = {Path(s): source_kind(Path(s)) for s in sources}  # fails early on a bad path
+    # Fails early on a bad path, a pipe, the index itself; drops a source named twice.
+    kinds = resolve_sources(sources, target, on_warning=on_warning)
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)

@@ -5,7 +5,7 @@ checked, so an interrupted run loses at most the line being written. A resumed
 run checks that the finished records are the input's first lines, drops a torn
 last line, and appends the rest in input order: the finished file equals what
 an uninterrupted run writes. No output may be the input or another output
-(``refuse_same_files``).
+(``refuse_same_files``), nor a file of an index (``refuse_index_files``).
 """
 
 from __future__ import annotations
@@ -52,6 +52,89 @@ def refuse_same_files(named: Sequence[tuple[str, str | Path | None]]) -> None:
             other = f"{first} {first_path}".rstrip()
             raise UsageError(f"{who}: is the same file as {other}; name another file")
         seen[identity] = (option, "" if path is None or shown == "-" else shown)
+
+
+#: What marks a folder as a ceg index: its meta.json beside one of its data files
+#: (names from ``index.layout``, repeated here so that writing output loads no index code).
+_INDEX_META = "meta.json"
+_INDEX_DATA = ("vectors.faiss", "chunks.sqlite")
+
+
+def refuse_index_files(
+    outputs: Sequence[tuple[str, str | Path | None]], index: str | Path | None = None
+) -> None:
+    """Refuse an output that is a file of ``index`` (the index in use) or of any ceg index.
+
+    Writing over ``meta.json`` or ``vectors.faiss`` leaves an index every
+    later command calls unreadable, and a new file in an index folder makes
+    the next build refuse it: so an output may not lie inside ``index`` (as
+    it resolves, symlinks followed, whether it exists yet or not), nor be one
+    of its files under another name (a hard link: device and inode), nor lie
+    in any folder that holds a ceg index. ``outputs`` are (option, path);
+    ``None`` (standard output) and ``-`` are skipped.
+    """
+    index_root = os.path.realpath(index) if index is not None else None
+    index_files = _file_identities(Path(index)) if index is not None else {}
+    for option, path in outputs:
+        if path is None or str(path) == "-":
+            continue
+        where = os.path.realpath(path)
+        for folder in _ancestors(where):
+            if folder == index_root or _holds_index(folder):
+                owner = index if folder == index_root else _near(folder)
+                raise UsageError(
+                    f"{option} {path}: lies inside the index {owner}; ceg never writes "
+                    "into an index: name a file outside it"
+                )
+        identity = _identity(path, stdin=False)
+        if identity is not None and identity in index_files:
+            raise UsageError(
+                f"{option} {path}: is the index's {index_files[identity]} under another "
+                "name; name another file"
+            )
+
+
+def _near(folder: str) -> str:
+    """``folder`` relative to the working folder when it lies below it."""
+    relative = os.path.relpath(folder)
+    return folder if relative.startswith("..") else relative
+
+
+def _ancestors(path: str) -> list[str]:
+    """``path`` and every folder above it, ``path`` first."""
+    found = [path]
+    while (parent := os.path.dirname(found[-1])) != found[-1]:
+        found.append(parent)
+    return found
+
+
+def _holds_index(folder: str) -> bool:
+    return os.path.isfile(os.path.join(folder, _INDEX_META)) and any(
+        os.path.exists(os.path.join(folder, name)) for name in _INDEX_DATA
+    )
+
+
+def _file_identities(index: Path) -> dict[Any, str]:
+    """(device, inode) of the index folder's files and its subfolders' (the lexical
+    part), to their names there. Two levels only: a wrong ``--index /`` is not walked."""
+    found: dict[Any, str] = {}
+    for name in _listing(str(index)):
+        full = os.path.join(index, name)
+        names = [name]
+        if os.path.isdir(full):
+            names = [os.path.join(name, inner) for inner in _listing(full)]
+        for relative in names:
+            identity = _identity(os.path.join(index, relative), stdin=False)
+            if identity is not None and identity[0] != "path":
+                found[identity] = relative
+    return found
+
+
+def _listing(folder: str) -> list[str]:
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []  # an index that cannot be listed fails where it is opened
 
 
 def _identity(path: str | Path | None, *, stdin: bool) -> Any:
