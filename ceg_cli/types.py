@@ -159,11 +159,38 @@ class ResponseInput:
     read: Mapping[str, str] = field(default_factory=dict)
 
 
+#: What the citations of a sentence come to (``CitationCheck.status``).
+CITE_SUPPORTED = "supported"  # its cited contexts together support it
+CITE_UNSUPPORTED = "unsupported"  # they do not (or it cites only contexts that do not exist)
+CITE_UNCITED = "uncited"  # it makes a claim and cites nothing
+CITE_NO_CLAIM = "no_claim"  # it makes no claim: nothing to cite
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    """The ``[n]`` markers a sentence carried, and whether the contexts they name support it.
+
+    ``refs`` are the references as written; ``contexts`` the 1-based positions they
+    name; ``unresolved`` the references that name no context (``[7]`` of three);
+    ``irrelevant`` the cited contexts that support no part of the sentence (ALCE's
+    citation precision).
+    """
+
+    refs: tuple[str, ...]
+    contexts: tuple[int, ...]
+    unresolved: tuple[str, ...]
+    status: str
+    irrelevant: tuple[int, ...] = ()
+    reason: str = ""
+
+
 @dataclass(frozen=True)
 class SegmentResult:
     segment: Segment
     verdict: Verdict
     evidence: tuple[Evidence, ...]
+    #: Set when the response carried citation markers and the record its contexts.
+    citation: CitationCheck | None = None
 
 
 @dataclass(frozen=True)

@@ -105,6 +105,7 @@ def test_summary_to_dict_is_json_and_pins_its_keys() -> None:
         "segments", "judged_segments", "nonfactual_segments", "not_judged_segments",
         "responses_not_fully_judged", "segments_by_label", "segments_by_verdict",
         "nonfactual_rate", "seconds", "judge", "index",
+        "evidence_sources", "citations", "citation_recall", "citation_precision",
     ])
     assert data["nonfactual_rate"] == pytest.approx(1 / 3)
     assert (data["seconds"], data["judge"], data["index"]) == (1.5, "offline", "/idx")

@@ -97,6 +97,7 @@ RECORD_KEYS = {
     "error": type(None),
     "read": dict,
     "evidence_source": str,
+    "citation_check": (dict, type(None)),
 }
 ERROR_RECORD_KEYS = {
     **RECORD_KEYS,
@@ -105,6 +106,7 @@ ERROR_RECORD_KEYS = {
     "annotated": type(None),
     "error": str,
     "evidence_source": type(None),
+    "citation_check": type(None),
 }
 SEGMENT_KEYS = {
     "index": int,
@@ -117,6 +119,7 @@ SEGMENT_KEYS = {
     "reason": str,
     "citations": list,
     "evidence": list,
+    "citation_check": (dict, type(None)),
 }
 EVIDENCE_KEYS = {
     "source": str,
@@ -200,6 +203,7 @@ def test_segment_values() -> None:
              "url": None, "similarity": 0.4, "text": "Plato founded the Academy.",
              "context": None, "start": None, "end": None},
         ],
+        "citation_check": None,
     }
     # Citations follow the judge's order; markers follow first citation in the response.
     assert [(c["passage_id"], c["marker"]) for c in second["citations"]] == [(20, 2), (10, 1)]

@@ -18,6 +18,7 @@ from ..types import (
     NONFACTUAL,
     NOT_JUDGED,
     CheckedResponse,
+    CitationCheck,
     Evidence,
     JudgeItem,
     ResponseInput,
@@ -25,12 +26,15 @@ from ..types import (
     SegmentResult,
     Verdict,
 )
-from .retrieve import RetrievalOptions, retrieve_vectors
+from .citecheck import Marked, mark
+from .retrieve import RetrievalOptions, retrieve, retrieve_vectors
 from .segment import segment_response
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ..index import Index
-    from .ctxsearch import ContextSearch
+    from .ctxsearch import ContextSearch, RecordPassages
 
 QUERY_MODES = ("segment", "question+segment")
 #: Measured (benchmarks/judge_design.py): with the question, recall@5 of a
@@ -56,6 +60,9 @@ class CheckOptions:
     batch_size: int = 16
     #: Where evidence comes from: ``EVIDENCE_MODES``.
     evidence: str = DEFAULT_EVIDENCE
+    #: A regular expression for citation markers, one group holding the references
+    #: (``--citation-pattern``); None: ``[1]``, ``[1, 3]``, ``[1][3]``.
+    citation_pattern: str | None = None
 
 
 def evidence_source(item: ResponseInput, mode: str, has_index: bool) -> tuple[str, str | None]:
@@ -143,19 +150,30 @@ def check_batch(
         if item.error is None and problem is not None:
             batch[n] = replace(item, error=f"line {item.line}: {problem}")
         sources.append(source)
-    segmented = [_segments(item) for item in batch]
-    evidence = _evidence(batch, segmented, sources, index, options, contexts)
+    # Citation markers the answers carry: removed from what the judge reads; the
+    # segments keep offsets into the response as written.
+    marked = [
+        mark(item.response, item.contexts, options.citation_pattern)
+        if item.error is None and item.segments is None else None
+        for item in batch
+    ]
+    segmented = [m.segments if m is not None else _segments(item)
+                 for item, m in zip(batch, marked)]
+    evidence, vectors, prepared = _evidence(batch, segmented, sources, index, options, contexts)
     items = []
     at = 0
-    for item, segs in zip(batch, segmented):
+    for item, segs, m in zip(batch, segmented, marked):
+        said = m.clean if m is not None else item.response
         for seg in segs:
-            items.append(JudgeItem(seg, evidence[at], item.question, item.response))
+            items.append(JudgeItem(seg, evidence[at], item.question, said))
             at += 1
     verdicts = judge.judge(items) if items else []
     if len(verdicts) != len(items):
         raise RuntimeError(
             f"judge {judge.name} returned {len(verdicts)} verdicts for {len(items)} segments"
         )
+    citations = _citations(batch, segmented, sources, marked, items, verdicts, vectors,
+                           prepared, judge, contexts)
     out = []
     at = 0
     for item, segs, source in zip(batch, segmented, sources):
@@ -163,12 +181,54 @@ def check_batch(
             out.append(CheckedResponse(item, (), "error"))
             continue
         results = tuple(
-            SegmentResult(seg, verdicts[at + i], evidence[at + i]) for i, seg in enumerate(segs)
+            SegmentResult(seg, verdicts[at + i], evidence[at + i], citations.get(at + i))
+            for i, seg in enumerate(segs)
         )
         at += len(segs)
         label = response_label([r.verdict for r in results])
         out.append(CheckedResponse(item, results, label, source))
     return out
+
+
+def _citations(
+    batch: Sequence[ResponseInput],
+    segmented: Sequence[tuple[Segment, ...]],
+    sources: Sequence[str],
+    marked: Sequence[Marked | None],
+    items: Sequence[JudgeItem],
+    verdicts: Sequence[Verdict],
+    vectors: np.ndarray | None,
+    prepared: dict[int, RecordPassages],
+    judge: Judge,
+    contexts: ContextSearch | None,
+) -> dict[int, CitationCheck]:
+    """The citation check of every segment of a record that cites its own contexts,
+    by the segment's position in ``items``."""
+    import numpy as np
+
+    from .citecheck import check_citations
+    from .ctxsearch import RecordPassages
+
+    work = []
+    where = []
+    at = 0
+    for n, (item, segs, m) in enumerate(zip(batch, segmented, marked)):
+        checked = (m is not None and item.error is None and item.contexts is not None
+                   and sources[n] in ("contexts", "both", "none"))
+        for i in range(len(segs)):
+            if checked and m is not None and item.contexts is not None:
+                passages = prepared.get(n) or RecordPassages(
+                    [], np.zeros((0, 1), dtype=np.float32),
+                    contexts.mode if contexts is not None else "text",
+                )
+                vector = vectors[at] if vectors is not None else np.zeros(1, dtype=np.float32)
+                work.append((items[at], verdicts[at], m.refs[i], item.contexts, passages,
+                             vector))
+                where.append(at)
+            at += 1
+    if not work:
+        return {}
+    return dict(zip(where, check_citations(judge, work)))
 
 
 def _evidence(
@@ -178,8 +238,9 @@ def _evidence(
     index: Index | None,
     options: CheckOptions,
     contexts: ContextSearch | None,
-) -> list[tuple[Evidence, ...]]:
-    """Every segment's evidence, in order: its record's, the index's, or both."""
+) -> tuple[list[tuple[Evidence, ...]], np.ndarray | None, dict[int, RecordPassages]]:
+    """Every segment's evidence, in order: its record's, the index's, or both; with the
+    queries' vectors (when contexts were searched) and each record's passages."""
     import numpy as np
 
     queries = [
@@ -188,7 +249,7 @@ def _evidence(
         for seg in segs
     ]
     if not queries:
-        return []
+        return [], None, {}
     owners = [n for n, segs in enumerate(segmented) for _ in segs]
     uses_index = [sources[n] in ("index", "both") for n in owners]
     uses_contexts = [sources[n] in ("contexts", "both") for n in owners]
@@ -203,21 +264,24 @@ def _evidence(
         shared = vectors is not None and contexts is not None and (
             contexts.embedder is index.embedder()
         )
-        part = vectors[wanted] if shared and vectors is not None else (
-            index.embedder().embed([queries[i] for i in wanted])
-        )
-        got = retrieve_vectors(index, [queries[i] for i in wanted], part, options.retrieval)
+        asked = [queries[i] for i in wanted]
+        if shared and vectors is not None:
+            got = retrieve_vectors(index, asked, vectors[wanted], options.retrieval)
+        else:  # the index embeds its queries itself, as it always has
+            got = retrieve(index, asked, options.retrieval)
         for i, ev in zip(wanted, got):
             found[i] = ev
     if any(uses_contexts) and contexts is not None and vectors is not None:
         from .ctxsearch import retrieve_in
 
         records = sorted({n for n, used in zip(owners, uses_contexts) if used})
-        prepared = contexts.prepare([batch[n].contexts or () for n in records])
-        for n, passages in zip(records, prepared):
+        prepared = dict(zip(records, contexts.prepare([batch[n].contexts or ()
+                                                       for n in records])))
+        for n, passages in prepared.items():
             rows = [i for i, owner in enumerate(owners) if owner == n]
             own = retrieve_in(passages, [queries[i] for i in rows],
                               np.asarray(vectors[rows]), options.retrieval)
             for i, ev in zip(rows, own):
                 found[i] = ev + found[i]  # the record's own first, then the index's
-    return found
+        return found, vectors, prepared
+    return found, vectors, {}

@@ -35,6 +35,8 @@ class Rewriter(Protocol):
         previous: str,
         nonfactual: Sequence[str],
         documents: Sequence[Evidence],
+        *,
+        cite: bool = False,
     ) -> str: ...
 
 
@@ -73,12 +75,14 @@ class LlmRewriter:
         previous: str,
         nonfactual: Sequence[str],
         documents: Sequence[Evidence],
+        *,
+        cite: bool = False,
     ) -> str:
         from ..llm.generate import regenerate_response
 
         return regenerate_response(
             self.client, self.model, question, previous, list(nonfactual), list(documents),
-            temperature=self.temperature,
+            temperature=self.temperature, cite=cite,
         )
 
 
@@ -124,6 +128,8 @@ def regenerate_batch(
                         [r.segment.text for r in current[i].segments
                          if r.verdict.label != FACTUAL],
                         documents_for(current[i]),
+                        # An answer that cited its contexts is rewritten citing them.
+                        cite=any(r.citation is not None for r in current[i].segments),
                     ),
                     todo,
                 )

@@ -9,11 +9,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, InputError, UsageError
+from ..index.chunking import DEFAULT_MAX_WORDS
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
@@ -27,10 +28,13 @@ from ..report.output import (
 from ..report.records import from_record, to_record
 from ..types import CheckedResponse, ResponseInput
 from .pipeline import (
+    DEFAULT_EVIDENCE,
     DEFAULT_QUERY,
+    EVIDENCE_MODES,
     QUERY_MODES,
     CheckOptions,
     check,
+    evidence_source,
 )
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
@@ -77,6 +81,11 @@ class RunSettings:
         max_attempts: int = 2,
         rewriter: str | None = None,
         device: str = "cpu",
+        evidence: str | None = None,
+        contexts_field: str | None = None,
+        citation_pattern: str | None = None,
+        min_citation_recall: float | None = None,
+        min_citation_precision: float | None = None,
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
         ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
@@ -100,6 +109,20 @@ class RunSettings:
             raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
         if query not in QUERY_MODES:
             raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
+        evidence = evidence or DEFAULT_EVIDENCE
+        if evidence not in EVIDENCE_MODES:
+            raise UsageError(f"--evidence {evidence}: choose one of {', '.join(EVIDENCE_MODES)}")
+        if contexts_field is not None and not contexts_field.strip(". "):
+            raise UsageError(
+                f"--contexts-field {contexts_field!r}: name the field that holds the contexts "
+                "(dots for a nested one: retrieval.docs)"
+            )
+        if citation_pattern is not None:
+            from .markers import compile_pattern
+
+            compile_pattern(citation_pattern)  # a bad one is a usage error, now
+        if contexts_field is not None and evidence == "index":
+            raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
         # An empty name matches no field: every line would be a bad line, one warning
         # each, where the call itself is wrong.
         if not response_field.strip():
@@ -118,15 +141,21 @@ class RunSettings:
         if out is not None:
             refuse_same_files([("responses file", responses), ("--out", out)])
             refuse_index_files([("--out", out)], index)
-        questions = (question_field,) if question_field is not None else FieldNames().question
         return cls(
             responses=responses,
             index=index,
             out=out,
             judge=judge,
-            check=CheckOptions(RetrievalOptions(top_k, threshold, retrieval), query=query),
-            fields=FieldNames(response_field, questions),
-            gate=GateOptions(max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses),
+            check=CheckOptions(
+                RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
+                citation_pattern=citation_pattern,
+            ),
+            fields=_field_names(response_field, question_field, contexts_field),
+            gate=GateOptions(
+                max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses,
+                min_citation_recall=min_citation_recall,
+                min_citation_precision=min_citation_precision,
+            ),
             resume=resume,
             judge_options=judge_options or {},
             regenerate=regenerate,
@@ -134,6 +163,22 @@ class RunSettings:
             rewriter=rewriter,
             device=device,
         )
+
+
+def _field_names(
+    response_field: str, question_field: str | None, contexts_field: str | None
+) -> FieldNames:
+    """The fields read: a field the user names replaces the defaults tried for it."""
+    default = FieldNames()
+    return FieldNames(
+        response=response_field,
+        question=(question_field,) if question_field is not None else default.question,
+        question_alternatives=() if question_field is not None else default.question_alternatives,
+        contexts=(contexts_field,) if contexts_field is not None else default.contexts,
+        response_alternatives=(
+            default.response_alternatives if response_field == default.response else ()
+        ),
+    )
 
 
 def _made_from(record: dict[str, Any]) -> tuple[Any, ...]:
@@ -214,15 +259,23 @@ class CheckRun:
             if settings.rewriter is not None:
                 self._rewriter_judge = create_judge(settings.rewriter, settings.judge_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
-        self.index = open_index(settings.index)
+        self.on_warning = on_warning
+        self._pending, first = self._peek(settings)
+        self.index: Any = None
+        if _wants_index(settings, first):
+            self.index = open_index(settings.index)
         try:
-            # The index's model too: one that cannot be loaded, or gives another
-            # dimension, fails the run here, before --out is touched.
-            self.index.embedder(settings.device)
-            # hybrid on an index built before the lexical part: dense, with a warning.
-            method, warning = resolve_method(self.index, settings.check.retrieval.method)
+            if self.index is not None:
+                # The index's model too: one that cannot be loaded, or gives another
+                # dimension, fails the run here, before --out is touched.
+                self.index.embedder(settings.device)
+                # hybrid on an index built before the lexical part: dense, with a warning.
+                method, warning = resolve_method(self.index, settings.check.retrieval.method)
+            else:
+                method, warning = settings.check.retrieval.method, None
         except CegError:
-            self.index.close()
+            if self.index is not None:
+                self.index.close()
             raise
         if warning is not None and on_warning is not None:
             on_warning(warning)
@@ -230,7 +283,11 @@ class CheckRun:
         self.settings = settings = replace(
             settings, check=replace(settings.check, retrieval=retrieval)
         )
-        self.summary = Summary(judge=self.judge.name, index=str(settings.index))
+        self.contexts = self._context_search()
+        self.summary = Summary(
+            judge=self.judge.name,
+            index=str(settings.index) if self.index is not None else "",
+        )
         self.resumed = 0
         #: Responses rewritten by --regenerate, and how many came out all supported.
         self.regenerated = 0
@@ -258,7 +315,7 @@ class CheckRun:
                 self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
         judge_info = {"name": self.judge.name, "method": self.judge.method}
-        pending = iter(read_responses(settings.responses, settings.fields))
+        pending = self._pending
         if resume_into is not None:
             # Records are written one per input line, in input order: the
             # finished ones must be the input's first lines, or the output
@@ -268,7 +325,7 @@ class CheckRun:
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
             checked_stream = check(self._report_bad(pending), self.index, self.judge,
-                                   settings.check)
+                                   settings.check, self.contexts)
             for checked, attempts in self._regenerated(checked_stream):
                 record = to_record(checked, judge_info, attempts)
                 writer.write(record)
@@ -296,6 +353,7 @@ class CheckRun:
                 batch, self.index, self.judge, self.rewriter, self.settings.check,
                 max_attempts=self.settings.max_attempts,
                 concurrency=int(self.settings.judge_options.get("concurrency", 4)),
+                contexts=self.contexts,
             )
             for checked, regen in zip(batch, results):
                 if regen is not None:
@@ -304,13 +362,61 @@ class CheckRun:
                 yield checked, regen.attempts if regen is not None else ()
 
     def _report_bad(self, items):  # type: ignore[no-untyped-def]
+        source = "<stdin>" if self.settings.responses == "-" else self.settings.responses
         for item in items:
+            item = self._with_evidence(item, source)
             if self.on_bad_line is not None:
                 for message in item.warnings:
                     self.on_bad_line(message)
                 if item.error is not None:
                     self.on_bad_line(item.error)
             yield item
+
+    def _with_evidence(self, item: ResponseInput, source: str) -> ResponseInput:
+        """``item``, an error record if it has nothing to be checked against."""
+        if item.error is not None:
+            return item
+        where = f"{source}:{item.line}"
+        found, problem = evidence_source(item, self.settings.check.evidence,
+                                         self.index is not None)
+        if problem is not None:
+            return replace(item, error=f"{where}: {problem}")
+        if found == "none" and self.on_warning is not None:
+            self.on_warning(
+                f"{where}: field '{item.read.get('contexts', 'contexts')}' is an empty list: "
+                "its segments are judged on no evidence"
+            )
+        return item
+
+    def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], ResponseInput | None]:
+        """The responses, and the first readable one (whether an index is needed depends on it)."""
+        items = iter(read_responses(settings.responses, settings.fields))
+        seen: list[ResponseInput] = []
+        first = None
+        for item in items:
+            seen.append(item)
+            if item.error is None:
+                first = item
+                break
+        return chain(seen, items), first
+
+    def _context_search(self) -> Any:
+        """What searches the records' contexts: with the index's model where there is one."""
+        if self.settings.check.evidence == "index":
+            return None
+        from .ctxsearch import DEFAULT_EMBED_MODE, ContextSearch
+
+        index, device = self.index, self.settings.device
+        if index is not None:
+            chunker = index.meta.get("chunker") or {}
+            return ContextSearch(
+                lambda: index.embedder(device),
+                mode=str(index.meta.get("embed_text", DEFAULT_EMBED_MODE)),
+                max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
+            )
+        from ..index.embedding import load_embedder
+
+        return ContextSearch(lambda: load_embedder(None, device=device))
 
     def _count(self, checked: Any) -> None:
         outcome = self.summary.add(checked)
@@ -339,8 +445,27 @@ class CheckRun:
         return {k: sum(u.get(k, 0) for u in usages) for k in usages[0]}
 
     def close(self) -> None:
-        self.index.close()
+        if self.index is not None:
+            self.index.close()
         for judge in (self.judge, self._rewriter_judge):
             close_judge = getattr(judge, "close", None)
             if close_judge is not None:
                 close_judge()
+
+
+def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
+    """Whether the run opens the index (``open_index`` says why when it cannot).
+
+    ``--evidence index`` and ``both`` need it; ``contexts`` never reads it; by
+    default (``auto``) an index that is there is used for the records without
+    contexts, and one that is not is needed only when the first record has none:
+    a file of records without contexts and no index fails at once, as before.
+    """
+    mode = settings.check.evidence
+    if mode in ("index", "both"):
+        return True
+    if mode == "contexts":
+        return False
+    if settings.index.exists():
+        return True
+    return first is None or first.contexts is None

@@ -11,6 +11,7 @@ import typer
 from .common import (
     DeviceOption,
     EmbedDevice,
+    EvidenceMode,
     IndexOption,
     JudgeOption,
     QueryMode,
@@ -44,7 +45,20 @@ def check_command(
     question_field: str = typer.Option(
         None,
         "--question-field",
-        help="The field holding the question (default: question, then prompt).",
+        help="The field holding the question (default: question, then prompt, then a "
+        "string in user_input or input).",
+        show_default=False,
+    ),
+    evidence: EvidenceMode = typer.Option(
+        "auto", "--evidence",
+        help="What segments are checked against: the record's own contexts, the index, or "
+        "both; auto takes the record's contexts where it has them and the index otherwise.",
+    ),
+    contexts_field: str = typer.Option(
+        None,
+        "--contexts-field",
+        help="The field holding a record's contexts, dots for a nested one (default: contexts, "
+        "then retrieved_contexts, then retrieval_context).",
         show_default=False,
     ),
     max_rate: float = typer.Option(
@@ -61,6 +75,23 @@ def check_command(
         "--max-nonfactual-responses",
         min=0,
         help="Fail (exit 1) when more responses than this are nonfactual (default: no limit).",
+        show_default=False,
+    ),
+    min_citation_recall: float = typer.Option(
+        None, "--min-citation-recall", min=0.0, max=1.0,
+        help="Fail (exit 1) when fewer than this share of the sentences with a claim, in "
+        "answers that cite their contexts ([1]), are supported by the contexts they cite "
+        "(default: no limit).", show_default=False,
+    ),
+    min_citation_precision: float = typer.Option(
+        None, "--min-citation-precision", min=0.0, max=1.0,
+        help="Fail (exit 1) when fewer than this share of the citations are relevant "
+        "(default: no limit).", show_default=False,
+    ),
+    citation_pattern: str = typer.Option(
+        None, "--citation-pattern",
+        help="A regular expression for citation markers, its one group holding the "
+        "references (default: [1], [1, 3], [1][3]; e.g. '\\[\\^(\\d+)\\]' for [^1]).",
         show_default=False,
     ),
     junit: Path = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
@@ -120,6 +151,11 @@ def check_command(
         retrieval=retrieval.value,
         response_field=response_field,
         question_field=question_field,
+        evidence=evidence.value,
+        contexts_field=contexts_field,
+        citation_pattern=citation_pattern,
+        min_citation_recall=min_citation_recall,
+        min_citation_precision=min_citation_precision,
         max_rate=max_rate,
         max_responses=max_responses,
         resume=resume,
@@ -163,10 +199,12 @@ def check_command(
     finally:
         run.close()
     if report is not None:
+        # A run on the records' own contexts read no index: the report names none.
+        used = index if run.summary.index else None
         if builder is None:
-            write_report(report, out, run.summary, result, index=index, warn=warn)
+            write_report(report, out, run.summary, result, index=used, warn=warn)
         else:
-            builder.write(report, run.summary, result, index=index)
+            builder.write(report, run.summary, result, index=used)
     if run.resumed:
         err_console.print(f"resumed: {run.resumed} responses were already in {out}")
     _render(run, result)
@@ -217,8 +255,19 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
     table.add_row("  nonfactual", str(s.nonfactual_segments))
     table.add_row("  not judged", str(s.not_judged_segments))
     table.add_row("nonfactual rate", f"{s.nonfactual_rate:.1%}")
+    cited = s.citations
+    if cited["responses"]:
+        recall, precision = s.citation_recall, s.citation_precision
+        table.add_row("citations checked", f"{cited['citations']} in {cited['responses']} "
+                      "responses")
+        table.add_row("  recall", "-" if recall is None else f"{recall:.1%}")
+        table.add_row("  precision", "-" if precision is None else f"{precision:.1%}")
+        table.add_row("  uncited claims", str(cited["uncited"]))
     table.add_row("time", f"{s.seconds:.1f} s")
     table.add_row("judge", s.judge)
+    if set(s.evidence_sources) - {"index"}:  # say so when not all came from the index
+        table.add_row("evidence", ", ".join(
+            f"{source} {n}" for source, n in sorted(s.evidence_sources.items())))
     usage = run.llm_usage()
     if usage is not None:
         table.add_row("LLM calls", str(usage["calls"]))

@@ -31,6 +31,7 @@ def regenerate_response(
     temperature: float = 0.0,
     max_tokens: int | None = DEFAULT_REGEN_MAX_TOKENS,
     max_documents: int = DEFAULT_MAX_DOCUMENTS,
+    cite: bool = False,
 ) -> str:
     """A new response written from the evidence; "" if the model returned nothing.
 
@@ -44,6 +45,7 @@ def regenerate_response(
     for ev in documents:
         unique.setdefault((ev.doc_id, ev.passage_id, ev.text), ev)
     kept = list(unique.values())[: max(0, max_documents)]
-    messages = regeneration_messages(question, previous_answer, nonfactual_segments, kept)
+    messages = regeneration_messages(question, previous_answer, nonfactual_segments, kept,
+                                     cite=cite)
     reply = client.chat(model, messages, temperature=temperature, max_tokens=max_tokens)
     return reply.text.strip()

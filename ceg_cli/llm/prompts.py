@@ -106,11 +106,16 @@ def _block(tag: str, text: str, **attrs: Any) -> str:
     return f"<{tag}{attr}>\n{defuse(text.strip())}\n</{tag}>"
 
 
-def _documents(evidence: Sequence[Evidence]) -> str:
+def _documents(evidence: Sequence[Evidence], by_context: bool = False) -> str:
+    """The documents, numbered 1, 2, ... or, ``by_context``, by the position of the
+    record's context each passage comes from (the numbers its ``[n]`` markers use)."""
     if not evidence:
         return "(no documents)"
     return "\n".join(
-        _block("document", ev.text, number=n, title=ev.title) for n, ev in enumerate(evidence, 1)
+        _block("document", ev.text,
+               number=ev.context if by_context and ev.context is not None else n,
+               title=ev.title)
+        for n, ev in enumerate(evidence, 1)
     )
 
 
@@ -162,11 +167,15 @@ def regeneration_messages(
     previous_answer: str,
     nonfactual_segments: Sequence[str],
     documents: Sequence[Evidence],
+    *,
+    cite: bool = False,
 ) -> list[dict[str, str]]:
     """The paper's regeneration prompt.
 
     Without a question, the model is asked to rewrite its previous answer so
-    that it is correct: a response can be repaired from its own text.
+    that it is correct: a response can be repaired from its own text. With
+    ``cite`` (the answer cited its contexts with ``[n]``), the documents carry
+    their contexts' numbers and the new answer is asked to cite them the same way.
     """
     parts = []
     if question and question.strip():
@@ -178,12 +187,16 @@ def regeneration_messages(
         _block("error", seg, number=n) for n, seg in enumerate(nonfactual_segments, 1)
     )
     parts.append("There were some factual errors in your output:\n" + errors)
-    parts.append("Please generate a new response based on relevant docs:\n" + _documents(documents))
+    parts.append("Please generate a new response based on relevant docs:\n"
+                 + _documents(documents, by_context=cite))
     task = "answers the question" if question and question.strip() else "says what your text said"
     parts.append(
         f"Task: write a new response that {task}, correcting the errors listed above and "
-        "stating only what the documents support. Reply with the new response only, "
-        "without tags, citations or comments."
+        "stating only what the documents support. "
+        + ("After each sentence, cite the documents it relies on by their numbers in square "
+           "brackets, as in [2] or [1][3]. Reply with the new response only, without tags or "
+           "comments." if cite else
+           "Reply with the new response only, without tags, citations or comments.")
     )
     return [
         {"role": "system", "content": _REGEN_SYSTEM},

@@ -96,6 +96,10 @@ class JUnitWriter:
             message = _message(outcome, "not judged")
             case.append(_element("error", _details(outcome), message=message,
                                  type="not_judged"))
+        if outcome.failed_citations:
+            # Citations fail the run only through the gate's thresholds: shown, not failed.
+            case.append(_element("system-out", "failed citations:\n"
+                                 + "\n".join(outcome.failed_citations)))
         self.tests += 1
         self._spool.write(ET.tostring(case, encoding="utf-8", xml_declaration=False))
         self._spool.write(b"\n")
@@ -117,6 +121,7 @@ class JUnitWriter:
                     ("segments", str(summary.segments)),
                     ("nonfactual_segments", str(summary.nonfactual_segments)),
                     ("nonfactual_rate", f"{summary.nonfactual_rate:.6f}"),
+                    *_citation_properties(summary),
                 ):
                     props.append(_element("property", name=name, value=value))
                 out.write(ET.tostring(props, encoding="utf-8", xml_declaration=False) + b"\n")
@@ -124,6 +129,14 @@ class JUnitWriter:
             shutil.copyfileobj(self._spool, out)
             out.write(b"</testsuite>\n</testsuites>\n")
         self._spool.close()
+
+
+def _citation_properties(summary: Summary) -> list[tuple[str, str]]:
+    if not summary.citations["responses"]:
+        return []
+    recall, precision = summary.citation_recall, summary.citation_precision
+    return [("citation_recall", "" if recall is None else f"{recall:.6f}"),
+            ("citation_precision", "" if precision is None else f"{precision:.6f}")]
 
 
 def _open_tag(tag: str, **attrs: str) -> bytes:
@@ -194,6 +207,18 @@ def render_markdown(
         ("Judge", s.judge or "-"),
         ("Index", s.index or "-"),
     ]
+    if set(s.evidence_sources) - {"index"}:
+        rows.append(("Evidence", ", ".join(f"{source}: {n}" for source, n
+                                           in sorted(s.evidence_sources.items()))))
+    if s.citations["responses"]:
+        c, recall, precision = s.citations, s.citation_recall, s.citation_precision
+        rows += [
+            ("Citation recall", "-" if recall is None else
+             f"{recall:.1%} ({c['supported']} of {c['sentences']} sentences with a claim)"),
+            ("Citation precision", "-" if precision is None else
+             f"{precision:.1%} ({c['relevant']} of {c['citations']} citations)"),
+            ("Claims with no citation", str(c["uncited"])),
+        ]
     out += ["| | |", "|---|---:|"]
     out += [f"| {name} | {md_cell(value)} |" for name, value in rows]
     if gate.reasons:
@@ -207,6 +232,10 @@ def render_markdown(
     if unjudged:
         out += ["", _heading("Responses not judged", len(unjudged), s.not_judged_responses), ""]
         out += _segment_table(unjudged)
+    if s.citation_examples:
+        out += ["", "### Failed citations", "", "| Response | Sentence and why |", "|---|---|"]
+        for e in s.citation_examples:
+            out += [f"| {md_cell(e.id, 60)} | {md_cell(line)} |" for line in e.failed_citations]
     bad = [e for e in examples if e.label == ERROR]
     if bad:
         out += ["", _heading("Unreadable input lines", len(bad), s.error_responses), ""]

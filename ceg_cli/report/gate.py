@@ -32,6 +32,8 @@ from typing import Any
 
 from ..errors import ExitStatus, UsageError
 from ..types import (
+    CITE_UNCITED,
+    CITE_UNSUPPORTED,
     CONTRADICTED,
     FACTUAL,
     JUDGE_ERROR,
@@ -41,7 +43,9 @@ from ..types import (
     NOT_JUDGED,
     SUPPORTED,
     CheckedResponse,
+    CitationCheck,
 )
+from .records import citation_counts
 
 #: The label ``check`` gives a response whose input line could not be read.
 ERROR = "error"
@@ -87,6 +91,9 @@ class ResponseOutcome:
     flagged: tuple[FlaggedSegment, ...] = ()
     flagged_total: int = 0
     error: str | None = None
+    #: The sentences whose citations failed (unsupported, uncited, naming no context,
+    #: or citing an irrelevant context), one line each: ``[i] status: reason``.
+    failed_citations: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, checked: CheckedResponse) -> ResponseOutcome:
@@ -108,7 +115,17 @@ class ResponseOutcome:
             ),
             flagged_total=len(flagged),
             error=None if checked.error is None else shorten(checked.error),
+            failed_citations=tuple(
+                shorten(f"sentence {r.segment.index} ({r.citation.status}): "
+                        f"{r.citation.reason}: {r.segment.text}")
+                for r in checked.segments
+                if r.citation is not None and _citation_failed(r.citation)
+            )[:MAX_FLAGGED],
         )
+
+
+def _citation_failed(c: CitationCheck) -> bool:
+    return c.status in (CITE_UNSUPPORTED, CITE_UNCITED) or bool(c.unresolved or c.irrelevant)
 
 
 @dataclass
@@ -140,6 +157,16 @@ class Summary:
     first_error: str | None = None
     first_not_judged: str | None = None
     examples: list[ResponseOutcome] = field(default_factory=list, repr=False)
+    #: The first ``max_examples`` responses with a failed citation.
+    citation_examples: list[ResponseOutcome] = field(default_factory=list, repr=False)
+    #: The citations answers carried (``records.citation_counts``), over the run:
+    #: responses checked, sentences with a claim, those their citations support,
+    #: those citing nothing, citations, relevant ones, references naming no context.
+    #: Responses by what their segments were checked against (index, contexts, both, none).
+    evidence_sources: dict[str, int] = field(default_factory=dict)
+    citations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("responses", "sentences", "supported", "uncited", "citations", "relevant",
+         "unresolved"), 0))
 
     def add(self, checked: CheckedResponse) -> ResponseOutcome:
         """Count one checked response; returns its ``ResponseOutcome``.
@@ -170,6 +197,16 @@ class Summary:
                 self.first_not_judged = (
                     f"response {outcome.id}: " + shorten(r.verdict.reason or r.verdict.verdict)
                 )
+        if checked.label != ERROR:
+            source = checked.evidence_source
+            self.evidence_sources[source] = self.evidence_sources.get(source, 0) + 1
+        if outcome.failed_citations and len(self.citation_examples) < self.max_examples:
+            self.citation_examples.append(outcome)
+        counts = citation_counts(checked.segments)
+        if counts is not None:
+            self.citations["responses"] += 1
+            for key, value in counts.items():
+                self.citations[key] += value
         if checked.label == ERROR and self.first_error is None:
             self.first_error = f"line {outcome.line}: {outcome.error or 'unreadable'}"
         # The guard keeps a long run from re-counting the kept examples each time.
@@ -178,6 +215,19 @@ class Summary:
             if kept < self.max_examples:
                 self.examples.append(outcome)
         return outcome
+
+    @property
+    def citation_recall(self) -> float | None:
+        """Sentences with a claim that their citations support / sentences with a claim,
+        over the responses whose citations were checked (None: there were none)."""
+        c = self.citations
+        return c["supported"] / c["sentences"] if c["sentences"] else None
+
+    @property
+    def citation_precision(self) -> float | None:
+        """Relevant citations / citations (None: no citation was checked)."""
+        c = self.citations
+        return c["relevant"] / c["citations"] if c["citations"] else None
 
     @property
     def nonfactual_segments(self) -> int:
@@ -240,6 +290,10 @@ class Summary:
             "seconds": self.seconds,
             "judge": self.judge,
             "index": self.index,
+            "evidence_sources": dict(self.evidence_sources),
+            "citations": dict(self.citations),
+            "citation_recall": self.citation_recall,
+            "citation_precision": self.citation_precision,
         }
 
 
@@ -259,6 +313,10 @@ class GateOptions:
     max_nonfactual_responses: int | None = None
     fail_on_not_judged: bool = True
     fail_on_errors: bool = True
+    #: Fail (exit 1) when the run's citation recall or precision is below these;
+    #: a run with no citations to check fails them too (nothing vouches for them).
+    min_citation_recall: float | None = None
+    min_citation_precision: float | None = None
 
     def __post_init__(self) -> None:
         rate = self.max_nonfactual_rate
@@ -267,6 +325,10 @@ class GateOptions:
         count = self.max_nonfactual_responses
         if count is not None and count < 0:
             raise UsageError(f"--max-nonfactual-responses {count}: must be 0 or more")
+        for option, value in (("--min-citation-recall", self.min_citation_recall),
+                              ("--min-citation-precision", self.min_citation_precision)):
+            if value is not None and not (math.isfinite(value) and 0.0 <= value <= 1.0):
+                raise UsageError(f"{option} {value}: must be between 0 and 1")
 
 
 @dataclass(frozen=True)
@@ -339,6 +401,22 @@ def evaluate_gate(summary: Summary, options: GateOptions = GateOptions()) -> Gat
             (ExitStatus.GATE_FAILED, f"{s.nonfactual_responses} of {s.responses} responses are "
              f"nonfactual, more than --max-nonfactual-responses {most}")
         )
+    for name, least, value, what in (
+        ("recall", options.min_citation_recall, s.citation_recall,
+         f"{s.citations['supported']} of {s.citations['sentences']} sentences with a claim "
+         "supported by their citations"),
+        ("precision", options.min_citation_precision, s.citation_precision,
+         f"{s.citations['relevant']} of {s.citations['citations']} citations relevant"),
+    ):
+        if least is None:
+            continue
+        option = f"--min-citation-{name}"
+        if value is None:
+            failures.append((ExitStatus.GATE_FAILED, f"{option} {least:g}: no response "
+                             "cited its contexts, so there was nothing to measure"))
+        elif value < least:
+            failures.append((ExitStatus.GATE_FAILED, f"citation {name} "
+                             f"{_beside(value, least)} ({what}) is below {option} {least:g}"))
     if not failures:
         return GateResult(True, ExitStatus.OK, [])
     rank = [ExitStatus.USAGE, ExitStatus.RUNTIME, ExitStatus.GATE_FAILED]

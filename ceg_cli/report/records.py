@@ -11,10 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..types import (
+    CITE_NO_CLAIM,
+    CITE_SUPPORTED,
+    CITE_UNCITED,
     FACTUAL,
     NO_CLAIM,
     NONFACTUAL,
     CheckedResponse,
+    CitationCheck,
     Evidence,
     ResponseInput,
     Segment,
@@ -23,7 +27,9 @@ from ..types import (
 )
 
 #: 2: evidence may come from the record's own contexts (``source``, ``context``,
-#: ``start``, ``end`` on every passage; ``read`` and ``evidence_source`` on the record).
+#: ``start``, ``end`` on every passage; ``read`` and ``evidence_source`` on the record),
+#: and the citations an answer carries are checked (``citation_check`` on the segments
+#: and the record).
 SCHEMA_VERSION = 2
 
 #: Keys ceg writes; an input field with one of these names is kept under
@@ -43,6 +49,7 @@ RESERVED_KEYS = (
     "regeneration",
     "read",
     "evidence_source",
+    "citation_check",
 )
 FLAG = "[NONFACTUAL]"
 NOT_JUDGED_FLAG = "[NOT JUDGED]"
@@ -126,7 +133,61 @@ def segment_dict(r: SegmentResult, numbers: dict[tuple[int, int], int]) -> dict[
             for i in v.cited
         ],
         "evidence": [evidence_dict(e) for e in r.evidence],
+        "citation_check": None if r.citation is None else citation_dict(r.citation),
     }
+
+
+def citation_dict(c: CitationCheck) -> dict[str, Any]:
+    return {
+        "refs": list(c.refs),
+        "contexts": list(c.contexts),
+        "unresolved": list(c.unresolved),
+        "status": c.status,
+        "irrelevant": list(c.irrelevant),
+        "reason": c.reason,
+    }
+
+
+def citation_from_dict(d: dict[str, Any] | None) -> CitationCheck | None:
+    if d is None:
+        return None
+    return CitationCheck(tuple(d["refs"]), tuple(d["contexts"]), tuple(d["unresolved"]),
+                         d["status"], tuple(d["irrelevant"]), d.get("reason", ""))
+
+
+def citation_counts(results: Sequence[SegmentResult]) -> dict[str, int] | None:
+    """A response's citation tallies (ALCE's recall and precision counts), or None when
+    its citations were not checked."""
+    checks = [r.citation for r in results if r.citation is not None]
+    if not checks:
+        return None
+    claims = [c for c in checks if c.status != CITE_NO_CLAIM]
+    return {
+        "sentences": len(claims),
+        "supported": sum(c.status == CITE_SUPPORTED for c in claims),
+        "uncited": sum(c.status == CITE_UNCITED for c in claims),
+        "citations": sum(len(c.contexts) + len(c.unresolved) for c in claims),
+        "relevant": sum(
+            len(c.contexts) - len(c.irrelevant) for c in claims if c.status == CITE_SUPPORTED
+        ),
+        "unresolved": sum(len(c.unresolved) for c in claims),
+    }
+
+
+def citation_summary(results: Sequence[SegmentResult]) -> dict[str, Any] | None:
+    """The record's ``citation_check``: the tallies with recall and precision."""
+    counts = citation_counts(results)
+    if counts is None:
+        return None
+    return {
+        **counts,
+        "recall": _ratio(counts["supported"], counts["sentences"]),
+        "precision": _ratio(counts["relevant"], counts["citations"]),
+    }
+
+
+def _ratio(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
 
 
 def attempt_dict(checked: CheckedResponse, attempt: int) -> dict[str, Any]:
@@ -197,6 +258,7 @@ def to_record(
                 "response": None,
                 "read": dict(inp.read),
                 "evidence_source": None,
+                "citation_check": None,
             }
         )
         return record
@@ -205,6 +267,7 @@ def to_record(
         {
             "read": dict(inp.read),
             "evidence_source": checked.evidence_source,
+            "citation_check": citation_summary(checked.segments),
             "question": inp.question,
             "response": inp.response,
             "label": checked.label,
@@ -240,7 +303,8 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         cited = tuple(by_key[k] for k in cited_keys if k in by_key)
         verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""))
         segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"])
-        results.append(SegmentResult(segment, verdict, evidence))
+        results.append(SegmentResult(segment, verdict, evidence,
+                                     citation_from_dict(seg.get("citation_check"))))
     return CheckedResponse(
         inp, tuple(results), record["label"], record.get("evidence_source") or "index"
     )
