@@ -7,7 +7,8 @@ step of its swap, ``CEG_TEST_EMBED_GATE`` makes the model wait at each batch
 until ``GATE/go`` exists (a build held mid-way), ``CEG_TEST_JUDGE_GATE``
 registers a ``gated`` judge (the offline judge, pausing at its second batch
 until ``GATE/go`` exists), ``CEG_TEST_SHARD`` sets the passages per committed
-shard of a build (a quarter of it per embedding call).
+shard of a build (a quarter of it per embedding call), ``CEG_TEST_RANGE_BYTES`` the
+size of a ranged build's ranges (``corpus.ranges.RANGE_BYTES``).
 ``kill_and_resume`` is the random-kill loop of ``ceg check``.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
@@ -70,6 +71,11 @@ def then_die(module, name):
         die()
     setattr(module, name, call)
 
+range_bytes = os.environ.get("CEG_TEST_RANGE_BYTES")
+if range_bytes:  # small ranges, so that a short --workers build has work for every reader
+    import ceg_cli.corpus.ranges
+    ceg_cli.corpus.ranges.RANGE_BYTES = int(range_bytes)
+
 shard = os.environ.get("CEG_TEST_SHARD")
 if shard:  # small shards and embedding calls, so that a short build commits many shards
     ceg_cli.index.builder.SHARD_PASSAGES = int(shard)
@@ -111,7 +117,8 @@ if gate:
     register("gated", lambda arg, options: Gated(create("", options)))
 
 from ceg_cli.cli.main import app
-app(sys.argv[1:], prog_name="ceg")
+if __name__ == "__main__":  # not in a reader process, which runs this file to start
+    app(sys.argv[1:], prog_name="ceg")
 '''
 
 

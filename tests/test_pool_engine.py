@@ -21,7 +21,14 @@ from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
 import ceg_cli.index.builder
+import ceg_cli.index.pool_engine
 from ceg_cli.index.builder import BuildOptions, build_index
+
+
+@pytest.fixture(autouse=True)
+def cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four cores, whatever the machine: readers are capped at its cores (issue 34)."""
+    monkeypatch.setattr(ceg_cli.index.pool_engine, "available_cores", lambda: 4)
 
 
 @pytest.fixture
@@ -85,7 +92,7 @@ def test_a_stopped_reader_build_resumes_to_the_same_index(
 
 
 def test_the_command_builds_with_reader_processes(
-    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    small: None, run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", lambda *a, **k: HashEmbedder())
     docs = documents(tmp_path / "docs.jsonl", 30, "C")

@@ -155,6 +155,7 @@ def build(
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
     from ..index.builder import BuildOptions, build_index
     from ..index.embedding import BACKEND_WARNINGS
+    from ..index.processes import terminate_as_interrupt
 
     if backend and backend.value in BACKEND_WARNINGS:
         warn(BACKEND_WARNINGS[backend.value])
@@ -177,7 +178,8 @@ def build(
         ray_address=ray_address,
         workers=workers,
     )
-    with cli_progress(quiet) as progress:
+    # SIGTERM stops a build as Ctrl-C does: its readers and Ray workers stopped, one line, 130.
+    with terminate_as_interrupt(), cli_progress(quiet) as progress:
         report = build_index(sources, index, options, on_warning=warn, progress=progress)
     if report.worker_nodes:
         nodes = len(set(report.worker_nodes))

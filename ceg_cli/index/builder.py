@@ -38,7 +38,7 @@ from .buildopts import (
 )
 from .buildwork import READ_BATCH, BuildWork
 from .diskfull import disk_full_error
-from .embedding import Embedder, choose_backend, load_embedder
+from .embedding import Embedder, check_device, choose_backend, load_embedder
 from .existing import check_target, finish_swap, unchanged
 from .indexdir import (
     build_lock,
@@ -54,6 +54,7 @@ from .indexdir import (
 from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
 from .lexical import build_lexical, skipped_warning, want_lexical
 from .local_engine import fill_here
+from .processes import available_cores
 from .store import check_model, check_vectors_file, read_meta
 from .vectors import read_vectors, requested_type, write_vectors
 
@@ -89,6 +90,9 @@ def build_index(
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)
     _check_engine(options)
+    if embedder is None:
+        # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
+        check_device(options.backend, options.device, options.precision)
     check_target(target)
     with build_lock(target):
         report = _build(kinds, target, options, embedder, on_warning, progress)
@@ -359,14 +363,6 @@ def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOpti
     return replace(options, workers=max(1, available_cores() - 1))
 
 
-def available_cores() -> int:
-    """The cores this process may run on (its affinity, where the system says)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _uses_ranges(options: BuildOptions) -> bool:
     """Whether the build cuts its sources into ranges: on Ray, or with reader processes."""
     return options.engine == "ray" or (options.workers or 1) > 1
@@ -462,6 +458,8 @@ def _fill(
     files = sum(s["size"] for s in per_source.values() if s["kind"] in READ_COUNTED)
     bars = BuildCounters(progress, files)
     shard_passages = options.shard_passages or SHARD_PASSAGES
+    if plan is not None and on_warning is not None:
+        on_warning = as_given(todo, on_warning)
     if plan is not None and options.engine == "local":
         from .pool_engine import fill_with_readers
 
@@ -482,6 +480,23 @@ def _fill(
     report.documents = sum(s["documents"] for s in per_source.values())
     report.chunks = sum(s["chunks"] for s in per_source.values())
     return list(per_source.values())
+
+
+def as_given(sources: list[Path], warn: Callable[[str], None]) -> Callable[[str], None]:
+    """``warn``, given messages that name a source by the absolute path of its range
+    (``corpus.ranges``, read in another process) with that source's path as the
+    user gave it, as a one-process build names it."""
+    names = sorted(((str(p.absolute()), str(p)) for p in sources), key=lambda n: -len(n[0]))
+
+    def say(message: str) -> None:
+        for absolute, given in names:
+            rest = message[len(absolute):]
+            if message.startswith(absolute) and rest[:1] in ("", ":", "/", " ", os.sep):
+                message = given + rest
+                break
+        warn(message)
+
+    return say
 
 
 def _size(path: Path) -> int:

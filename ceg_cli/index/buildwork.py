@@ -102,8 +102,8 @@ class BuildWork:
                             if recorded.get(k) != manifest.get(k))
             raise UsageError(
                 f"--resume: the unfinished build in {root} is of another build "
-                f"({', '.join(differ)} differ); run the same command as that build, or "
-                "leave out --resume to start over"
+                f"({', '.join(differ)} differ){_what_to_pass(recorded, manifest)}; run the "
+                "same command as that build, or leave out --resume to start over"
             )
         if not (root / CHUNKS_FILE).is_file():
             return None
@@ -227,6 +227,24 @@ class BuildWork:
 
     def _shard_files(self) -> list[Path]:
         return sorted((self.root / SHARDS).glob("*.npy"))
+
+
+def _what_to_pass(recorded: dict[str, Any], manifest: dict[str, Any]) -> str:
+    """The option that changed between an unfinished build and this run, where the
+    engine or the reading tells (``builder._manifest``): ``--engine``, ``--workers``."""
+    was, now = recorded.get("engine"), manifest.get("engine")
+    if was != now:
+        return (f": that build ran with --engine {was}, this run with --engine {now}: pass "
+                f"--engine {was}")
+    if was != "local" or (recorded.get("ranges") is None) == (manifest.get("ranges") is None):
+        return ""
+    # The local engine cuts ranges only for reader processes (--workers 2 or more).
+    if recorded.get("ranges") is None:
+        return (": that build read in one thread (--workers 1), this run with reader "
+                "processes (--workers 2 or more): pass --workers 1")
+    # Any number of readers cuts the same ranges: the count itself is not recorded.
+    return (": that build read with reader processes (--workers 2 or more), this run in one "
+            "thread (--workers 1): pass --workers 2 or more")
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -17,8 +17,11 @@ with the float model is measured in ``benchmarks/embed_speed.py``.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -246,9 +249,33 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         # Per channel: per-tensor int8 weights fall under 0.99 cosine with the
         # float model on real passages (benchmarks/embed_speed.py).
-        quantize_dynamic(str(float_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True)
+        with _library_noise_hidden():
+            quantize_dynamic(str(float_path), str(tmp), weight_type=QuantType.QInt8,
+                             per_channel=True)
         os.replace(tmp, path)
     return path
+
+
+@contextmanager
+def _library_noise_hidden() -> Iterator[None]:
+    """Hide what the exporter and the quantizer say about their own work.
+
+    torch's tracer warns about the model's code (TracerWarning, advanced
+    indexing) and ONNX Runtime's quantizer logs advice to the root logger:
+    nothing a user of ceg can act on, and it came through ``--quiet``. Worse,
+    that log call set up the root logger for the rest of the process (so a
+    library's DEBUG lines came out after it): a handler that drops records
+    keeps it from doing so. Both are put back as they were.
+    """
+    root = logging.getLogger()
+    dropped = logging.NullHandler()
+    root.addHandler(dropped)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.removeHandler(dropped)
 
 
 def _export_float(model: Any, path: Path) -> None:
@@ -268,7 +295,7 @@ def _export_float(model: Any, path: Path) -> None:
     sample = tokenize(["an example passage", "another, longer example passage to pad"])
     axes = {name: {0: "batch", 1: "tokens"} for name in (*_ONNX_INPUTS, "hidden")}
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with torch.no_grad():
+    with torch.no_grad(), _library_noise_hidden():
         torch.onnx.export(
             _Hidden(model[0].auto_model.eval()),
             tuple(sample[k] for k in _ONNX_INPUTS),
@@ -367,6 +394,18 @@ def resolve_precision(precision: str, device: str) -> str:
     return precision
 
 
+def check_device(backend: str | None, device: str, precision: str) -> None:
+    """Refuse what ``load_embedder`` would refuse of ``--device`` and ``--precision``,
+    without loading the model: a build checks them before it takes its lock.
+
+    ``backend`` None (the index's own on ``--append``) is checked as torch's.
+    """
+    if backend in (None, "torch"):
+        resolve_precision(precision, resolve_device(device))
+    else:
+        _check_cpu_backend(backend, device, precision)
+
+
 def choose_backend(requested: str | None, recorded: str | None) -> str:
     """The backend a build uses: the one asked for, else the index's own, else ``torch``.
 
@@ -437,6 +476,11 @@ def load_embedder(
             spec, batch_size=batch_size, device=where,
             precision=resolve_precision(precision, where),
         )
+    _check_cpu_backend(backend, device, precision)
+    return OnnxEmbedder(spec, batch_size=batch_size, quantized=backend == "onnx-int8")
+
+
+def _check_cpu_backend(backend: str, device: str, precision: str) -> None:
     if precision == "float16":
         raise UsageError(f"--precision float16 goes with --backend torch on CUDA, not {backend}")
     if device == "cuda":
@@ -444,7 +488,6 @@ def load_embedder(
             f"--backend {backend} runs on the CPU only: use --device cpu or auto, "
             "or --backend torch for CUDA"
         )
-    return OnnxEmbedder(spec, batch_size=batch_size, quantized=backend == "onnx-int8")
 
 
 def query_backend(model_meta: dict[str, Any]) -> str:

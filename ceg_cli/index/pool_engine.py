@@ -15,11 +15,16 @@ can differ in the last float bits, since embedding calls are cut per range
 
 The processes are started with ``spawn``: they import the corpus readers and
 the ``tokenizers`` library, not torch, and never share the model's threads.
+They end with this process, however it ends (``processes``): stopped here
+when the build stops (an error, Ctrl-C, SIGTERM), by the kernel or their
+watchdog when it is killed. More readers than ranges to read would idle, and
+more than the machine's cores would only take turns: ``reader_count`` caps them.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections import deque
 from collections.abc import Callable
@@ -33,11 +38,12 @@ from .chunking import chunk_or_skip
 from .embedding import Embedder
 from .layout import embed_text
 from .pretokenized import TokenizerState, embed_passages, state_of, tokenize
+from .processes import available_cores, reader_started, sigint_blocked
 
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["fill_with_readers", "read_range"]
+__all__ = ["fill_with_readers", "read_range", "reader_count"]
 
 #: Ranges read ahead per process: one being read, one waiting for the model.
 AHEAD_PER_WORKER = 2
@@ -83,23 +89,26 @@ def fill_with_readers(
     each source's counts.
     """
     warn = on_warning or (lambda _message: None)
-    workers = int(options.workers)
+    submit = work.position.get("range", 0)
+    workers = reader_count(int(options.workers), len(plan) - submit, warn)
     report.workers = workers
     # Where the model allows it, the readers tokenize too: this process only runs the model.
     state = state_of(embedder)
     report.pretokenized = state is not None
     next_id = work.position["next_id"]
-    submit = work.position.get("range", 0)
     pool = ProcessPoolExecutor(max_workers=workers,
-                               mp_context=multiprocessing.get_context("spawn"))
+                               mp_context=multiprocessing.get_context("spawn"),
+                               initializer=reader_started, initargs=(os.getpid(),))
     ahead: deque[tuple[int, Future[Any]]] = deque()
     try:
         while True:
-            while submit < len(plan) and len(ahead) < AHEAD_PER_WORKER * workers:
-                read = pool.submit(read_range, plan[submit], options.namespaces,
-                                   options.chunk_words, options.embed_text, state)
-                ahead.append((submit, read))
-                submit += 1
+            # Readers start here, at a submit: with Ctrl-C held back (``sigint_blocked``).
+            with sigint_blocked():
+                while submit < len(plan) and len(ahead) < AHEAD_PER_WORKER * workers:
+                    read = pool.submit(read_range, plan[submit], options.namespaces,
+                                       options.chunk_words, options.embed_text, state)
+                    ahead.append((submit, read))
+                    submit += 1
             if not ahead:
                 break
             number, read = ahead.popleft()
@@ -126,8 +135,35 @@ def fill_with_readers(
             stats["chunks"] += chunks
             bars.range_read(part.kind, part.size, len(documents), chunks)
             work.commit_after_range("local", number, next_id, per_source, shard_passages)
+    except BaseException:
+        # Stopped (an error, Ctrl-C, SIGTERM): a reader would otherwise finish its
+        # range first, and the build would wait for it on its way out.
+        _stop_readers(pool)
+        raise
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def reader_count(asked: int, ranges: int, warn: Callable[[str], None]) -> int:
+    """The reader processes to start: ``asked`` (``--workers``), no more than the
+    ``ranges`` left to read (silently: the rest would idle) nor than this
+    machine's cores (saying so: they would take turns on them)."""
+    wanted = max(1, min(asked, ranges))
+    cores = available_cores()
+    if wanted <= cores:
+        return wanted
+    warn(f"--workers {asked}: this machine has {cores} core{'s' if cores != 1 else ''} for "
+         f"this build; starting {cores} reader process{'es' if cores != 1 else ''}")
+    return cores
+
+
+def _stop_readers(pool: ProcessPoolExecutor) -> None:
+    processes = getattr(pool, "_processes", None) or {}  # the executor's own record of them
+    for process in list(processes.values()):
+        if process.is_alive():
+            process.terminate()
+    for process in list(processes.values()):
+        process.join(timeout=5)
 
 
 def _embed(
