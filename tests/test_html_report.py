@@ -13,6 +13,7 @@ import math
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from typer.testing import CliRunner, Result
 
 from ceg_cli.check.pipeline import CheckedResponse, ResponseInput, SegmentResult
 from ceg_cli.cli.report_cmd import report_command
-from ceg_cli.report.gate import GateOptions, evaluate_gate
+from ceg_cli.report.gate import GateOptions, Summary, evaluate_gate
 from ceg_cli.report.html import (
     ReportBuilder,
     _assets,
@@ -114,6 +115,92 @@ def report_records() -> list[dict[str, Any]]:
                       JUDGE)
     records[1]["regeneration"] = {"attempts": [retry]}
     return records
+
+
+# -- records checked against their own contexts ------------------------------------
+
+EIFFEL_CONTEXT = {"id": "eiffel", "title": "Eiffel Tower",
+                  "url": "https://en.wikipedia.org/wiki/Eiffel_Tower",
+                  "text": "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars "
+                          "in Paris, France."}
+# Text outside the BMP before the passage: Python and JavaScript count it differently.
+BUILT_CONTEXT = "🗼🚀 Construction: the tower was finished in March 1889 for the World's Fair."
+HOSTILE_CONTEXT = {"title": "<svg onload=window.__pwned=8>", "url": "javascript:window.__pwned=9",
+                   "text": "<img src=x onerror=window.__pwned=10> Gustave Eiffel's company "
+                           "designed and built the tower."}
+RAG_CONTEXTS = [EIFFEL_CONTEXT, BUILT_CONTEXT, HOSTILE_CONTEXT]
+UNRESOLVED_REASON = "[7] points past the 3 contexts"
+IRRELEVANT_REASON = "context 3 supports no part of it"
+
+
+def context_passage(contexts: list[Any], position: int, piece: str, sim: float,
+                    passage_id: int) -> Evidence:
+    """The passage ``piece`` of context ``position``, as a contexts check writes it."""
+    ctx = contexts[position - 1]
+    ctx = ctx if isinstance(ctx, dict) else {"text": ctx}
+    start = ctx["text"].index(piece)
+    return Evidence(passage_id, str(ctx.get("id") or position), ctx.get("title") or "", piece,
+                    sim, ctx.get("url"), position, start, start + len(piece))
+
+
+def rag_record(rid: str = "rag", line: int = 1) -> dict[str, Any]:
+    """A RAGAS-shaped record checked against its contexts, its own ``[n]`` markers verified."""
+    at_paris = context_passage(RAG_CONTEXTS, 1, "The Eiffel Tower is a wrought-iron lattice tower "
+                               "on the Champ de Mars in Paris", 0.83, 0)
+    built = context_passage(RAG_CONTEXTS, 2, "the tower was finished in March 1889", 0.77, 1)
+    company = context_passage(RAG_CONTEXTS, 3, "Gustave Eiffel's company designed and built the "
+                              "tower.", 0.74, 2)
+    text = ("The Eiffel Tower is in Paris [1]. It was finished in 1889 [2][3]. "
+            "It is 500 metres tall [7]. Gustave Eiffel's company built it.")
+    checked = response(rid, line, text, [
+        ("The Eiffel Tower is in Paris [1].", Verdict(FACTUAL, SUPPORTED, 0.93, (0,), "in Paris"),
+         (at_paris, built)),
+        ("It was finished in 1889 [2][3].", Verdict(FACTUAL, SUPPORTED, 0.88, (0,), "1889"),
+         (built, company)),
+        ("It is 500 metres tall [7].",
+         Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.12, (), "'500 metres' not in the evidence"),
+         (at_paris,)),
+        ("Gustave Eiffel's company built it.", Verdict(FACTUAL, SUPPORTED, 0.9, (0,), ""),
+         (company,)),
+    ], "When was the Eiffel Tower built?", retrieved_contexts=RAG_CONTEXTS)
+    checked = replace(checked, evidence_source="contexts", input=replace(
+        checked.input, read={"response": "response", "question": "question",
+                             "contexts": "retrieved_contexts"}))
+    record = to_record(checked, JUDGE)
+    checks = [
+        {"refs": ["1"], "contexts": [1], "unresolved": [], "status": "supported",
+         "irrelevant": [], "reason": "context 1 supports it"},
+        {"refs": ["2", "3"], "contexts": [2, 3], "unresolved": [], "status": "supported",
+         "irrelevant": [3], "reason": IRRELEVANT_REASON},
+        {"refs": ["7"], "contexts": [], "unresolved": ["7"], "status": "unsupported",
+         "irrelevant": [], "reason": UNRESOLVED_REASON},
+        {"refs": [], "contexts": [], "unresolved": [], "status": "uncited", "irrelevant": [],
+         "reason": "a claim with no citation"},
+    ]
+    for seg, check in zip(record["segments"], checks):
+        seg["citation_check"] = check
+    record["citation_check"] = {"sentences": 4, "supported": 2, "uncited": 1, "citations": 4,
+                                "relevant": 2, "unresolved": 1, "recall": 0.5,
+                                "precision": 0.5}
+    return record
+
+
+def empty_contexts_record() -> dict[str, Any]:
+    """A record whose list of contexts was empty: judged on no evidence."""
+    checked = response("empty", 2, "The tower is blue.",
+                       [("The tower is blue.", Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0, (),
+                                                       "no evidence"), ())], contexts=[])
+    checked = replace(checked, evidence_source="none",
+                      input=replace(checked.input, read={"response": "response",
+                                                         "contexts": "contexts"}))
+    record = to_record(checked, JUDGE)
+    record["citation_check"] = None
+    record["segments"][0]["citation_check"] = None
+    return record
+
+
+def contexts_records() -> list[dict[str, Any]]:
+    return [rag_record(), empty_contexts_record()]
 
 
 class Elements(HTMLParser):
@@ -375,3 +462,129 @@ def test_report_command_usage_errors(tmp_path: Path) -> None:
     same = cli(records, "-o", records)
     assert same.exit_code == 2 and "records file itself" in same.stderr
     assert cli(records, "-o", tmp_path).exit_code == 2
+
+
+# -- records checked against their own contexts ------------------------------------
+
+
+def test_contexts_are_stored_once_with_the_cited_spans() -> None:
+    b = ReportBuilder()
+    for n in range(3):  # many questions, the same retrieved contexts
+        b.add(rag_record(f"rag{n}", n + 1))
+    assert len(b.contexts) == 3
+    assert b.contexts[0] == ["eiffel", "Eiffel Tower", EIFFEL_CONTEXT["url"],
+                             EIFFEL_CONTEXT["text"]]
+    assert b.contexts[1] == [None, None, None, BUILT_CONTEXT]
+    ctx = b.responses[0]["ctx"]
+    assert ctx["f"] == "retrieved_contexts" and ctx["n"] == [0, 1, 2]
+    assert all(r["ctx"] == ctx for r in b.responses)
+    # Each citation's span, in UTF-16 units as the page's script counts: the two
+    # characters outside the BMP before the passage of context 2 count twice.
+    record = rag_record()
+    for pos, start, end, marker in ctx["hl"]:
+        (cited,) = [c for s in record["segments"] for c in s["citations"]
+                    if c["marker"] == marker]
+        assert cited["context"] == pos
+        text = b.contexts[ctx["n"][pos - 1]][3]
+        assert text.encode("utf-16-le")[2 * start:2 * end].decode("utf-16-le") == cited["text"]
+    assert ctx["hl"][1] == [2, 19, 55, 2]
+    # A context's passage says which context it was cut from.
+    assert [p[4] for p in b.passages] == [1, 2, 3]
+
+
+def test_contexts_field_is_shown_as_contexts_not_as_a_field() -> None:
+    b = ReportBuilder()
+    b.add(rag_record())
+    fields = b.responses[0].get("fields", {})
+    assert "retrieved_contexts" not in fields and "citation_check" not in fields
+    assert b.responses[0]["src"] == "contexts"
+
+
+def test_citation_checks_are_kept_per_segment_and_record() -> None:
+    b = ReportBuilder()
+    b.add(rag_record())
+    r = b.responses[0]
+    assert [s["cc"] for s in r["segs"]] == [
+        {"st": "supported", "refs": ["1"], "cx": [1], "r": "context 1 supports it"},
+        {"st": "supported", "refs": ["2", "3"], "cx": [2, 3], "ir": [3], "r": IRRELEVANT_REASON},
+        {"st": "unsupported", "refs": ["7"], "un": ["7"], "r": UNRESOLVED_REASON},
+        {"st": "uncited", "r": "a claim with no citation"},
+    ]
+    assert r["cc"] == {"rec": 0.5, "prec": 0.5, "n": 4, "sup": 2, "unc": 1, "cit": 4, "rel": 2,
+                       "un": 1}
+
+
+def test_empty_contexts_and_a_dropped_field() -> None:
+    b = ReportBuilder()
+    b.add(empty_contexts_record())
+    assert b.responses[0]["ctx"] == {"f": "contexts", "n": [], "hl": []}
+    assert b.responses[0]["src"] == "none" and "cc" not in b.responses[0]
+    assert "cc" not in b.responses[0]["segs"][0]
+    # A contexts field dropped from the record (over 1 MiB): the passages alone.
+    record = rag_record()
+    del record["retrieved_contexts"]
+    b = ReportBuilder()
+    b.add(record)
+    assert "ctx" not in b.responses[0] and b.passages[0][4] == 1
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda c: c.update(start=c["start"] + 1), lambda c: c.update(context=9),
+     lambda c: c.update(end="x"), lambda c: c.update(context=True)],
+    ids=["span", "position", "type", "bool"],
+)
+def test_a_citation_whose_span_does_not_fit_is_not_highlighted(damage: Any) -> None:
+    record = rag_record()
+    damage(record["segments"][0]["citations"][0])
+    b = ReportBuilder()
+    b.add(record)
+    assert [h[3] for h in b.responses[0]["ctx"]["hl"]] == [2, 3]
+
+
+def test_unreadable_contexts_leave_the_passages() -> None:
+    record = rag_record()
+    record["retrieved_contexts"] = 42
+    b = ReportBuilder()
+    b.add(record)
+    r = b.responses[0]
+    assert "ctx" not in r and r["fields"]["retrieved_contexts"] == "42"
+    assert b.passages[0][4] == 1
+
+
+def test_index_mode_data_is_unchanged(builder: ReportBuilder) -> None:
+    for r in builder.responses:
+        assert not {"ctx", "src", "cc"} & set(r)
+        assert all("cc" not in s for s in r["segs"])
+    assert all(len(p) == 4 for p in builder.passages) and builder.contexts == []
+    assert "Citation" not in builder.render()
+
+
+def test_hostile_contexts_stay_data() -> None:
+    b = ReportBuilder()
+    b.add(rag_record())
+    page = b.render()
+    scripts = [text for tag, attrs, text in elements(page) if tag == "script"]
+    assert len(scripts) == 2 and json.loads(scripts[0]) == json.loads(json.dumps(b.data()))
+    outside = page.replace(scripts[0], "")
+    assert "__pwned" not in outside and "<svg onload" not in outside and "<img" not in outside
+
+
+def test_overview_shows_the_run_citation_figures() -> None:
+    b = ReportBuilder()
+    for record in contexts_records():
+        b.add(record)
+    # Counted from the records: 2 of 4 sentences supported, 2 of 4 citations relevant.
+    tiles = re.findall(r'<div class="tile cite-rate"><div class="tile-name">([\w ]+)</div>'
+                       r'<div class="tile-value">([^<]+)</div>', b.render())
+    assert tiles == [("Citation recall", "50.0%"), ("Citation precision", "50.0%")]
+
+    class RunSummary(Summary):
+        """The run's own figures, as ``ceg check`` counted them."""
+
+        citation_recall = 0.25
+        citation_precision = None
+
+    tiles = re.findall(r'<div class="tile-name">(Citation \w+)</div><div class="tile-value">'
+                       r'([^<]+)</div>', b.render(RunSummary()))
+    assert tiles == [("Citation recall", "25.0%"), ("Citation precision", "n/a")]

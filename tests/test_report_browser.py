@@ -31,7 +31,18 @@ from playwright.sync_api import (
     expect,
     sync_playwright,
 )
-from test_html_report import HOSTILE_QUESTION, HOSTILE_TEXT, TUTOR, report_records
+from test_html_report import (
+    BUILT_CONTEXT,
+    EIFFEL_CONTEXT,
+    HOSTILE_CONTEXT,
+    HOSTILE_QUESTION,
+    HOSTILE_TEXT,
+    IRRELEVANT_REASON,
+    TUTOR,
+    UNRESOLVED_REASON,
+    contexts_records,
+    report_records,
+)
 
 from ceg_cli.report.html import write_report
 
@@ -248,6 +259,117 @@ def test_print_shows_every_match_with_passages_open(open_report: Callable[..., O
     assert page.locator("#list details:not([open])").count() == 0
     page.evaluate("window.dispatchEvent(new Event('afterprint'))")
     assert page.locator("#list > article").count() == 50
+    report.assert_clean()
+
+
+# -- records checked against their own contexts ------------------------------------
+
+
+def test_contexts_are_shown_with_their_sources(open_report: Callable[..., Opened]) -> None:
+    report = open_report(contexts_records())
+    card = report.page.locator("#r0")
+    items = card.locator(".contexts > ol > li")
+    assert items.count() == 3
+    head = card.locator(".contexts h4").text_content()
+    assert head == "Contexts (3) from the field retrieved_contexts"
+    assert "checked against its contexts" in card.locator(".meta").inner_text()
+    first = items.nth(0)
+    assert first.locator("summary .mark").inner_text() == "[1]"
+    assert first.locator("summary .ptitle").inner_text() == "Eiffel Tower"
+    assert "id eiffel" in first.locator("summary").inner_text()
+    first.locator("summary").click()
+    assert first.locator("blockquote").inner_text() == EIFFEL_CONTEXT["text"]
+    assert first.locator("a").get_attribute("href") == EIFFEL_CONTEXT["url"]
+    # A context with neither title nor id is named by its position.
+    assert items.nth(1).locator("summary .ptitle").inner_text() == "context 2"
+    # Only index passages are listed as sources: these are shown in their contexts.
+    assert card.locator(".sources").count() == 0
+    # The record whose list of contexts was empty says it was judged on no evidence.
+    empty = report.page.locator("#r1")
+    assert "judged on no evidence" in empty.locator(".contexts").inner_text()
+    report.assert_clean()
+
+
+def test_citation_reveals_the_passage_inside_its_context(
+    open_report: Callable[..., Opened],
+) -> None:
+    report = open_report(contexts_records())
+    page = report.page
+    card = page.locator("#r0")
+    built = card.locator("#r0-c2")
+    assert not built.locator("blockquote").is_visible()
+    card.locator("button.cite.ctx", has_text="ctx 2").click()
+    mark = built.locator("mark.hl")
+    assert mark.is_visible()
+    # Exactly the cited span, though two characters outside the BMP come before it.
+    assert mark.inner_text() == "the tower was finished in March 1889"
+    assert built.locator("blockquote").inner_text() == BUILT_CONTEXT
+    assert "on" in (mark.get_attribute("class") or "").split()
+    assert page.evaluate("document.activeElement.tagName") == "MARK"
+    assert "It was finished in 1889" in (mark.get_attribute("title") or "")
+    # The other contexts' passages are highlighted too, but not the one just shown.
+    card.locator("button.cite.ctx", has_text="ctx 1").click()
+    assert card.locator("mark.on").count() == 1
+    assert card.locator("#r0-c1 mark.on").inner_text().startswith("The Eiffel Tower is")
+    report.assert_clean()
+
+
+def test_failed_citation_is_visible_beside_its_sentence(
+    open_report: Callable[..., Opened],
+) -> None:
+    report = open_report(contexts_records())
+    page = report.page
+    card = page.locator("#r0")
+    # Each mark follows its own sentence (after ceg's markers), on the same line.
+    beside = card.evaluate("""c => [...c.querySelectorAll('.text .cc')].map(m => {
+        let s = m.previousElementSibling;
+        while (s && !s.classList.contains('seg')) s = s.previousElementSibling;
+        const a = s.getClientRects(), b = m.getBoundingClientRect();
+        const last = a[a.length - 1];
+        return [s.textContent, m.className, m.textContent, Math.abs(last.top - b.top) < 12];
+    })""")
+    assert [b[:2] for b in beside] == [
+        ["The Eiffel Tower is in Paris [1].", "cc ok"],
+        ["It was finished in 1889 [2][3].", "cc bad k-unsupported"],
+        ["It is 500 metres tall [7].", "cc bad k-unsupported"],
+        ["Gustave Eiffel's company built it.", "cc bad k-uncited"],
+    ]
+    assert all(b[3] for b in beside)
+    assert [b[2] for b in beside[1:]] == [
+        "⚠ irrelevant citation: " + IRRELEVANT_REASON,
+        "⚠ unsupported citation: " + UNRESOLVED_REASON,
+        "⚠ no citation: a claim with no citation",
+    ]
+    assert card.locator(".text .cc.bad").nth(1).get_attribute("title") == (
+        "cited [7] does not support it; [7] names no context")
+    for n in (1, 2, 3):
+        assert card.locator(".text .cc.bad").nth(n - 1).is_visible()
+    # The record's own figures are in its header, the run's in the overview.
+    assert card.locator(".card-head .ccsum").inner_text() == (
+        "citation recall 50% · precision 50%")
+    assert page.locator(".tile.cite-rate").count() == 2
+    # The mark of an irrelevant citation opens that context.
+    card.locator(".text .cc.bad").first.click()
+    assert card.locator("#r0-c3 blockquote").is_visible()
+    report.assert_clean()
+
+
+@pytest.mark.parametrize("bypass_csp", [False, True], ids=["with-csp", "escaping-alone"])
+def test_hostile_context_renders_as_text(
+    open_report: Callable[..., Opened], bypass_csp: bool
+) -> None:
+    report = open_report(contexts_records(), bypass_csp=bypass_csp)
+    page = report.page
+    hostile = page.locator("#r0-c3")
+    hostile.locator("summary").click()
+    page.locator("#r0 button.cite.ctx", has_text="ctx 3").click()
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    text = hostile.inner_text()
+    assert HOSTILE_CONTEXT["title"] in text and HOSTILE_CONTEXT["text"] in text
+    # A javascript: URL is shown, not linked; markup made no element.
+    assert hostile.locator("a").count() == 0
+    assert "Source: javascript:window.__pwned=9" in text
+    assert hostile.locator("script, img, svg").count() == 0
     report.assert_clean()
 
 

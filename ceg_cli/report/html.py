@@ -17,9 +17,10 @@ network request.
 
 The embedded data (``REPORT_DATA_VERSION``)::
 
-    {"v": 1, "passages": [[title, url, text, doc_id], ...],
+    {"v": 2, "passages": [[title, url, text, doc_id, context?], ...],
+     "contexts": [[id, title, url, text], ...],
      "responses": [{"id", "line", "label", "q", "err", "parts", "segs",
-                    "fields"?, "regen"?}, ...]}
+                    "fields"?, "regen"?, "ctx"?, "src"?, "cc"?}, ...]}
 
 ``parts`` is the response cut at segment boundaries, ``[[text, segment or
 -1], ...]``, so the script needs no offsets (Python and JavaScript count
@@ -29,6 +30,15 @@ characters outside the BMP differently). A segment is ``{"l": label,
 passage stored once. ``e`` (the evidence the judge saw) is kept for flagged
 segments only unless ``all_evidence``: supported segments keep their
 citations, and the report stays a third of the records' size.
+
+A record checked against its own contexts (``html_contexts``) adds ``ctx``:
+``{"f": field, "n": [index into contexts, ...] (position n is n[n - 1]),
+"hl": [[position, start, end, marker], ...]}``, the cited passages' spans in
+UTF-16 units; ``src``: its ``evidence_source`` when not ``index``; ``cc``: its
+``citation_check`` (``html_contexts.record_check``); and a segment ``cc``
+(``html_contexts.segment_check``). A passage cut from a context has its
+position as a fifth item. Contexts, like passages, are stored once: many
+questions share a retrieved passage. An index-mode record has none of these.
 """
 
 from __future__ import annotations
@@ -61,10 +71,11 @@ from ..types import (
     SUPPORTED,
 )
 from .gate import ERROR, GateResult, Summary
+from .html_contexts import CitationTally, highlights, record_check, record_contexts, segment_check
 from .output import OutputError
 from .records import RESERVED_KEYS, from_record
 
-REPORT_DATA_VERSION = 1
+REPORT_DATA_VERSION = 2
 #: Most carried-through input fields shown per response, and their length.
 MAX_FIELDS = 12
 MAX_FIELD_CHARS = 300
@@ -146,8 +157,12 @@ class ReportBuilder:
 
     def __init__(self, *, all_evidence: bool = False) -> None:
         self.all_evidence = all_evidence
-        self.passages: list[list[str | None]] = []
+        self.passages: list[list[Any]] = []
         self._passage_at: dict[tuple[Any, ...], int] = {}
+        self.contexts: list[list[str | None]] = []
+        self._context_at: dict[tuple[str | None, ...], int] = {}
+        #: The records' own citation figures, for a summary that has none.
+        self.citations = CitationTally()
         self.responses: list[dict[str, Any]] = []
         #: Counted from the records; ``render`` uses it when given no summary.
         self.summary = Summary()
@@ -175,7 +190,10 @@ class ReportBuilder:
             "parts": parts,
             "segs": segs,
         }
-        shown = [k for k in record if k not in RESERVED_KEYS and k != "regeneration"]
+        # The contexts field is shown as contexts, the citation check beside its sentences.
+        contexts = record_contexts(record)
+        hidden = {"regeneration", "citation_check", contexts[0] if contexts else None}
+        shown = [k for k in record if k not in RESERVED_KEYS and k not in hidden]
         if record.get("input") is not None:
             shown.append("input")
         fields = {}
@@ -187,7 +205,28 @@ class ReportBuilder:
             out["fields"] = fields
         if record.get("regeneration") is not None:
             out["regen"] = self._regeneration(record["regeneration"])
+        if contexts is not None:
+            field, items = contexts
+            raw = record.get("segments")
+            segments = [s for s in raw if isinstance(s, Mapping)] if isinstance(raw, list) else []
+            out["ctx"] = {"f": field, "n": [self._context(c) for c in items],
+                          "hl": highlights(segments, items)}
+        source = record.get("evidence_source")
+        if isinstance(source, str) and source != "index":
+            out["src"] = source
+        check = record_check(record.get("citation_check"))
+        if check is not None:
+            out["cc"] = check
+            self.citations.add(check)
         return out
+
+    def _context(self, context: Any) -> int:
+        key = (context.id, context.title, context.url, context.text)
+        at = self._context_at.get(key)
+        if at is None:
+            at = self._context_at[key] = len(self.contexts)
+            self.contexts.append(list(key))
+        return at
 
     def _text_and_segments(self, response: Any, segments: Any) -> tuple[list[Any], list[Any]]:
         text = response if isinstance(response, str) else ""
@@ -210,6 +249,9 @@ class ReportBuilder:
                 cites.append([marker, self._passage(c), _number(c.get("similarity"))])
         if cites:
             out["c"] = cites
+        check = segment_check(seg.get("citation_check"))
+        if check is not None:
+            out["cc"] = check
         if label != FACTUAL or self.all_evidence:
             evidence = [
                 [self._passage(e), _number(e.get("similarity"))]
@@ -221,12 +263,22 @@ class ReportBuilder:
         return out
 
     def _passage(self, p: Mapping[str, Any]) -> int:
-        key = (str(p.get("passage_id")), str(p.get("doc_id")), str(p.get("text")))
+        key: tuple[Any, ...] = (str(p.get("passage_id")), str(p.get("doc_id")), str(p.get("text")))
+        # A context's passage is numbered within its record: its context tells it apart.
+        context = p.get("context") if p.get("source") == "context" else None
+        if isinstance(context, int) and not isinstance(context, bool):
+            key += (context, p.get("start"), p.get("end"), _text(p.get("title")),
+                    _text(p.get("url")))
+        else:
+            context = None
         at = self._passage_at.get(key)
         if at is None:
             at = self._passage_at[key] = len(self.passages)
-            self.passages.append([_text(p.get("title")), _text(p.get("url")),
-                                  str(p.get("text") or ""), _text(p.get("doc_id"))])
+            entry: list[Any] = [_text(p.get("title")), _text(p.get("url")),
+                                str(p.get("text") or ""), _text(p.get("doc_id"))]
+            if context is not None:
+                entry.append(context)
+            self.passages.append(entry)
         return at
 
     def _regeneration(self, value: Any) -> dict[str, Any]:
@@ -261,7 +313,8 @@ class ReportBuilder:
 
     def data(self) -> dict[str, Any]:
         """The JSON the page's script reads (see the module docstring)."""
-        return {"v": REPORT_DATA_VERSION, "passages": self.passages, "responses": self.responses}
+        return {"v": REPORT_DATA_VERSION, "passages": self.passages, "contexts": self.contexts,
+                "responses": self.responses}
 
     def render(
         self,
@@ -287,7 +340,8 @@ class ReportBuilder:
             "version": _e(__version__),
             "title": _e(title or f"ceg report: {s.responses:,} responses, {rate} nonfactual"),
             "css": css,
-            "overview": _overview(s, gate, self.judges, index, source),
+            "overview": _overview(s, gate, self.judges, index, source,
+                                  _citation_figures(s, self.citations)),
             "filters": _filters(Counter(r["label"] for r in self.responses)),
             "data": embed_json(self.data()),
             "js": js,
@@ -357,9 +411,19 @@ def _assets(name: str) -> str:
     return text
 
 
+def _citation_figures(s: Summary, tally: CitationTally) -> tuple[float | None, float | None]:
+    """The run's citation recall and precision: the summary's, else the records' mean."""
+    recall = _number(getattr(s, "citation_recall", None))
+    precision = _number(getattr(s, "citation_precision", None))
+    if recall is None and precision is None:
+        return tally.figures()
+    return recall, precision
+
+
 def _overview(
     s: Summary, gate: GateResult | None, judges: Mapping[str, str],
     index: Path | str | None, source: str | None,
+    citations: tuple[float | None, float | None] = (None, None),
 ) -> str:
     """The static overview: tiles, gate, charts, what ran (every value escaped)."""
     unreadable = f", {s.error_responses:,} unreadable" if s.error_responses else ""
@@ -377,6 +441,14 @@ def _overview(
               f"{s.nonfactual_segments:,} of {s.judged_segments:,} judged segments"),
         gate_tile,
     ]
+    if citations != (None, None):
+        # Shown only for a run whose answers carried citations: an index-mode page is unchanged.
+        recall, precision = (f"{v:.1%}" if v is not None else "n/a" for v in citations)
+        tiles[3:3] = [
+            _tile("Citation recall", recall, "sentences their cited contexts support", "cite-rate"),
+            _tile("Citation precision", precision, "citations that support their sentence",
+                  "cite-rate"),
+        ]
     reasons = ""
     if gate is not None and gate.reasons:
         reasons = "".join(f"<li>{_e(r)}</li>" for r in gate.reasons)

@@ -1,7 +1,7 @@
 /* ceg report: draws the responses embedded as JSON, one page at a time.
    Safety: every piece of data reaches the page through textContent, Text
    nodes or setAttribute; nothing is ever parsed as HTML. Links are followed
-   only for http(s) URLs. The data format is described in ceg_cli/html_report.py. */
+   only for http(s) URLs. The data format is described in ceg_cli/report/html.py. */
 (function () {
   "use strict";
   const doc = document;
@@ -22,6 +22,7 @@
     throw err;
   }
   const passages = data.passages || [];
+  const contexts = data.contexts || [];
   const responses = data.responses || [];
   const hay = new Array(responses.length);
   const state = { filter: "all", terms: [], sort: "input", page: 0, size: 50 };
@@ -68,7 +69,7 @@
     if (hay[i] === undefined) {
       const r = responses[i];
       const texts = [r.id, r.q || "", r.err || "", r.parts.map((p) => p[0]).join("")];
-      for (const s of r.segs) texts.push(s.r);
+      for (const s of r.segs) texts.push(s.r, (s.cc && s.cc.r) || "");
       for (const a of (r.regen && r.regen.attempts) || []) {
         if (a.parts) texts.push(a.parts.map((p) => p[0]).join(""));
       }
@@ -92,11 +93,12 @@
 
   /* The cited passage, as a disclosure: title and similarity, then the text and its link. */
   function passageView(pi, sim, mark) {
-    const [title, url, text, docId] = passages[pi] || ["(missing passage)", null, "", null];
+    const [title, url, text, docId, context] = passages[pi] || ["(missing passage)", null, "", null];
     const href = safeUrl(url);
     return el("details", { class: "passage" }, [
       el("summary", {}, [
         mark ? el("span", { class: "mark", text: mark }) : null,
+        typeof context === "number" ? el("span", { class: "pctx", text: "context " + context }) : null,
         el("span", { class: "ptitle", text: title || docId || "untitled" }),
         typeof sim === "number" ? el("span", { class: "sim", text: "similarity " + sim.toFixed(2) }) : null,
         el("span", { class: "snip", text: text.length > 90 ? text.slice(0, 90) + "…" : text }),
@@ -123,10 +125,59 @@
     focusable.focus({ preventScroll: true });
   }
 
+  /* The cited passages of context `pos` that `markers` name: the context opened,
+     the passages outlined, the first scrolled to and focused. */
+  function revealPassages(prefix, pos, markers) {
+    const item = $(prefix + "-c" + pos);
+    if (!item) return;
+    const marks = [...item.querySelectorAll("mark.hl")].filter((m) =>
+      m.getAttribute("data-m").split(" ").some((x) => markers.includes(Number(x))));
+    if (!marks.length) return reveal(prefix + "-c" + pos);
+    item.querySelector(":scope > details").open = true;
+    for (const m of item.parentNode.querySelectorAll("mark.on")) m.classList.remove("on", "flash");
+    for (const m of marks) {
+      m.classList.add("on");
+      void m.offsetWidth; // restart the animation
+      m.classList.add("flash");
+    }
+    marks[0].setAttribute("tabindex", "-1");
+    marks[0].scrollIntoView({ block: "center" });
+    marks[0].focus({ preventScroll: true });
+  }
+
+  const refList = (refs) => refs.map((x) => "[" + x + "]").join("");
+
+  /* What the answer's own citations of a segment came to: a mark beside the
+     sentence, with the reason, when they failed; a tick when they hold. */
+  function citationMark(cc, prefix) {
+    if (!cc) return null;
+    const problems = [];
+    if (cc.st === "unsupported") problems.push(cc.refs ? "cited " + refList(cc.refs) + (cc.refs.length === 1 ? " does" : " do") + " not support it" : "its citations do not support it");
+    else if (cc.st === "uncited") problems.push("no citation");
+    if (cc.un) problems.push(refList(cc.un) + " names no context");
+    if (cc.ir) problems.push("context " + cc.ir.join(", ") + " supports no part of it");
+    const target = (cc.ir || cc.cx || [])[0];
+    const open = target ? () => reveal(prefix + "-c" + target) : null;
+    if (!problems.length) {
+      if (cc.st !== "supported") return null;
+      const tip = "Its citations " + refList(cc.refs || []) + " support it";
+      return el(open ? "button" : "span", { type: open ? "button" : null, class: "cc ok", title: tip, "aria-label": tip, onclick: open }, ["✓"]);
+    }
+    // A short name for what failed, then the check's own reason (or the details).
+    const name = cc.st === "unsupported" ? "unsupported citation" : cc.st === "uncited" ? "no citation"
+      : cc.un ? "citation to no context" : "irrelevant citation";
+    const text = "⚠ " + name + (cc.r ? ": " + cc.r : " (" + problems.join("; ") + ")");
+    return el(open ? "button" : "span", {
+      type: open ? "button" : null, class: "cc bad k-" + (cc.st === "uncited" ? "uncited" : "unsupported"),
+      title: problems.join("; ") + (open ? " · show context " + target : ""), onclick: open,
+    }, [text]);
+  }
+
   /* The text with each segment highlighted, citation markers after supported
      segments and a flag after the others. */
   function textBlock(obj, prefix) {
     const block = el("div", { class: "text" });
+    const contextOf = new Map(((obj.ctx && obj.ctx.hl) || []).map((h) => [h[3], h[0]]));
     for (const [text, si] of obj.parts) {
       const seg = si >= 0 ? obj.segs[si] : undefined;
       if (!seg) {
@@ -137,7 +188,20 @@
       const tip = verdictName(seg) + (seg.r ? ": " + seg.r : "");
       block.append(el("span", { class: "seg k-" + k, title: tip }, [text]));
       const markers = [...new Set((seg.c || []).map((c) => c[0]))].sort((a, b) => a - b);
-      for (const m of markers) {
+      // A passage of the record's own contexts is shown inside its context, by position.
+      const inContext = new Map();
+      for (const m of markers.filter((x) => contextOf.has(x))) {
+        const pos = contextOf.get(m);
+        inContext.set(pos, (inContext.get(pos) || []).concat([m]));
+      }
+      for (const [pos, ms] of [...inContext].sort((a, b) => a[0] - b[0])) {
+        block.append(el("button", {
+          type: "button", class: "cite ctx", "aria-label": "Supported by context " + pos,
+          title: "Supported by context " + pos + ": show the passage",
+          "aria-controls": prefix + "-c" + pos, onclick: () => revealPassages(prefix, pos, ms),
+        }, ["ctx " + pos]));
+      }
+      for (const m of markers.filter((x) => !contextOf.has(x))) {
         block.append(el("button", {
           type: "button", class: "cite", "aria-label": "Source " + m,
           "aria-controls": prefix + "-s" + m, onclick: () => reveal(prefix + "-s" + m),
@@ -149,6 +213,8 @@
           title: verdictName(seg), onclick: () => reveal(prefix + "-f" + si),
         }, [k === "not_judged" ? "?" : "⚑"]));
       }
+      const checked = citationMark(seg.cc, prefix);
+      if (checked) block.append(checked);
     }
     return block;
   }
@@ -178,11 +244,89 @@
 
   function sourcesBlock(obj, prefix) {
     const cited = new Map();
-    for (const seg of obj.segs) for (const c of seg.c || []) if (!cited.has(c[0])) cited.set(c[0], c);
+    const inContext = new Set(((obj.ctx && obj.ctx.hl) || []).map((h) => h[3]));
+    for (const seg of obj.segs) {
+      for (const c of seg.c || []) if (!cited.has(c[0]) && !inContext.has(c[0])) cited.set(c[0], c);
+    }
     if (!cited.size) return null;
     const items = [...cited.keys()].sort((a, b) => a - b).map((m) =>
       el("li", { id: prefix + "-s" + m }, [passageView(cited.get(m)[1], cited.get(m)[2], "[" + m + "]")]));
     return el("section", { class: "sources" }, [el("h4", { text: "Sources" }), el("ol", { class: "plain" }, items)]);
+  }
+
+  /* A context's text, the cited passages (spans in UTF-16 units, as JavaScript
+     counts) marked; overlapping passages are cut at every boundary. */
+  function highlighted(text, spans, supports) {
+    if (!spans.length) return [text];
+    const points = [...new Set([0, text.length, ...spans.flatMap((h) => [h[1], h[2]])])]
+      .filter((x) => x >= 0 && x <= text.length).sort((a, b) => a - b);
+    const out = [];
+    for (let i = 0; i + 1 < points.length; i++) {
+      const [a, b] = [points[i], points[i + 1]];
+      const ms = [...new Set(spans.filter((h) => h[1] <= a && h[2] >= b).map((h) => h[3]))];
+      if (!ms.length) {
+        out.push(text.slice(a, b));
+        continue;
+      }
+      const tip = "Supports: " + [...new Set(ms.map((m) => supports.get(m)))].join(" · ");
+      out.push(el("mark", { class: "hl", "data-m": ms.join(" "), title: tip }, [text.slice(a, b)]));
+    }
+    return out;
+  }
+
+  function contextsBlock(r, prefix) {
+    const ctx = r.ctx;
+    if (!ctx) return null;
+    const head = el("h4", {}, ["Contexts (" + ctx.n.length + ")",
+      el("span", { class: "field", text: " from the field " + ctx.f })]);
+    if (!ctx.n.length) {
+      return el("section", { class: "contexts" }, [head,
+        el("p", { class: "muted", text: "The record's list of contexts is empty: it was judged on no evidence." })]);
+    }
+    const supports = new Map();
+    r.segs.forEach((seg, si) => {
+      for (const c of seg.c || []) if (!supports.has(c[0])) supports.set(c[0], "“" + segText(r, si) + "”");
+    });
+    const items = ctx.n.map((ci, at) => {
+      const pos = at + 1;
+      const [cid, title, url, text] = contexts[ci] || [null, null, null, ""];
+      const spans = ctx.hl.filter((h) => h[0] === pos);
+      const href = safeUrl(url);
+      const nCited = new Set(spans.map((h) => h[3])).size;
+      return el("li", { id: prefix + "-c" + pos, class: "context" + (nCited ? " cited" : "") }, [
+        el("details", { class: "passage" }, [
+          el("summary", {}, [
+            el("span", { class: "mark", text: "[" + pos + "]" }),
+            el("span", { class: "ptitle", text: title || cid || "context " + pos }),
+            title && cid ? el("span", { class: "sim", text: "id " + cid }) : null,
+            nCited ? el("span", { class: "supports", text: nCited + " cited passage" + (nCited === 1 ? "" : "s") }) : null,
+            el("span", { class: "snip", text: text.length > 90 ? text.slice(0, 90) + "…" : text }),
+          ]),
+          el("blockquote", { class: "ptext" }, highlighted(text, spans, supports)),
+          href || url ? el("p", { class: "psrc" }, [
+            href ? el("a", { href: href, target: "_blank", rel: "noopener noreferrer", text: "Open the source ↗" })
+              : el("span", { text: "Source: " + url }),
+          ]) : null,
+        ]),
+      ]);
+    });
+    return el("section", { class: "contexts" }, [head, el("ol", { class: "plain" }, items)]);
+  }
+
+  const pct = (x) => (typeof x === "number" ? Math.round(x * 100) + "%" : "n/a");
+  const SOURCES = new Map([["contexts", "checked against its contexts"],
+    ["both", "checked against its contexts and the index"],
+    ["none", "judged on no evidence (no contexts)"]]);
+
+  function citationSummary(cc) {
+    if (!cc) return null;
+    const parts = [];
+    if (typeof cc.n === "number") parts.push(cc.n + " sentences", (cc.sup || 0) + " supported by their citations");
+    if (cc.unc) parts.push(cc.unc + " uncited");
+    if (typeof cc.cit === "number") parts.push(cc.cit + " citations", (cc.rel || 0) + " relevant");
+    if (cc.un) parts.push(cc.un + " naming no context");
+    return el("span", { class: "ccsum", title: parts.join(", ") || null },
+      ["citation recall " + pct(cc.rec) + " · precision " + pct(cc.prec)]);
   }
 
   function regenBlock(r, prefix) {
@@ -215,19 +359,21 @@
     const prefix = "r" + i;
     const nFlagged = flagCount(r);
     const meta = [r.line ? "line " + r.line : null, r.segs.length + " segment" + (r.segs.length === 1 ? "" : "s"),
-      nFlagged ? nFlagged + " flagged" : null].filter(Boolean).join(" · ");
+      nFlagged ? nFlagged + " flagged" : null, SOURCES.get(r.src) || null].filter(Boolean).join(" · ");
     const fields = Object.entries(r.fields || {});
     return el("article", { class: "card label-" + labelClass(r.label), id: prefix, tabindex: "-1", "aria-label": "Response " + r.id }, [
       el("header", { class: "card-head" }, [
         el("h3", { text: r.id || "(no id)" }),
         el("span", { class: "badge label-" + labelClass(r.label), text: labelName(r.label) }),
         el("span", { class: "meta", text: meta }),
+        citationSummary(r.cc),
       ]),
       r.q ? el("p", { class: "question" }, [el("span", { class: "k", text: "Question: " }), r.q]) : null,
       r.err ? el("p", { class: "error", text: r.err }) : null,
       r.parts.length ? textBlock(r, prefix) : null,
       flagsBlock(r, prefix),
       sourcesBlock(r, prefix),
+      contextsBlock(r, prefix),
       regenBlock(r, prefix),
       fields.length ? el("dl", { class: "fields" }, fields.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })])) : null,
     ]);
