@@ -335,6 +335,7 @@ def test_failed_citation_is_visible_beside_its_sentence(
         ["Gustave Eiffel's company built it.", "cc bad k-uncited"],
     ]
     assert all(b[3] for b in beside)
+    assert beside[0][2] == "[1]✓"
     assert [b[2] for b in beside[1:]] == [
         "⚠ irrelevant citation: " + IRRELEVANT_REASON,
         "⚠ unsupported citation: " + UNRESOLVED_REASON,

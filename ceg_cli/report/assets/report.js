@@ -161,7 +161,9 @@
     if (!problems.length) {
       if (cc.st !== "supported") return null;
       const tip = "Its citations " + refList(cc.refs || []) + " support it";
-      return el(open ? "button" : "span", { type: open ? "button" : null, class: "cc ok", title: tip, "aria-label": tip, onclick: open }, ["✓"]);
+      // The answer's own markers, which the checked text may no longer hold, with a tick.
+      return el(open ? "button" : "span", { type: open ? "button" : null, class: "cc ok", title: tip, "aria-label": tip, onclick: open },
+        [refList(cc.refs || []) + "✓"]);
     }
     // A short name for what failed, then the check's own reason (or the details).
     const name = cc.st === "unsupported" ? "unsupported citation" : cc.st === "uncited" ? "no citation"
