@@ -381,3 +381,51 @@ def test_a_context_record_survives_the_round_trip_through_the_output() -> None:
     assert again.evidence_source == "contexts"
     assert [r.evidence for r in again.segments] == [r.evidence for r in checked.segments]
     assert [r.verdict for r in again.segments] == [r.verdict for r in checked.segments]
+
+
+def test_resume_of_a_contexts_run_writes_what_an_uninterrupted_run_writes(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    rows = [
+        {"id": f"r{n}", "user_input": "Tell me about Paris.", "response": answer,
+         "retrieved_contexts": [SEINE, EIFFEL, PARIS]}
+        for n, answer in enumerate([ANSWER, "Paris is the capital of France [3].",
+                                    "The Seine flows into the Baltic Sea [1]."])
+    ]
+    ragas = write_jsonl(tmp_path / "ragas.jsonl", rows)
+    whole, cut = tmp_path / "whole.jsonl", tmp_path / "cut.jsonl"
+    base = ("check", ragas, "--index", tmp_path / "none", "-q")
+    assert run_cli(*base, "--out", whole).exit_code == 0
+    lines = whole.read_bytes().splitlines(keepends=True)
+    cut.write_bytes(lines[0] + lines[1][:40])  # one record, and a torn second one
+    resumed = run_cli(*base, "--out", cut, "--resume")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert cut.read_bytes() == whole.read_bytes()
+    assert "resumed: 1 responses were already in" in " ".join(resumed.stderr.split())
+
+
+def test_both_adds_the_index_passages_to_the_record_own(
+    run_cli: Any, mini_index: Path, tmp_path: Path
+) -> None:
+    rows = write_jsonl(tmp_path / "r.jsonl", [
+        {"id": "mixed", "response": "Aristotle was a Greek philosopher. "
+                                    "Paris is the capital of France.",
+         "contexts": [PARIS]},
+        {"id": "bare", "response": "Aristotle was a Greek philosopher."},
+    ])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", rows, "--index", mini_index, "--evidence", "both", "--out", out,
+                     "-q")
+    assert result.exit_code == 0, result.stderr
+    mixed, bare = read_jsonl(out)
+    assert (mixed["evidence_source"], bare["evidence_source"]) == ("both", "index")
+    aristotle, paris = mixed["segments"]
+    # The record's own passages come first, then the index's.
+    for segment in (aristotle, paris):
+        sources = [e["source"] for e in segment["evidence"]]
+        assert sources[0] == "context" and "index" in sources
+        assert sources == sorted(sources, key=lambda s: s != "context")
+    assert any(c["source"] == "index" and c["title"] == "Aristotle"
+               for c in aristotle["citations"])
+    assert paris["citations"][0]["source"] == "context"
+    assert paris["citations"][0]["text"] == PARIS
