@@ -28,7 +28,8 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,11 +202,12 @@ def fill_on_ray(
     where the work ran.
     """
     ray = require_ray()
+    warn = on_warning or (lambda _message: None)
     started = _connect(ray, options.ray_address)
     actors: list[Any] = []
     try:
-        actors = _start_workers(ray, model, options.workers, report)
-        warn = on_warning or (lambda _message: None)
+        actors = _start_workers(ray, model, options.workers, report,
+                                len(plan) - work.position.get("range", 0), warn)
         next_id = work.position["next_id"]
         shown: dict[int, int] = {}  # range -> passages counted as embedded before it ended
 
@@ -319,14 +321,52 @@ def _connect(ray: Any, address: str | None) -> bool:
         return False
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     if not address:
-        ray.init(address="local", include_dashboard=False, **quiet)
+        with _token_notice_hidden(), _sigterm_kept():
+            ray.init(address="local", include_dashboard=False, **quiet)
         return True
     try:
-        ray.init(address=address, **quiet)
+        with _token_notice_hidden(), _sigterm_kept():
+            ray.init(address=address, **quiet)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"--ray-address {address}: cannot join the Ray cluster: {first}") from None
     return True
+
+
+@contextmanager
+def _sigterm_kept() -> Iterator[None]:
+    """Keep this process's own SIGTERM handler (``processes.terminate_as_interrupt``)
+    through ``ray.init``, which puts in its own: a stack dump and an abort, which
+    left the build's workers to Ray and the user with a crash report."""
+    import signal
+    import threading
+
+    mine = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if callable(mine) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, mine)
+
+
+@contextmanager
+def _token_notice_hidden() -> Iterator[None]:
+    """Drop Ray's notice that token authentication is on (Ray 2.5x), while ``ray.init`` runs.
+
+    It came through ``--quiet``, and it tells the user how to opt out of
+    security on a cluster ceg starts and stops itself. Only that notice: Ray's
+    other warnings still come through. The filter goes when ``ray.init`` returns.
+    """
+    logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled")
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def check_reachable(address: str) -> None:
@@ -355,8 +395,14 @@ def _share(amount: float) -> float:
 
 
 def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | None,
-                   report: Any) -> list[Any]:
+                   report: Any, ranges: int = 1 << 30,
+                   warn: Callable[[str], None] = lambda _message: None) -> list[Any]:
     """Start the actors: ``workers``, or one per GPU, or one per node; wait until they run.
+
+    No more than the ``ranges`` to embed (silently: the rest would idle), and
+    ``workers`` no more than the cluster's CPUs (saying so): each loads the
+    model, and hundreds of them asked for hundredths of a CPU each took a
+    machine's memory whole (issue 34).
 
     One per node (no GPUs, no ``workers``): each is pinned to its node and asks
     for all of that node's CPUs, which Ray also gives torch as its thread
@@ -369,7 +415,12 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
     gpus = int(resources.get("GPU", 0))
     if gpus and isinstance(model, dict) and model.get("device") == "auto":
         model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
-    places = _placements(ray, workers, resources, gpus)
+    cpus = int(resources.get("CPU", 0))
+    if workers is not None and cpus >= 1 and workers > cpus:
+        warn(f"--workers {workers}: the Ray cluster has {cpus} CPU{'s' if cpus != 1 else ''}; "
+             f"starting {cpus} worker{'s' if cpus != 1 else ''}")
+        workers = cpus
+    places = _placements(ray, workers, resources, gpus)[: max(1, ranges)]
     restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
     # A thread per range in flight (they take turns) and one for ``Worker.progress``.
     threads = {"max_concurrency": IN_FLIGHT_PER_WORKER + 1}
