@@ -184,3 +184,27 @@ def test_without_regenerate_records_have_no_regeneration_key(
     finally:
         run.close()
     assert "regeneration" not in json.loads(out.read_text())
+
+
+def test_a_citing_answer_is_rewritten_citing_its_contexts(
+    tmp_path: Path, fake: FakeOpenAI, planted: None
+) -> None:
+    """Against its own contexts (no index), the rewrite sees the documents numbered as the
+    record's contexts, is asked to cite them, and its citations are checked in turn."""
+    contexts = ["Aristotle was born in Stagira, in Chalcidice.", "Plato taught Aristotle."]
+    fake.respond = lambda body: "Aristotle was born in Stagira [1]."
+    records, _ = run_check(tmp_path, tmp_path / "no-index", fake, [
+        {"id": "cited", "question": "Where was Aristotle born?",
+         "response": "Aristotle was born in 1812 [1].", "contexts": contexts},
+    ])
+    (record,) = records
+    assert record["evidence_source"] == "contexts"
+    (prompt,) = rewrite_prompts(fake)
+    assert "cite the documents it relies on by their numbers in square brackets" in prompt
+    assert 'number="1"' in prompt and "Stagira" in prompt
+    (attempt,) = record["regeneration"]["attempts"]
+    assert attempt["response"] == "Aristotle was born in Stagira [1]."
+    (segment,) = attempt["segments"]
+    assert segment["text"] == "Aristotle was born in Stagira."  # the marker is not judged
+    assert segment["citation_check"]["contexts"] == [1]
+    assert segment["citation_check"]["status"] == "supported"
