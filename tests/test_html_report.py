@@ -588,3 +588,15 @@ def test_overview_shows_the_run_citation_figures() -> None:
     tiles = re.findall(r'<div class="tile-name">(Citation \w+)</div><div class="tile-value">'
                        r'([^<]+)</div>', b.render(RunSummary()))
     assert tiles == [("Citation recall", "25.0%"), ("Citation precision", "n/a")]
+
+
+def test_a_run_on_contexts_alone_says_it_read_no_index() -> None:
+    from ceg_cli.report.gate import Summary
+    from ceg_cli.report.html import _index_info
+
+    contexts_only = Summary(evidence_sources={"contexts": 3, "none": 1})
+    assert _index_info(None, contexts_only) == (
+        "none: each response was checked against its own contexts")
+    assert _index_info(None, Summary(evidence_sources={"contexts": 2, "index": 1})) == (
+        "not recorded")
+    assert _index_info(None) == "not recorded"

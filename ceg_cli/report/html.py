@@ -457,7 +457,7 @@ def _overview(
                 for k, n in sorted(s.segments_by_verdict.items(), key=lambda kv: _order(kv[0]))]
     labels = [(k, LABEL_NAMES[k], s.responses_by_label.get(k, 0)) for k in LABEL_NAMES]
     run = [("Judge", ", ".join(f"{n}: {m}" if m else n for n, m in judges.items()) or s.judge
-            or "not recorded"), ("Index", _index_info(index))]
+            or "not recorded"), ("Index", _index_info(index, s))]
     if source:
         run.append(("Records", source))
     if s.seconds:
@@ -503,8 +503,11 @@ def _bar(title: str, items: list[tuple[str, str, int]]) -> str:
             f'<ul class="legend">{"".join(legend) or "<li>none</li>"}</ul></figure>')
 
 
-def _index_info(index: Path | str | None) -> str:
+def _index_info(index: Path | str | None, summary: Summary | None = None) -> str:
     """The index path, with its model and size when its ``meta.json`` is readable."""
+    sources = set(getattr(summary, "evidence_sources", None) or ())
+    if index is None and sources and not sources & {"index", "both"}:
+        return "none: each response was checked against its own contexts"
     if index is None:
         return "not recorded"
     try:
