@@ -13,6 +13,7 @@ from .common import set_debug
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
+from .models_cmd import app as models_app
 from .report_cmd import report_command
 
 app = typer.Typer(
@@ -25,6 +26,7 @@ app = typer.Typer(
 app.add_typer(index_app, name="index")
 app.add_typer(judge_app, name="judge")
 app.add_typer(cache_app, name="cache")
+app.add_typer(models_app, name="models")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
