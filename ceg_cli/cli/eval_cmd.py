@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from rich.console import Console
 from .common import (
     DeviceOption,
     EmbedDevice,
+    EvidenceMode,
     JudgeOption,
     QueryMode,
     QueryOption,
@@ -108,6 +110,19 @@ def eval_command(
         "knowledge (default: when --index is not given)",
         show_default=False,
     ),
+    evidence: EvidenceMode = typer.Option(
+        "auto", "--evidence",
+        help="What items are judged against: each item's own documents (contexts: a jsonl "
+        "item's contexts, FELM's ref_contents, HaluEval's knowledge), the index, or both; "
+        "auto takes a jsonl item's contexts where it has them and the index otherwise.",
+    ),
+    contexts_field: str = typer.Option(
+        None,
+        "--contexts-field",
+        help="The field holding a jsonl item's contexts, dots for a nested one (default: "
+        "contexts, then retrieved_contexts, then retrieval_context).",
+        show_default=False,
+    ),
     judge: str = JudgeOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -147,8 +162,14 @@ def eval_command(
         if not path.resolve().parent.is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
+    mode = evidence.value
+    fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
-    data = load_dataset(dataset, format, limit=limit)
+    data = load_dataset(
+        dataset, format, limit=limit, own_contexts=mode in ("contexts", "both"),
+        contexts_fields=fields,
+    )
+    needs_index = _needs_index(data, mode, fields)
     if data.rebuilt_responses:
         lines = data.rebuilt_responses
         shown = ", ".join(str(n) for n in lines[:5]) + (" ..." if len(lines) > 5 else "")
@@ -158,23 +179,35 @@ def eval_command(
         )
     _report_bad_rows(dataset, data.bad_rows)
     with cli_progress(quiet) as progress:
-        index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
-        refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
+        index_dir = None
+        if needs_index:
+            index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
+            refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
         checker = create_judge(judge, {"device": device.value})
         if not quiet:
+            against = "each item's own contexts" if index_dir is None else f"index {index_dir}"
+            if index_dir is not None and mode != "index":
+                against += f", evidence {mode}"
             err_console.print(
                 f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
-                f"index {index_dir}, judge {checker.name}"
+                f"{against}, judge {checker.name}"
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
-        with open_index(index_dir) as idx:
-            idx.embedder(device.value)
-            method, warning = resolve_method(idx, retrieval.value)
-            if warning is not None:
-                warn(warning)
-            options = CheckOptions(RetrievalOptions(top_k, threshold, method), query=query.value)
+        with ExitStack() as stack:
+            idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
+            if idx is not None:
+                idx.embedder(device.value)
+                method, warning = resolve_method(idx, retrieval.value)
+                if warning is not None:
+                    warn(warning)
+            else:
+                method = retrieval.value  # a record's passages always have BM25
+            options = CheckOptions(
+                RetrievalOptions(top_k, threshold, method), query=query.value, evidence=mode
+            )
             evaluation = run_evaluation(
-                data, idx, checker, options, on_result=lambda _r: checked.update()
+                data, idx, checker, options, contexts=_context_search(mode, idx, device.value),
+                on_result=lambda _r: checked.update(),
             )
     metrics = evaluation.metrics
     metrics["run"]["seconds"] = round(time.perf_counter() - started, 1)
@@ -187,6 +220,73 @@ def eval_command(
             json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     out_console.print(render_table(metrics))
+
+
+def _contexts_fields(
+    mode: str, contexts_field: str | None, index: Path | None, build_corpus: bool | None
+) -> tuple[str, ...] | None:
+    """Where a jsonl item's contexts are read (None: not read); bad combinations refused."""
+    from ..check.contexts import CONTEXT_FIELDS
+    from ..errors import UsageError
+
+    if contexts_field is not None and not contexts_field.strip(". "):
+        raise UsageError(
+            f"--contexts-field {contexts_field!r}: name the field that holds the contexts"
+        )
+    if mode == "index":
+        if contexts_field is not None:
+            raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
+        return None
+    if mode == "contexts":
+        # Judged against its own documents only: an index would be built for nothing.
+        if index is not None:
+            raise UsageError("--index is not read with --evidence contexts; drop one of them")
+        if build_corpus:
+            raise UsageError(
+                "--build-corpus is not read with --evidence contexts: each item is judged "
+                "against its own documents"
+            )
+    return (contexts_field,) if contexts_field is not None else CONTEXT_FIELDS
+
+
+def _needs_index(data: Any, mode: str, fields: tuple[str, ...] | None) -> bool:
+    """Whether the run needs an index; an item that can be judged against nothing is refused."""
+    from ..errors import UsageError
+
+    if mode in ("contexts", "both") and data.format == "fever":
+        raise UsageError(
+            f"--evidence {mode}: the fever format carries no evidence text (only page "
+            "titles); use --evidence index, or a jsonl file whose items carry contexts"
+        )
+    missing = [ex.input.line for ex in data.examples if ex.input.contexts is None]
+    if mode == "contexts" and missing:
+        tried = ", ".join(fields or ())
+        raise UsageError(
+            f"{data.path}:{missing[0]}: --evidence contexts: the item has no contexts "
+            f"(fields tried: {tried}; name another with --contexts-field); "
+            f"{len(missing)} of {len(data.examples)} items have none"
+        )
+    return mode in ("index", "both") or (mode == "auto" and bool(missing))
+
+
+def _context_search(mode: str, idx: Any, device: str) -> Any:
+    """What searches the items' own contexts: with the index's model where there is one
+    (as ``ceg check`` does), else the default model, loaded on first use."""
+    if mode == "index":
+        return None
+    from ..check.ctxsearch import DEFAULT_EMBED_MODE, ContextSearch
+    from ..index.chunking import DEFAULT_MAX_WORDS
+
+    if idx is not None:
+        chunker = idx.meta.get("chunker") or {}
+        return ContextSearch(
+            lambda: idx.embedder(device),
+            mode=str(idx.meta.get("embed_text", DEFAULT_EMBED_MODE)),
+            max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
+        )
+    from ..index.embedding import load_embedder
+
+    return ContextSearch(lambda: load_embedder(None, device=device))
 
 
 def _report_bad_rows(dataset: Path, bad_rows: list[str], shown: int = 20) -> None:
@@ -249,11 +349,16 @@ def render_table(metrics: dict[str, Any]) -> Table:
     from ..eval.evaluate import reference_figures
 
     run = metrics["run"]
-    refs = reference_figures(run["format"])
+    sources = run.get("evidence_sources") or {}
+    # The paper's figures are of its pooled-retrieval setting: not shown beside others.
+    refs = {} if set(sources) - {"index"} else reference_figures(run["format"])
+    evidence = run.get("evidence", "index")
+    if set(sources) - {"index"}:  # say what the items were judged against, when not the index
+        evidence += " (" + ", ".join(f"{name} {n}" for name, n in sources.items()) + ")"
     table = Table(
         title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']}, "
-        f"top-k {run['top_k']}, threshold {run['threshold']}, query {run['query']}, "
-        f"retrieval {run['retrieval']}",
+        f"evidence {evidence}, top-k {run['top_k']}, threshold {run['threshold']}, "
+        f"query {run['query']}, retrieval {run['retrieval']}",
         title_justify="left",
     )
     table.add_column("metric")

@@ -13,7 +13,13 @@ Four formats, one ``Example`` type:
   page titles give retrieval recall.
 - ``jsonl``: ``response`` plus either ``segments: [{"text", "label"}]`` or a
   response ``label``; optional ``id``, ``question``/``prompt``, ``pair``,
-  ``evidence_ids`` and ``evidence_titles``.
+  ``evidence_ids`` and ``evidence_titles``, and the item's own evidence in the
+  fields ``ceg check`` reads (``contexts``, ``retrieved_contexts``,
+  ``retrieval_context`` or ``--contexts-field``).
+
+Asked for (``own_contexts``), a FELM row's ``ref_contents`` and a HaluEval
+item's ``knowledge`` become that item's contexts, so it can be judged against
+its own documents (``ceg eval --evidence contexts``) instead of a pooled index.
 
 A labelled benchmark is read whole. A line that is not JSON, or a FELM or
 generic row that is malformed, stops the run with the file, line and field. A
@@ -34,8 +40,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from ..check.contexts import CONTEXT_FIELDS, ContextsError, find_contexts
 from ..errors import UsageError
-from ..types import ResponseInput, Segment
+from ..types import Context, ResponseInput, Segment
 
 FORMATS = ("felm", "halueval", "fever", "jsonl")
 
@@ -78,17 +85,31 @@ class Dataset:
     rebuilt_responses: list[int] = field(default_factory=list)
     #: Rows left out, one message each naming file, line and field (``RowError``).
     bad_rows: list[str] = field(default_factory=list)
+    #: FELM's references and HaluEval's knowledge become each item's contexts.
+    own_contexts: bool = False
+    #: The fields a generic row's contexts are read from (None: not read).
+    contexts_fields: tuple[str, ...] | None = CONTEXT_FIELDS
 
     @property
     def has_corpus(self) -> bool:
         return bool(self.documents)
 
 
-def load_dataset(path: Path, format: str | None = None, *, limit: int | None = None) -> Dataset:
+def load_dataset(
+    path: Path,
+    format: str | None = None,
+    *,
+    limit: int | None = None,
+    own_contexts: bool = False,
+    contexts_fields: tuple[str, ...] | None = CONTEXT_FIELDS,
+) -> Dataset:
     """Read ``path`` in ``format`` (detected from the first record's fields when None).
 
     ``limit`` keeps the first N records (items, for HaluEval: 2N responses);
     the corpus still holds every document, so retrieval is not made easier.
+    ``own_contexts`` gives each FELM and HaluEval item its own documents as
+    contexts; ``contexts_fields`` are where a generic row's contexts are read
+    (None: not read).
     """
     path = Path(path)
     if not path.is_file():
@@ -101,7 +122,8 @@ def load_dataset(path: Path, format: str | None = None, *, limit: int | None = N
     elif format not in FORMATS:
         raise UsageError(f"--format {format}: unknown; choose one of: {', '.join(FORMATS)}")
     reader = _READERS[format]
-    dataset = Dataset(path, format, [])
+    dataset = Dataset(path, format, [], own_contexts=own_contexts,
+                      contexts_fields=contexts_fields)
     for n, (line, record) in enumerate(records):
         try:
             reader(dataset, n, line, record, keep=limit is None or n < limit)
@@ -267,9 +289,13 @@ def _read_felm(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: 
         raise UsageError(f"{where}: fields 'ref' and 'ref_contents' must be lists")
     own: set[str] = set()
     known = {d["id"] for d in ds.documents}
+    contexts: list[Context] = []
     for url, text in zip(refs, contents):
         if isinstance(url, str) and isinstance(text, str) and text.strip():
             own.add(url)
+            contexts.append(
+                Context(len(contexts) + 1, text, url, title_from_url(url), url)
+            )
             if url not in known:
                 ds.documents.append(
                     {"id": url, "title": title_from_url(url), "text": text, "url": url}
@@ -297,7 +323,9 @@ def _read_felm(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep: 
     ds.examples.append(
         Example(
             ResponseInput(
-                rid, line, response, _optional_str(record, "prompt", where), fields, segments
+                rid, line, response, _optional_str(record, "prompt", where), fields, segments,
+                contexts=tuple(contexts) if ds.own_contexts else None,
+                read={"contexts": "ref_contents"} if ds.own_contexts else {},
             ),
             all(gold),
             gold,
@@ -342,7 +370,11 @@ def _read_halueval(ds: Dataset, n: int, line: int, record: dict[str, Any], *, ke
     for role, answer, gold in answers:
         ds.examples.append(
             Example(
-                ResponseInput(f"{n}-{role}", line, answer, question, {"pair": pair, "role": role}),
+                ResponseInput(
+                    f"{n}-{role}", line, answer, question, {"pair": pair, "role": role},
+                    contexts=(Context(1, knowledge, doc_id),) if ds.own_contexts else None,
+                    read={"contexts": "knowledge"} if ds.own_contexts else {},
+                ),
                 gold,
                 pair=pair,
                 role=role,
@@ -431,9 +463,18 @@ def _read_jsonl(ds: Dataset, n: int, line: int, record: dict[str, Any], *, keep:
     else:
         raise UsageError(f"{where}: no gold label: give 'label' or 'segments' with labels")
     pair = record.get("pair")
+    name, contexts = None, None
+    if ds.contexts_fields is not None:
+        try:
+            name, contexts = find_contexts(record, ds.contexts_fields)
+        except ContextsError as exc:
+            raise UsageError(f"{where}: {exc}") from None
     ds.examples.append(
         Example(
-            ResponseInput(record.get("id", line), line, response, question, {}, segments),
+            ResponseInput(
+                record.get("id", line), line, response, question, {}, segments,
+                contexts=contexts, read={} if name is None else {"contexts": name},
+            ),
             label,
             segment_labels,
             pair=None if pair is None else str(pair),

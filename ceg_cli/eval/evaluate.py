@@ -10,7 +10,11 @@ The metrics are the CEG paper's:
   ``1 - score`` for the nonfactual class;
 - pairwise accuracy (its HaluEval metric): the share of pairs in which the
   right answer gets the better verdict;
-- retrieval recall@k where the gold evidence is known.
+- retrieval recall@k where the gold evidence is known, in the pooled-index
+  setting only. Judged against each item's own documents (``--evidence
+  contexts``) the gold document is among what the judge searches by
+  construction, so recall would measure nothing; a run whose items are not
+  all checked against the index alone reports no recall.
 
 On HaluEval the hallucinated answers are several times longer than the right
 ones, so a judge that favours short answers scores well there without checking
@@ -21,16 +25,19 @@ beside it as the floor to beat. No metric here uses length as a feature.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..check.pipeline import CheckOptions, build_query, check
 from ..index import Hit, Index
 from ..judges import Judge
 from ..types import FACTUAL, CheckedResponse
 from .datasets import Dataset, Example, normalize_title
+
+if TYPE_CHECKING:
+    from ..check.ctxsearch import ContextSearch
 
 #: Length-matched pairs: the longer answer has at most this many times the
 #: words of the shorter one, or at most ``LENGTH_SLACK_WORDS`` words more.
@@ -179,39 +186,57 @@ class Evaluation:
 
 def run_evaluation(
     dataset: Dataset,
-    index: Index,
+    index: Index | None,
     judge: Judge,
     options: CheckOptions = CheckOptions(),
     *,
+    contexts: ContextSearch | None = None,
     on_result: Callable[[CheckedResponse], None] | None = None,
 ) -> Evaluation:
-    """Check every example of ``dataset`` against ``index`` with ``judge`` and score it."""
-    recorder = _RecordingIndex(index)
+    """Check every example of ``dataset`` with ``judge`` and score it.
+
+    Evidence comes from ``index``, from each example's own contexts (searched by
+    ``contexts``) or both, as ``options.evidence`` says, exactly as ``ceg check``
+    takes it. An example that cannot be checked (no contexts and no index) is an
+    error: the caller refuses such a run before it starts.
+    """
+    recorder = _RecordingIndex(index) if index is not None else None
     results = []
     for result in check(
         (e.input for e in dataset.examples),
         recorder,  # type: ignore[arg-type]
         judge,
         options,
+        contexts,
     ):
+        if result.error is not None:
+            raise ValueError(f"response {result.input.id}: {result.error}")
         results.append(result)
         if on_result is not None:
             on_result(result)
     k = options.retrieval.top_k
+    sources = Counter(r.evidence_source for r in results)
+    # Recall is the index's: only when every item was searched there alone (with
+    # contexts in the batch the index may be searched by vector, unrecorded).
+    hits = recorder.hits if recorder is not None and set(sources) == {"index"} else {}
     retrieved = [
         [
-            [(h.chunk.doc_id, h.chunk.title) for h in recorder.hits.get(q, [])[:k]]
+            [(h.chunk.doc_id, h.chunk.title) for h in hits.get(q, [])[:k]]
             for q in (build_query(s.segment, r.input.question, options.query) for s in r.segments)
         ]
         for r in results
     ]
-    metrics = compute_metrics(dataset.examples, results, retrieved, k)
+    metrics = compute_metrics(dataset.examples, results, retrieved if hits else [], k)
     metrics["run"] = {
         "dataset": str(dataset.path),
         "format": dataset.format,
         "judge": judge.name,
         "judge_method": judge.method,
-        "index": str(index.path),
+        # What the items were judged against (--evidence), and how many items
+        # each source served: index, contexts, both, none (an empty list).
+        "evidence": options.evidence,
+        "evidence_sources": dict(sorted(sources.items())),
+        "index": None if index is None else str(index.path),
         "top_k": k,
         "threshold": options.retrieval.threshold,
         "retrieval": options.retrieval.method,
@@ -269,7 +294,7 @@ def compute_metrics(
     pairwise = _pairwise(examples, results)
     if pairwise:
         out["pairwise"] = pairwise
-    recall = _recall(examples, results, retrieved, k)
+    recall = _recall(examples, results, retrieved, k) if retrieved else {}
     if recall:
         out["retrieval"] = recall
     return out
@@ -402,6 +427,7 @@ def prediction_record(example: Example, result: CheckedResponse) -> dict[str, An
         "label": result.label,
         "score": round(response_score(result), 4),
         "correct": (result.label == FACTUAL) == example.label,
+        "evidence_source": result.evidence_source,
     }
     if example.pair is not None:
         record["pair"] = example.pair
