@@ -262,7 +262,7 @@ class CheckRun:
         self.on_warning = on_warning
         self._pending, first = self._peek(settings)
         self.index: Any = None
-        if _wants_index(settings, first):
+        if self._wants_index(settings, first):
             self.index = open_index(settings.index)
         try:
             if self.index is not None:
@@ -399,6 +399,10 @@ class CheckRun:
                 first = item
                 break
         return chain(seen, items), first
+
+    def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
+        # A method so that a run fed from Python (ceg_cli.api) decides by its own argument.
+        return _wants_index(settings, first)
 
     def _context_search(self) -> Any:
         """What searches the records' contexts: with the index's model where there is one."""

@@ -1,0 +1,273 @@
+"""The Python API: ``Checker`` checks answers from a test or a script, as ``ceg check`` does.
+
+A ``Checker`` loads the judge and the index (if any) once; each ``check`` then costs
+only the answer's own work. Every option is the CLI's, checked by the CLI's own
+``RunSettings.resolve`` (a bad one is a ``UsageError`` with the CLI's message); each
+answer goes through the CLI's line parser and pipeline, and ``to_dict()`` is
+``ceg check``'s record for the same line. What is public is ``ceg_cli.__all__``;
+it changes only with the output's ``schema_version`` (docs/api.md).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .check.responses import parse_line
+from .check.run import CheckRun, RunSettings
+from .errors import UsageError
+from .report.records import SCHEMA_VERSION, to_record
+from .types import FACTUAL, CheckedResponse, CitationCheck, Evidence, ResponseInput
+
+#: Where an answer given from Python "is" in messages (the CLI says FILE:LINE).
+SOURCE = "<python>"
+
+#: Options of ``ceg check`` that a ``Checker`` takes, by the keyword's name.
+#: (--out, --resume, --junit, --report, --summary and the gate's thresholds are
+#: about a run's files; a test decides with ``assert_grounded``.)
+RUN_OPTIONS = (
+    "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
+    "response_field", "question_field", "citation_pattern", "device",
+    "regenerate", "max_attempts", "rewriter",
+)
+LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
+               "unparsable_as")
+UNPARSABLE_AS = ("not_judged", "nonfactual")
+
+
+@dataclass(frozen=True)
+class CheckedSegment:
+    """One sentence (or list item) of an answer and the judge's decision on it."""
+
+    text: str
+    #: factual, nonfactual or not_judged.
+    label: str
+    #: Why: supported, contradicted, not_enough_evidence, no_claim or judge_error.
+    verdict: str
+    #: The judge's confidence that the sentence is supported, in [0, 1].
+    score: float
+    reason: str
+    #: The passages that support it (empty unless it is supported).
+    citations: tuple[Evidence, ...]
+    #: Every passage it was judged on, best first.
+    evidence: tuple[Evidence, ...]
+    start: int
+    end: int
+    #: What the answer's own [n] markers came to, when it cited its contexts.
+    citation_check: CitationCheck | None = None
+
+
+class CheckResult:
+    """One checked answer: ``label``, ``segments``, and ``to_dict()``, ``ceg check``'s record."""
+
+    def __init__(self, checked: CheckedResponse, record: dict[str, Any]) -> None:
+        self.checked = checked
+        self._record = record
+        self.segments: tuple[CheckedSegment, ...] = tuple(
+            CheckedSegment(
+                text=r.segment.text, label=r.verdict.label, verdict=r.verdict.verdict,
+                score=float(r.verdict.score), reason=r.verdict.reason,
+                citations=tuple(r.evidence[i] for i in r.verdict.cited),
+                evidence=r.evidence, start=r.segment.start, end=r.segment.end,
+                citation_check=r.citation,
+            )
+            for r in checked.segments
+        )
+
+    @property
+    def label(self) -> str:
+        """factual, nonfactual, not_judged, or error (the input could not be checked)."""
+        return self.checked.label
+
+    @property
+    def error(self) -> str | None:
+        return self.checked.error
+
+    @property
+    def response(self) -> str:
+        return self.checked.input.response
+
+    @property
+    def question(self) -> str | None:
+        return self.checked.input.question
+
+    @property
+    def flagged(self) -> tuple[CheckedSegment, ...]:
+        """The segments not found factual (nonfactual, or not judged)."""
+        return tuple(s for s in self.segments if s.label != FACTUAL)
+
+    @property
+    def annotated(self) -> str | None:
+        return self._record.get("annotated")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSONL record ``ceg check`` writes for this answer (a fresh copy)."""
+        return json.loads(json.dumps(self._record))
+
+    def __repr__(self) -> str:
+        return (f"CheckResult(label={self.label!r}, segments={len(self.segments)}, "
+                f"flagged={len(self.flagged)})")
+
+
+class _Run(CheckRun):
+    """``CheckRun`` fed from Python instead of a file: the index is opened when one is named."""
+
+    def __init__(self, settings: RunSettings, use_index: bool) -> None:
+        self._use_index = use_index
+        super().__init__(settings)
+
+    def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], None]:
+        return iter(()), None
+
+    def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
+        return self._use_index
+
+
+class Checker:
+    """Checks answers against an index, their own contexts, or both.
+
+    ``Checker(index=None, judge="offline", **options)``: ``options`` are ``ceg check``'s,
+    by their keyword names (``top_k=5``, ``evidence="both"``, ``no_cache=True``); the
+    defaults are the CLI's. ``CEG_*`` environment variables are not read: what a test
+    checks does not depend on the shell it runs in.
+    """
+
+    def __init__(self, index: str | Path | None = None, judge: str = "offline",
+                 **options: Any) -> None:
+        unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS))
+        if unknown:
+            raise UsageError(
+                f"Checker: unknown option {unknown[0]!r}; the options are "
+                f"{', '.join(RUN_OPTIONS + LLM_OPTIONS)}"
+            )
+        evidence = options.get("evidence")
+        if index is None and evidence in ("index", "both"):
+            raise UsageError(f"--evidence {evidence}: needs an index (Checker(index=...))")
+        run_options = {k: v for k, v in options.items() if k in RUN_OPTIONS}
+        self.settings = RunSettings.resolve(
+            responses=SOURCE,
+            index=Path(index) if index is not None else Path(),
+            judge=judge,
+            judge_options=_judge_options(options) | {"device": options.get("device", "cpu")},
+            **run_options,
+        )
+        # As the CLI: --evidence contexts never reads the index.
+        use_index = index is not None and self.settings.check.evidence != "contexts"
+        self._run = _Run(self.settings, use_index=use_index)
+        self._judge_info = {"name": self._run.judge.name, "method": self._run.judge.method}
+
+    @property
+    def judge(self) -> str:
+        return self._run.judge.name
+
+    @property
+    def index(self) -> Path | None:
+        return self.settings.index if self._run.index is not None else None
+
+    def check(self, response: str, *, question: str | None = None,
+              contexts: Sequence[Any] | None = None) -> CheckResult:
+        """Check one answer; ``contexts`` (strings, ``{"text", "title", "id", "url"}``
+        objects or LangChain documents) are its own evidence, and need no index."""
+        if not isinstance(response, str):
+            raise UsageError(f"response: expected a string, got {type(response).__name__}")
+        record: dict[str, Any] = {"response": response}
+        if question is not None:
+            record["question"] = question
+        if contexts is not None:
+            record["contexts"] = _plain_contexts(contexts)
+        result = next(self._stream([record], field_names=False))
+        if result.error is not None:
+            # A bad argument, not a bad line of a file: said at once.
+            raise UsageError(result.error)
+        return result
+
+    def check_many(self, items: Iterable[str | Mapping[str, Any]]) -> Iterator[CheckResult]:
+        """Check many answers, batched as ``ceg check`` batches a file; results stream
+        out in input order. An item is an answer (a string) or a record as a line of
+        a responses file holds it (``response``, ``question``, ``contexts``, or the
+        fields the options name); a record that cannot be checked comes out with
+        ``label == "error"``, as ``ceg check`` writes it."""
+        return self._stream(items, field_names=True)
+
+    def _stream(self, items: Iterable[Any], *, field_names: bool) -> Iterator[CheckResult]:
+        from .check.pipeline import check
+
+        run = self._run
+        names = self.settings.fields
+        if not field_names:  # check()'s own record uses the default names
+            from .check.responses import FieldNames
+
+            names = FieldNames()
+
+        def inputs() -> Iterator[ResponseInput]:
+            for line, item in enumerate(items, 1):
+                obj = {"response": item} if isinstance(item, str) else item
+                try:
+                    raw = json.dumps(obj).encode("utf-8")
+                except (TypeError, ValueError) as exc:
+                    yield ResponseInput(line, line, error=f"{SOURCE}:{line}: not JSON ({exc})")
+                    continue
+                yield run._with_evidence(parse_line(raw, line, SOURCE, names), SOURCE)
+
+        stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
+        regenerating = run.rewriter is not None
+        for checked, attempts in run._regenerated(stream):
+            record = to_record(checked, self._judge_info, attempts if regenerating else None)
+            yield CheckResult(checked, record)
+
+    def close(self) -> None:
+        """Close the index and the judge (an LLM judge's cache)."""
+        self._run.close()
+
+    def __enter__(self) -> Checker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _plain_contexts(contexts: Sequence[Any]) -> Any:
+    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects."""
+    if isinstance(contexts, str) or not isinstance(contexts, Sequence):
+        return contexts  # parse_contexts says what is wrong, naming the field
+    out = []
+    for c in contexts:
+        if hasattr(c, "page_content"):
+            out.append({"page_content": c.page_content,
+                        "metadata": dict(getattr(c, "metadata", None) or {})})
+        else:
+            out.append(c)
+    return out
+
+
+def _judge_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The LLM judge's options, made and checked as the CLI makes them."""
+    from .cli.check_cmd import _judge_options as cli_judge_options
+
+    for name, low, high in (("concurrency", 1, None), ("temperature", 0.0, 2.0),
+                            ("max_attempts", 1, None)):
+        value = options.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low or (
+            high is not None and value > high
+        ):
+            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"
+            raise UsageError(
+                f"--{name.replace('_', '-')} {value!r}: not in the range {span}"
+            )
+    unparsable = options.get("unparsable_as", "not_judged")
+    if unparsable not in UNPARSABLE_AS:
+        raise UsageError(f"--unparsable-as {unparsable}: choose one of {', '.join(UNPARSABLE_AS)}")
+    cache_dir = options.get("cache_dir")
+    return cli_judge_options(
+        options.get("llm_base_url"), int(options.get("concurrency", 4)),
+        float(options.get("temperature", 0.0)), bool(options.get("no_cache", False)),
+        Path(cache_dir) if cache_dir is not None else None, unparsable,
+    )
+
+
+__all__ = ["Checker", "CheckResult", "CheckedSegment", "SCHEMA_VERSION"]

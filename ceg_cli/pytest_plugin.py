@@ -1,0 +1,78 @@
+"""ceg's pytest plugin (entry point ``pytest11``): ``--ceg-index``, ``--ceg-judge``, a fixture.
+
+Every pytest run of an environment with ceg installed imports this module, so it
+imports nothing heavy and adds nothing but its own options, ini keys and fixture:
+the ``Checker`` is built only when a test asks for ``ceg_checker``, once per session
+(once per xdist worker).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from .api import Checker
+
+DEFAULT_JUDGE = "offline"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ceg", "ceg: check that answers are grounded")
+    group.addoption(
+        "--ceg-index", action="store", default=None, metavar="PATH",
+        help="ceg index that ceg_checker checks answers against (ini: ceg_index; "
+        "default: none, answers are checked against their own contexts).",
+    )
+    group.addoption(
+        "--ceg-judge", action="store", default=None, metavar="JUDGE",
+        help=f"ceg judge of ceg_checker (ini: ceg_judge; default: {DEFAULT_JUDGE}).",
+    )
+    parser.addini("ceg_index", "ceg index for ceg_checker (relative to the ini file)",
+                  type="string", default="")
+    parser.addini("ceg_judge", "ceg judge for ceg_checker", type="string", default="")
+
+
+def _settings(config: pytest.Config) -> tuple[str | None, str]:
+    """The index and judge: the command line's, else the ini file's, else the defaults."""
+    index = config.getoption("ceg_index")
+    if index is None:
+        ini = str(config.getini("ceg_index") or "")
+        if ini:
+            # An ini path is relative to the ini file, as pytest's own paths are.
+            base = config.inipath.parent if config.inipath is not None else config.rootpath
+            index = str(base / ini)
+    judge = config.getoption("ceg_judge") or str(config.getini("ceg_judge") or "")
+    return index, judge or DEFAULT_JUDGE
+
+
+@pytest.fixture(scope="session")
+def ceg_checker(pytestconfig: pytest.Config) -> Iterator[Checker]:
+    """A ``ceg_cli.Checker`` built from ``--ceg-index``/``--ceg-judge`` (or the ini keys)."""
+    from .api import Checker
+    from .errors import CegError
+
+    index, judge = _settings(pytestconfig)
+    try:
+        checker = Checker(index=index, judge=judge)
+    except CegError as exc:
+        # One line naming the option, not a traceback from inside ceg.
+        pytest.fail(f"ceg_checker: {exc}", pytrace=False)
+    try:
+        yield checker
+    finally:
+        checker.close()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    index, judge = _settings(config)
+    if config.getoption("ceg_index") is None and config.getoption("ceg_judge") is None and (
+        not config.getini("ceg_index") and not config.getini("ceg_judge")
+    ):
+        return None  # a suite that does not use ceg sees no ceg line
+    return [f"ceg: index {index or '(none: answers checked against their contexts)'}, "
+            f"judge {judge}"]
+
+
