@@ -60,9 +60,12 @@ def _best(evidence: Sequence[Mapping[str, Any]]) -> str:
     if not evidence:
         return "none (nothing was retrieved for it)"
     best = max(evidence, key=lambda e: float(e.get("similarity") or 0.0))
-    where = best.get("title") or best.get("doc_id") or ""
+    where = str(best.get("title") or best.get("doc_id") or "")
     if best.get("source") == "context":
-        where = f"context {best.get('context')}" + (f" ({where})" if where else "")
+        # A context without a title of its own is named by its position alone.
+        position = str(best.get("context"))
+        title = str(best.get("title") or "")
+        where = f"context {position}" + (f" ({title})" if title and title != position else "")
     return (f"{where}, similarity {float(best.get('similarity') or 0.0):.2f}: "
             f"{_quote(best.get('text', ''))!r}")
 

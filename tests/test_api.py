@@ -197,3 +197,38 @@ def test_contexts_checks_need_no_index_and_give_the_clis_records(
     assert "1925" in flagged.reason and flagged.citations == ()
     assert flagged.evidence[0].text.startswith("The Eiffel Tower")
     assert got[2]["label"] == "error" and error.startswith("<python>:3: field 'contexts'")
+
+
+def _record(*labels: str, label: str = "nonfactual") -> dict[str, Any]:
+    return {"label": label, "error": None, "segments": [
+        {"index": n, "text": f"Sentence {n}.", "label": lab, "verdict": "contradicted",
+         "reason": f"why {n}", "evidence": [
+             {"source": "index", "title": "Low", "doc_id": "a", "similarity": 0.2, "text": "x"},
+             {"source": "index", "title": "High", "doc_id": "b", "similarity": 0.9,
+              "text": "best " * 100}]}
+        for n, lab in enumerate(labels)]}
+
+
+def test_assert_grounded_counts_nonfactual_sentences_and_never_passes_unjudged_ones() -> None:
+    from ceg_cli.testing import assert_grounded
+
+    assert_grounded(_record("factual", "factual", label="factual"))
+    assert_grounded(_record("factual", "nonfactual"), max_nonfactual=1)
+    with pytest.raises(AssertionError) as caught:
+        assert_grounded(_record("factual", "nonfactual", "nonfactual"), max_nonfactual=1)
+    message = str(caught.value)
+    assert message.splitlines()[0] == (
+        "2 of 3 sentences are not supported by the evidence (allowed: 1):")
+    assert "- sentence 2 [nonfactual, contradicted]: 'Sentence 1.'" in message
+    assert "    reason: why 1" in message
+    # The best evidence is the most similar passage, quoted short.
+    assert "best evidence: High, similarity 0.90: 'best best" in message
+    assert "…" in message and len(message.splitlines()[3]) < 300
+    with pytest.raises(AssertionError, match="1 could not be judged"):
+        assert_grounded(_record("factual", "not_judged"), max_nonfactual=5)
+    with pytest.raises(AssertionError, match="could not be checked: line 3: bad"):
+        assert_grounded({"label": "error", "error": "line 3: bad", "segments": []})
+    with pytest.raises(ValueError, match="max_nonfactual -1"):
+        assert_grounded(_record("factual"), max_nonfactual=-1)
+    with pytest.raises(TypeError, match="expected what Checker.check returns"):
+        assert_grounded("The answer.")
