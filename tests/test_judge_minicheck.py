@@ -200,7 +200,7 @@ def test_passages_in_rank_order_read_as_the_joined_document(
     if verdict.verdict == "supported":
         supporting = [c for c, p in zip(chunks, exp["support_prob_per_chunk"]) if p > 0.5]
         assert set(verdict.cited) == {p for c in supporting for p in c.passages}
-        assert f"{verdict.score:.2f}" in verdict.reason
+        assert f"{exp['max_support_prob']:.3f}" in verdict.reason
 
 
 def test_one_short_context_is_read_exactly(checkers: dict[str, Path]) -> None:
@@ -283,3 +283,37 @@ def test_a_model_of_another_family_is_refused(tmp_path: Path) -> None:
     BertForSequenceClassification(config).save_pretrained(folder)
     with pytest.raises(UsageError, match="not a MiniCheck family"):
         create_judge(f"minicheck:{folder}")
+
+
+def test_check_resume_and_eval_run_end_to_end(
+    checkers: dict[str, Path], tmp_path: Path, run_cli: Any
+) -> None:
+    import json
+
+    records = tmp_path / "answers.jsonl"
+    rows = [
+        {
+            "id": 1,
+            "response": "Paris is the capital of France. It lies on the Seine [1].",
+            "contexts": ["Paris is the capital of France. It lies on the river Seine.", "Rome."],
+        },
+        {
+            "id": 2,
+            "response": "The tower was built in 1889.",
+            "contexts": ["The Eiffel Tower was built in 1889 for the World's Fair."],
+        },
+    ]
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    judge = f"minicheck:{checkers['roberta']}"
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.html"
+    args = ["check", records, "--index", tmp_path / "none", "--judge", judge, "-q"]
+    first = run_cli(*args, "--out", out, "--report", report)
+    assert first.exit_code == 0, first.stderr
+    written = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["judge"]["name"] for r in written] == [judge, judge]
+    segment = written[1]["segments"][0]
+    assert "support" in segment["reason"] and segment["evidence"]
+    assert report.read_text().count("minicheck:") >= 1
+    again = run_cli(*args, "--out", out, "--resume")
+    assert again.exit_code == 0, again.stderr
+    assert [json.loads(x) for x in out.read_text().splitlines()] == written

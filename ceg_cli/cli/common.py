@@ -89,7 +89,8 @@ DeviceOption = typer.Option(
 JudgeOption = typer.Option(
     "offline",
     "--judge",
-    help="offline, verifier, verifier:DIR, nli:MODEL or llm:MODEL.",
+    help="offline, verifier, verifier:DIR, nli:MODEL, minicheck:ALIAS|DIR, hhem:ALIAS|DIR "
+    "or llm:MODEL (ceg models list shows the aliases).",
 )
 
 

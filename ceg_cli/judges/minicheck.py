@@ -260,14 +260,14 @@ class MiniCheckJudge:
             cited = tuple(sorted({p for i in supporting for p in chunks[i].passages}))
             where = ", ".join(f"[{p + 1}]" for p in chunks[best].passages)
             plural = "s" if len(chunks[best].passages) > 1 else ""
-            reason = f"support {score:.2f} from the chunk of passage{plural} {where}"
+            reason = f"support {score:.3f} from the chunk of passage{plural} {where}"
             return Verdict(FACTUAL, SUPPORTED, round(score, 4), cited, reason)
         return Verdict(
             NONFACTUAL,
             NOT_ENOUGH_EVIDENCE,
             round(score, 4),
             (),
-            f"no chunk supports it (best support {score:.2f}, needs > {self.threshold:g})",
+            f"no chunk supports it (best support {score:.3f}, needs > {self.threshold:g})",
         )
 
 
