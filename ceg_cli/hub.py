@@ -48,6 +48,9 @@ class KnownModel:
     role: str  # the --judge or --model it serves
     #: The licence the model card states (checked on the hub's card; see tests).
     licence: str
+    #: Another repository whose config and tokenizer this one needs (HHEM reads
+    #: Flan-T5-base's tokenizer and T5 config, which its own repository lacks).
+    companion: str = ""
 
 
 #: Aliases, in the order ``ceg models list`` shows them.
@@ -65,7 +68,11 @@ ALIASES: tuple[KnownModel, ...] = (
         "minicheck-flan-t5-large", "lytang/MiniCheck-Flan-T5-Large", "--judge minicheck:", "MIT"
     ),
     KnownModel(
-        "hhem-2.1-open", "vectara/hallucination_evaluation_model", "--judge hhem:", "Apache-2.0"
+        "hhem-2.1-open",
+        "vectara/hallucination_evaluation_model",
+        "--judge hhem:",
+        "Apache-2.0",
+        companion="google/flan-t5-base",
     ),
     KnownModel(
         "deberta-v3-large-nli",
@@ -119,12 +126,21 @@ def _complete(snapshot: Path) -> bool:
     return any(p.is_file() and p.name.endswith(_WEIGHTS_SUFFIXES) for p in snapshot.rglob("*"))
 
 
-def cached_snapshot(name: str, root: Path | None = None) -> Path | None:
+#: The files of a companion repository that are pulled (no weights).
+COMPANION_FILES = ["config.json", "tokenizer*", "spiece.model", "special_tokens_map.json"]
+
+
+def cached_snapshot(name: str, root: Path | None = None, *, weights: bool = True) -> Path | None:
     """The folder of a complete cached snapshot of ``name`` (alias or repo), or None.
 
     The revision ``refs/main`` names comes first; else the newest complete one.
     Reads the folder layout only: no network, no huggingface_hub import.
+    ``weights=False`` accepts a snapshot with a config and no weights (a companion).
     """
+
+    def usable(snapshot: Path) -> bool:
+        return _complete(snapshot) if weights else (snapshot / "config.json").is_file()
+
     folder = _repo_folder(root or cache_dir(), resolve(name))
     snapshots = folder / "snapshots"
     if not snapshots.is_dir():
@@ -132,9 +148,9 @@ def cached_snapshot(name: str, root: Path | None = None) -> Path | None:
     ref = folder / "refs" / "main"
     if ref.is_file():
         main = snapshots / ref.read_text(encoding="utf-8").strip()
-        if main.is_dir() and _complete(main):
+        if main.is_dir() and usable(main):
             return main
-    found = [s for s in snapshots.iterdir() if s.is_dir() and _complete(s)]
+    found = [s for s in snapshots.iterdir() if s.is_dir() and usable(s)]
     return max(found, key=lambda s: s.stat().st_mtime) if found else None
 
 
@@ -257,7 +273,28 @@ def pull(
         raise BackendError(
             f"cannot pull {where}: the download has no config.json and weights; cache {root}"
         )
+    known = _BY_REPO.get(repo.lower())
+    if known and known.companion:
+        pull_files(known.companion, COMPANION_FILES, downloader=downloader)
     return path
+
+
+def pull_files(
+    repo: str, patterns: list[str], *, downloader: Callable[..., str] | None = None
+) -> Path:
+    """Download only the files of ``repo`` matching ``patterns`` (a companion's tokenizer)."""
+    from huggingface_hub import snapshot_download
+
+    root = cache_dir()
+    kwargs: dict[str, Any] = {"repo_id": repo, "cache_dir": str(root), "allow_patterns": patterns}
+    if _offline():
+        kwargs["local_files_only"] = True
+    try:
+        return Path((downloader or snapshot_download)(**kwargs))
+    except Exception as exc:  # noqa: BLE001 - any failure of the hub client is one line
+        raise BackendError(
+            f"cannot pull {repo}'s tokenizer and config: {_first_line(exc)}; cache {root}"
+        ) from None
 
 
 def _drop_new_snapshots(snapshots: Path, before: set[Path]) -> None:

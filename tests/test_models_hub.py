@@ -180,3 +180,29 @@ def test_pull_maps_a_missing_repository_to_exit_2(
     with pytest.raises(UsageError, match=r"no/such.*no such model on the hub") as info:
         hub.pull("no/such", progress=False, downloader=missing)
     assert info.value.exit_status == 2
+
+
+def test_pulling_hhem_also_pulls_its_foundations_tokenizer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cache = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    calls: list[dict[str, object]] = []
+
+    def download(**kwargs: object) -> str:
+        calls.append(kwargs)
+        repo = str(kwargs["repo_id"])
+        files = {"config.json": b"{}"}
+        if "allow_patterns" not in kwargs:
+            files["model.safetensors"] = b"w"
+        return str(fake_repo(Path(str(kwargs["cache_dir"])), repo, files))
+
+    hub.pull("hhem-2.1-open", progress=False, downloader=download)
+    assert [c["repo_id"] for c in calls] == [
+        "vectara/hallucination_evaluation_model",
+        "google/flan-t5-base",
+    ]
+    assert "tokenizer*" in calls[1]["allow_patterns"]  # type: ignore[operator]
+    assert hub.cached_snapshot("google/flan-t5-base", weights=False) is not None
+    assert hub.cached_snapshot("google/flan-t5-base") is None  # no weights were pulled

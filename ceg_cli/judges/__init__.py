@@ -4,7 +4,7 @@ A ``Judge`` has one required method, ``judge(items) -> list[Verdict]``, taking
 a batch so that a backend can batch model calls or run requests concurrently
 (the LLM judge) without the pipeline knowing. Judges are created by name from
 a registry: ``offline``, ``verifier`` (or ``verifier:DIR``), ``nli:MODEL``,
-``llm:MODEL``, ``minicheck:ALIAS|DIR``. Built-in judges register
+``llm:MODEL``, ``minicheck:ALIAS|DIR``, ``hhem:ALIAS|DIR``. Built-in judges register
 the same way a third party does, and their modules are imported only when
 chosen, so heavy dependencies load only for the judge in use.
 """
@@ -41,11 +41,13 @@ _REGISTRY: dict[str, str | JudgeFactory] = {
     "nli": "ceg_cli.judges.nli:create",
     "llm": "ceg_cli.judges.llm:create",
     "minicheck": "ceg_cli.judges.minicheck:create",
+    "hhem": "ceg_cli.judges.hhem:create",
 }
 _NEEDS_ARGUMENT = {
     "nli": "nli:MODEL (a Hugging Face name or a local path)",
     "llm": "llm:MODEL (a model served by an OpenAI-compatible endpoint)",
     "minicheck": "minicheck:ALIAS|DIR (ceg models list shows the aliases)",
+    "hhem": "hhem:ALIAS|DIR (e.g. hhem:hhem-2.1-open after ceg models pull hhem-2.1-open)",
 }
 
 
