@@ -147,6 +147,27 @@ def run_one(dataset: Any, index: Any, judge: Any, setting: str, contexts: Any) -
     return {"metrics": metrics, "gold": gold, "score": score, "unit": unit}
 
 
+class SharedVectors:
+    """The model with a memory: a text embedded once serves both settings and every judge
+    (the pooled index's passages are the contexts' passages, cut the same way)."""
+
+    def __init__(self, embedder: Any) -> None:
+        self._embedder = embedder
+        self._seen: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Any) -> np.ndarray:
+        texts = list(texts)
+        new = list(dict.fromkeys(t for t in texts if t not in self._seen))
+        if new:
+            self._seen.update(zip(new, self._embedder.embed(new)))
+        if not texts:
+            return np.zeros((0, self._embedder.dimension), dtype=np.float32)
+        return np.stack([self._seen[t] for t in texts])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+
 def evaluate_set(data: Any, judge: Any, setting: str, search: Any, corpus: Path | None,
                  index_dir: Path, embedder: Any) -> dict[str, Any]:
     """``run_one`` in ``setting``; the pooled index is built first when there is none."""
@@ -214,7 +235,7 @@ def main() -> int:
     from ceg_cli.judges import create_judge
 
     t0 = time.monotonic()
-    embedder = load_embedder(None)
+    model = load_embedder(None)
     judges = {name: create_judge(name, {"device": "cpu"}) for name in judge_names}
     runs: dict[str, dict[str, dict[str, dict[str, Any]]]] = {
         j: {s: {} for s in SETTINGS} for j in judge_names}
@@ -229,17 +250,19 @@ def main() -> int:
             sets.append((name, labelled, "jsonl", corpus))
         for name, path, fmt, corpus in sets:
             # One search of each setting for every judge: the passages are embedded once.
-            search = ContextSearch(lambda: embedder)  # noqa: B023 (used in this iteration)
+            shared = SharedVectors(model)
+            search = ContextSearch(lambda: shared)  # noqa: B023 (used in this iteration)
             for setting in SETTINGS:
                 data = load_dataset(path, fmt, own_contexts=setting == "contexts",
                                     contexts_fields=None if setting == "index" else ("contexts",))
                 sizes[name] = len(data.examples)
                 index_dir = work / f"{name}.index"
                 for jname, judge in judges.items():
-                    key = f"{name}-{args.per_source}-{args.seed}-{setting}-{jname}"
+                    sample = "" if name in SCORE_ONLY else f"-{args.per_source}-{args.seed}"
+                    key = f"{name}{sample}-{setting}-{jname}"
 
                     run = cached_run(key, evaluate_set, data, judge, setting, search,
-                                     corpus, index_dir, embedder)
+                                     corpus, index_dir, shared)
                     m = run["metrics"]
                     part = m.get("segments") or m["responses"]
                     log(f"{name} {setting} {jname}: balanced accuracy "
