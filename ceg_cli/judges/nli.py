@@ -19,7 +19,10 @@ The model is read from a local directory or the local Hugging Face cache; it is
 never downloaded at run time. Its label names come from its config
 (``id2label``): ``entailment`` is required, with ``contradiction`` and
 ``neutral``, or ``not_entailment`` for two-label models (which can never
-report a contradiction).
+report a contradiction). A fact checker that names its classes by support
+(``supported``/``unsupported``, ``consistent``/``hallucinated``) is read the
+same way as a two-label model. A model whose labels say neither is refused,
+naming the labels it has.
 """
 
 from __future__ import annotations
@@ -69,6 +72,16 @@ _OFFSET_POSITIONS = frozenset(
 )
 
 _ENTAILMENT = frozenset({"entailment", "entail", "entails", "entailed"})
+# Fact checkers that are not NLI models name their classes by support or
+# consistency (MiniCheck-style "supported", HHEM-style "consistent"): their
+# positive class is read as entailment, the other as "not entailment", never
+# as a contradiction, which they do not tell apart.
+_SUPPORT = frozenset("supported support consistent factual faithful grounded attributable".split())
+_NOT_SUPPORT = frozenset(
+    "unsupported notsupported inconsistent notconsistent hallucinated hallucination "
+    "nonfactual notfactual unfaithful notfaithful ungrounded notgrounded "
+    "notattributable unattributable".split()
+)
 _CONTRADICTION = frozenset(
     {"contradiction", "contradict", "contradicts", "contradicted", "contradictory"}
 )
@@ -101,11 +114,11 @@ def label_map(id2label: Mapping[Any, str], model: str = "") -> LabelMap:
     unknown = []
     for key, name in sorted(id2label.items(), key=lambda kv: int(kv[0])):
         norm = _NOT_LETTER.sub("", str(name).lower())
-        if norm in _ENTAILMENT:
+        if norm in _ENTAILMENT or norm in _SUPPORT:
             found["entailment"].append(int(key))
         elif norm in _CONTRADICTION:
             found["contradiction"].append(int(key))
-        elif norm in _NEUTRAL or norm in _NOT_ENTAILMENT:
+        elif norm in _NEUTRAL or norm in _NOT_ENTAILMENT or norm in _NOT_SUPPORT:
             found["neutral"].append(int(key))
         else:
             unknown.append(str(name))
@@ -114,7 +127,8 @@ def label_map(id2label: Mapping[Any, str], model: str = "") -> LabelMap:
     if unknown or len(found["entailment"]) != 1 or len(found["contradiction"]) > 1:
         raise UsageError(
             f"{where}the model's config has no NLI label names (id2label: {labels or 'none'}); "
-            "it needs an 'entailment' label and 'contradiction'/'neutral' or 'not_entailment'. "
+            "it needs an 'entailment' label and 'contradiction'/'neutral' or 'not_entailment' "
+            "(or a checker's 'supported'/'consistent' and 'unsupported'/'hallucinated'). "
             'If it is an NLI model with unnamed outputs, set "id2label" in its config.json '
             'to the names in output order, e.g. {"0": "entailment", "1": "neutral", '
             '"2": "contradiction"}'
@@ -438,6 +452,12 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     if path.exists() and not path.is_dir():
         raise UsageError(f"--judge nli:{arg}: a local model must be a directory")
     location = str(path.resolve()) if path.exists() else arg
+    if not path.exists():
+        from ..hub import cached_snapshot, resolve
+
+        # An alias of `ceg models list` (nli:deberta-v3-large-nli) names a hub model.
+        snapshot = cached_snapshot(arg)
+        location = str(snapshot) if snapshot is not None else resolve(arg)
     from ..index.embedding import resolve_device
 
     tokenizer, model = _load(location, resolve_device(str(options.get("device", "cpu"))))
