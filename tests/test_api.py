@@ -232,3 +232,24 @@ def test_assert_grounded_counts_nonfactual_sentences_and_never_passes_unjudged_o
         assert_grounded(_record("factual"), max_nonfactual=-1)
     with pytest.raises(TypeError, match="expected what Checker.check returns"):
         assert_grounded("The answer.")
+
+
+def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
+    """What docs/api.md promises; a change here is a change of SCHEMA_VERSION's contract."""
+    import dataclasses
+
+    import ceg_cli
+    from ceg_cli import SCHEMA_VERSION, CheckedSegment, Checker, CheckResult
+
+    assert SCHEMA_VERSION == 2
+    assert [f.name for f in dataclasses.fields(CheckedSegment)] == [
+        "text", "label", "verdict", "score", "reason", "citations", "evidence", "start",
+        "end", "citation_check"]
+    public = {n for n in dir(CheckResult) if not n.startswith("_")}
+    assert public == {"label", "error", "response", "question", "flagged", "annotated",
+                      "to_dict"}
+    assert {n for n in dir(Checker) if not n.startswith("_")} == {
+        "check", "check_many", "close", "judge", "index"}
+    api_md = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    for name in ceg_cli.__all__:
+        assert f"`{name}`" in api_md or name == "__version__"
