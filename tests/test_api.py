@@ -253,3 +253,19 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     api_md = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
     for name in ceg_cli.__all__:
         assert f"`{name}`" in api_md or name == "__version__"
+
+
+def test_langchain_documents_reach_the_parser_as_a_line_holds_them() -> None:
+    from ceg_cli.api import _plain_contexts
+    from ceg_cli.check.contexts import parse_contexts
+
+    class Document:  # what langchain_core.documents.Document carries
+        def __init__(self, page_content: str, metadata: dict[str, Any]) -> None:
+            self.page_content = page_content
+            self.metadata = metadata
+
+    docs = [Document("Paris is in France.", {"title": "Paris", "source": "https://x.org/p"}),
+            "A plain string."]
+    [first, second] = parse_contexts(_plain_contexts(docs), "contexts")
+    assert (first.position, first.text, first.title) == (1, "Paris is in France.", "Paris")
+    assert (second.position, second.text) == (2, "A plain string.")
