@@ -202,6 +202,14 @@ def _str(path: Path | None) -> str | None:
     return str(path) if path is not None else None
 
 
+def check_name(name: str) -> str:
+    """The repository ``name`` stands for; UsageError (exit 2) if it cannot be one."""
+    repo = resolve(name)
+    if not repo or repo.count("/") > 1 or any(c.isspace() for c in repo):
+        raise UsageError(f"ceg models pull {name}: not a model name (use an alias or OWNER/NAME)")
+    return repo
+
+
 def pull(
     name: str,
     *,
@@ -214,11 +222,9 @@ def pull(
     (exit 3) when the hub cannot be reached or refuses access; either names the
     model and the cache. ``downloader`` stands in for ``snapshot_download`` in tests.
     """
-    repo = resolve(name)
+    repo = check_name(name)
     root = cache_dir()
     where = f"{name}" if repo == name else f"{name} ({repo})"
-    if not repo or repo.count("/") > 1 or any(c.isspace() for c in repo):
-        raise UsageError(f"ceg models pull {name}: not a model name (use an alias or OWNER/NAME)")
     if root.exists() and not root.is_dir():
         raise UsageError(f"the Hugging Face cache {root} is a file, not a folder")
     from huggingface_hub import errors as hf_errors

@@ -125,7 +125,9 @@ def test_pull_without_the_hub_fails_in_one_line(tmp_path: Path, extra: dict[str,
 def test_pull_of_a_bad_name_is_a_usage_error(tmp_path: Path) -> None:
     result = run_ceg(["models", "pull", "not a/model/name"], clean_env(tmp_path / "hub"))
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "not a model name" in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: ceg models pull not a/model/name: not a model name (use an alias or OWNER/NAME)"
+    ]
 
 
 def test_pull_offline_of_a_cached_model_gives_its_snapshot(tmp_path: Path) -> None:

@@ -80,9 +80,9 @@ def pull_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Download a model and its tokenizer into the Hugging Face cache."""
-    from ..hub import cache_dir, pull, resolve
+    from ..hub import cache_dir, check_name, pull
 
-    repo = resolve(name)
+    repo = check_name(name)  # a bad name fails before anything is said or written
     if not quiet:
         err_console.print(f"pulling {repo} into {cache_dir()}")
     path = pull(name, progress=not quiet)
