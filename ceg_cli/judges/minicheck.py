@@ -95,7 +95,7 @@ class DocChunk:
 def doc_chunks(passages: Sequence[str], size: int, count: Any) -> list[DocChunk]:
     """The reference's chunks of the document ``"\\n".join(passages)``.
 
-    ``count(sentence)`` is a sentence's size (tokens or words). Splitting each
+    ``count(sentences)`` gives each sentence's size (tokens or words), all at once. Splitting each
     passage apart gives the same sentence list as splitting the joined document
     (the reference splits per line first), and says which passage each came from.
     """
@@ -109,8 +109,8 @@ def doc_chunks(passages: Sequence[str], size: int, count: Any) -> list[DocChunk]
     groups: list[list[tuple[str, int | None]]] = []
     current: list[tuple[str, int | None]] = []
     total = 0
-    for sentence, p in sents:
-        n = count(sentence)
+    sizes = count([sentence for sentence, _ in sents])
+    for (sentence, p), n in zip(sents, sizes):
         if total + n > size:
             groups.append(current)  # the reference yields even an empty first chunk
             current, total = [(sentence, p)], n
@@ -165,18 +165,19 @@ class MiniCheckJudge:
 
     # --- the reference's pieces ---------------------------------------------
 
-    def count(self, sentence: str) -> int:
+    def count(self, sentences: Sequence[str]) -> list[int]:
+        """Each sentence's size as the reference counts it, one tokenizer call for all."""
         if self.seq2seq:
-            return len(sentence.split())
+            return [len(s.split()) for s in sentences]
         ids = self.tokenizer(
-            sentence,
+            list(sentences),
             padding=False,
             add_special_tokens=False,
             max_length=self.max_length,
             truncation=True,
             verbose=False,
         )["input_ids"]
-        return len(ids)
+        return [len(x) for x in ids]
 
     def chunks(self, passages: Sequence[str]) -> list[DocChunk]:
         return doc_chunks(passages, self.chunk_size, self.count)
