@@ -61,7 +61,10 @@ def reference_minicheck(judge: Any, pairs: list[tuple[str, str]]) -> list[float]
         chunks = [c.text for c in judge.chunks([doc])]
         texts = [judge.input_text(c, claim) for c in chunks]
         enc = judge.tokenizer(
-            texts, max_length=judge.max_length, truncation=True, padding=True,
+            texts,
+            max_length=judge.max_length,
+            truncation=True,
+            padding=True,
             return_tensors="pt",
         )
         with torch.no_grad():
@@ -90,9 +93,7 @@ def reference_hhem(judge: Any, pairs: list[tuple[str, str]]) -> list[float]:
 def items(pairs: list[tuple[str, str]]) -> list[Any]:
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
-    return [
-        JudgeItem(Segment(0, 0, len(c), c), (Evidence(0, "d", "", d, 1.0),)) for d, c in pairs
-    ]
+    return [JudgeItem(Segment(0, 0, len(c), c), (Evidence(0, "d", "", d, 1.0),)) for d, c in pairs]
 
 
 def timed(fn: Any, *args: Any) -> tuple[float, Any]:
@@ -107,6 +108,7 @@ def main() -> None:
     parser.add_argument("--size", choices=sorted(SIZES), default="tiny")
     parser.add_argument("--families", default="roberta,deberta-v2,t5,hhem")
     parser.add_argument("--results", default="checker_speed")
+    parser.add_argument("--batch-size", type=int, default=16, help="ceg's batch size")
     args = parser.parse_args()
     import torch
     from tiny_checkers import build
@@ -123,12 +125,14 @@ def main() -> None:
             if family == "hhem":
                 from test_judge_hhem import make_hhem
 
-                judge: Any = create_judge(f"hhem:{make_hhem(work / 'hhem', folder)}")
+                judge: Any = create_judge(
+                    f"hhem:{make_hhem(work / 'hhem', folder)}", {"batch_size": args.batch_size}
+                )
                 reference = reference_hhem
                 batched = judge.scores
                 inputs: Any = pairs
             else:
-                judge = create_judge(f"minicheck:{folder}")
+                judge = create_judge(f"minicheck:{folder}", {"batch_size": args.batch_size})
                 reference = reference_minicheck
 
                 def batched(its: list[Any], judge: Any = judge) -> list[float]:
@@ -157,6 +161,7 @@ def main() -> None:
             "torch_threads": torch.get_num_threads(),
             "size": {"name": args.size, "hidden": hidden, "layers": layers, "heads": heads},
             "pairs": len(pairs),
+            "batch_size": args.batch_size,
             "families": families,
         },
     )
