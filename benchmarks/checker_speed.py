@@ -5,7 +5,7 @@ a model of that architecture is built with random weights (speed does not
 depend on the weights' values) at the size asked (``--size tiny``: hidden 32,
 2 layers, the test models; ``--size base``: hidden 768, 12 layers, 12 heads, a
 RoBERTa-base-sized network), and the same (document, claim) pairs, documents of
-60-400 tokens, are scored twice in the same process:
+4-30 sentences, are scored twice in the same process:
 
 - **reference**: the authors' loop, re-implemented here from their description
   (Liyan06/MiniCheck ``Inferencer.inference_per_example``; vectara's ``predict``
@@ -37,7 +37,11 @@ SIZES = {"tiny": (32, 2, 2), "base": (768, 12, 12)}
 
 
 def workload(n: int, seed: int = 11) -> list[tuple[str, str]]:
-    """``n`` (document, claim) pairs; documents of 4-30 sentences (about 60-400 tokens)."""
+    """``n`` (document, claim) pairs; documents of 4-30 sentences of 8-14 words.
+
+    The test tokenizers are trained on a tiny corpus and cut a word into about 3
+    tokens, so a document runs to 100-1,300 tokens: one to four chunks.
+    """
     import random
 
     from tiny_checkers import sentences
