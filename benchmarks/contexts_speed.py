@@ -53,7 +53,7 @@ def contexts_from_sample(count: int, words: int) -> list[dict[str, str]]:
     out: list[dict[str, str]] = []
     for doc in iter_documents(SAMPLE):
         for chunk in chunk_document(doc, words):
-            if len(chunk.text.split()) >= words * 2 // 3:
+            if len(chunk.text.split()) >= words // 2:
                 out.append({"id": f"{doc.id}-{chunk.ordinal}", "title": doc.title,
                             "text": chunk.text})
                 if len(out) == count:
