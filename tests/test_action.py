@@ -105,9 +105,9 @@ def test_every_script_call_of_the_action_parses_with_the_script() -> None:
 
 
 def _run_script(*args: str | Path, env: dict[str, str] | None = None,
-                cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+                cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True,
-                          text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
+                          text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
 
 
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
@@ -200,3 +200,38 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     assert now.returncode == 1  # outside the action: the step fails by ceg's code
     passed = _run_script("check", "--responses", responses, "--index", index, env=env)
     assert passed.returncode == 0 and _outputs(outputs)["exit-code"] == "0"
+
+
+@pytest.mark.slow
+def test_the_action_script_on_the_sample_index(tmp_path: Path) -> None:
+    """The action's build and check steps on the sample: the sample dump indexed as
+    `scripts/sample` indexes it (about four minutes on 2 cores), the sample responses
+    checked with the gate, the planted errors flagged in the records and the summary."""
+    repo = Path(__file__).resolve().parents[1]
+    outputs = tmp_path / "github_output"
+    env = {"GITHUB_OUTPUT": str(outputs)}
+    index = tmp_path / "index"
+    sample = repo / "sample_data" / "enwiki-sample.xml.bz2"
+    # About four minutes alone on 2 cores; bounded generously for a busy machine.
+    built = _run_script("build", "--index", index, "--sources", sample, env=env, timeout=1800)
+    assert built.returncode == 0, built.stderr
+    assert _outputs(outputs)["built"] == "true"
+    meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
+    assert meta["counts"]["chunks"] > 5000, meta["counts"]
+
+    out = tmp_path / "report" / "checked.jsonl"
+    summary = tmp_path / "summary.md"
+    gate = _run_script(
+        "check", "--responses", repo / "sample_data" / "responses.jsonl", "--index", index,
+        "--max-nonfactual-rate", "0.1", "--out", out, "--summary", summary,
+        "--report", tmp_path / "report" / "report.html", env=env, timeout=900)
+    assert gate.returncode == 0, gate.stderr
+    assert _outputs(outputs)["exit-code"] == "1"  # the planted errors fail a 10 % gate
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert len(records) == 8
+    flagged = {r["id"]: [s["text"] for s in r["segments"] if s["label"] == "nonfactual"]
+               for r in records.values()}
+    assert any("1812" in t for t in flagged["lincoln"]), flagged["lincoln"]
+    assert any("Julius Caesar" in t for t in flagged["aristotle"]), flagged["aristotle"]
+    text = summary.read_text(encoding="utf-8")
+    assert "nonfactual rate" in text.lower() and "lincoln" in text
