@@ -212,3 +212,27 @@ def test_an_onnx_index_answers_queries_with_its_backend(
         assert index.embedder().backend == "onnx-int8"
         hits = index.search(["Who taught Alexander the Great?"], k=1)
     assert "Aristotle" in hits[0][0].chunk.text
+
+
+@pytest.mark.slow
+def test_an_onnx_export_leaves_the_shared_torch_model_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mini_wiki: Path
+) -> None:
+    """Exporting for ONNX tokenized with and traced the process's one loaded model, and
+    an index built after it in the same process got other vectors (cosine 0.96 with a
+    build before it): every later torch build and embedder shares that model."""
+    pytest.importorskip("onnxruntime")
+    from ceg_cli.index.embedding import _load_sentence_transformer, onnx_export, resolve_model
+
+    monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))  # a fresh export
+    spec = resolve_model(None)
+    model = embedding.load_embedder()
+    build_index([mini_wiki], tmp_path / "before", BuildOptions(), embedder=model)
+    onnx_export(_load_sentence_transformer(spec.location, "cpu"), spec.location, quantized=False)
+    build_index([mini_wiki], tmp_path / "after", BuildOptions(), embedder=embedding.load_embedder())
+    with open_index(tmp_path / "before") as a, open_index(tmp_path / "after") as b:
+        assert a.size == b.size
+        ids = list(range(0, a.size, 7))
+        before = np.vstack([a._vectors.reconstruct(i) for i in ids])
+        after = np.vstack([b._vectors.reconstruct(i) for i in ids])
+    assert np.abs(after - before).max() < 1e-5

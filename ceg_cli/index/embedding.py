@@ -279,7 +279,15 @@ def _library_noise_hidden() -> Iterator[None]:
 
 
 def _export_float(model: Any, path: Path) -> None:
+    import copy
+
     import torch
+
+    # A copy is tokenized with and traced: the loaded model and its tokenizer are
+    # shared by every torch embedder of the process, and an index built after an
+    # export in the same process got other vectors (cosine 0.96 with those of a
+    # build without one: tests/test_embed_backends.py).
+    model = copy.deepcopy(model)
 
     class _Hidden(torch.nn.Module):
         def __init__(self, bert: Any) -> None:
