@@ -132,9 +132,8 @@ def _optional_text(value: Any, where: str, name: str) -> str | None:
     raise ContextsError(f"{where}: '{name}' must be a string, got {_type_name(value)}")
 
 
-def _type_name(value: Any) -> str:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else "Infinity"
+def json_type_name(value: Any) -> str:
+    """The JSON name of a parsed value's type, as messages about bad fields say it."""
     return {
         dict: "object",
         list: "array",
@@ -146,6 +145,8 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
-def context_label(context: Context) -> str:
-    """How a person names a context: its title or id, else its position."""
-    return context.title or context.id or f"context {context.position}"
+def _type_name(value: Any) -> str:
+    # A context that is NaN is named so: "got number" would puzzle whoever exported it.
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity"
+    return json_type_name(value)

@@ -20,6 +20,7 @@ from ..errors import InputError
 from ..textio import MAX_LINE_BYTES, capped_lines
 from ..types import ResponseInput
 from .contexts import CONTEXT_FIELDS, ContextsError, find_contexts
+from .contexts import json_type_name as _type_name
 
 #: A response longer than this is refused as a bad line. 200,000 characters
 #: (some 2,000 sentences) is more than a chatbot answers at once; a 5 MB line
@@ -53,18 +54,6 @@ class FieldNames:
         if self.response in obj:
             return self.response
         return next((name for name in self.response_alternatives if name in obj), self.response)
-
-
-def _type_name(value: Any) -> str:
-    return {
-        dict: "object",
-        list: "array",
-        str: "string",
-        bool: "boolean",
-        type(None): "null",
-        int: "number",
-        float: "number",
-    }.get(type(value), type(value).__name__)
 
 
 def parse_line(
