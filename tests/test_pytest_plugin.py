@@ -10,6 +10,7 @@ test runs the real model.
 
 from __future__ import annotations
 
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
@@ -177,15 +178,27 @@ def pytest_addoption(parser):
 '''
 
 
-@pytest.fixture
-def bow_index(pytester: pytest.Pytester, mini_wiki: Path) -> Path:
+@pytest.fixture(scope="module")
+def bow_built(tmp_path_factory: pytest.TempPathFactory, mini_wiki: Path) -> Path:
+    """The index, built in this process before any test's ``pytester`` exists: a fixture
+    of a wider scope is set up first. ``pytester`` restores ``sys.modules`` after its
+    test, dropping the modules first imported during it, and an extension module
+    (faiss, numpy.fft) imported again in the same process crashes or fails: a build
+    inside the test broke every later test that built an index (a segfault in faiss)."""
     from ceg_cli.index.builder import BuildOptions, build_index
 
     space: dict[str, Any] = {}
     exec(BOW, space)  # the same embedder the generated conftest loads by its name
+    target = tmp_path_factory.mktemp("bow") / "wiki"
+    build_index([mini_wiki], target, BuildOptions(), embedder=space["Bow"]())
+    return target
+
+
+@pytest.fixture
+def bow_index(pytester: pytest.Pytester, bow_built: Path) -> Path:
     target = pytester.path / "indexes" / "wiki"
     target.parent.mkdir()
-    build_index([mini_wiki], target, BuildOptions(), embedder=space["Bow"]())
+    shutil.copytree(bow_built, target)
     return target
 
 
