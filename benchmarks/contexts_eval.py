@@ -229,7 +229,7 @@ def main() -> int:
     args = ap.parse_args()
     results_name(args.results)
     judge_names = [j.strip() for j in args.judges.split(",") if j.strip()]
-    from ceg_cli.check.ctxsearch import ContextSearch
+    from ceg_cli.check.ctxsearch import DEFAULT_CONTEXT_RETRIEVAL, ContextSearch, reads_similarity
     from ceg_cli.eval.datasets import load_dataset
     from ceg_cli.index.embedding import load_embedder
     from ceg_cli.judges import create_judge
@@ -249,9 +249,10 @@ def main() -> int:
             labelled, corpus = write_pairs(pairs, work, name)
             sets.append((name, labelled, "jsonl", corpus))
         for name, path, fmt, corpus in sets:
-            # One search of each setting for every judge: the passages are embedded once.
+            # One model for every judge and setting: a passage is embedded at most once.
+            # A record's passages are ranked as ceg check ranks them by default (BM25),
+            # and embedded only for a judge that reads similarities (the verifier).
             shared = SharedVectors(model)
-            search = ContextSearch(lambda: shared)  # noqa: B023 (used in this iteration)
             for setting in SETTINGS:
                 data = load_dataset(path, fmt, own_contexts=setting == "contexts",
                                     contexts_fields=None if setting == "index" else ("contexts",))
@@ -260,6 +261,12 @@ def main() -> int:
                 for jname, judge in judges.items():
                     sample = "" if name in SCORE_ONLY else f"-{args.per_source}-{args.seed}"
                     key = f"{name}{sample}-{setting}-{jname}"
+                    if setting == "contexts":  # results of another ranking are not these
+                        key += f"-{DEFAULT_CONTEXT_RETRIEVAL}"
+                    search = ContextSearch(
+                        lambda: shared,  # noqa: B023 (used in this iteration)
+                        similarity=reads_similarity(judge),
+                    )
 
                     run = cached_run(key, evaluate_set, data, judge, setting, search,
                                      corpus, index_dir, shared)

@@ -15,9 +15,13 @@ what ``ceg check`` runs), alternating A, B, A, B:
   (before the clock) from all the records' contexts as documents.
 
 Both load the model before the clock starts. Reports segments per second of
-each mode (medians) and their ratio; a third run, ``contexts-repeated``, gives
-every record the contexts of record 0's group of ten, to show what the cache
-for repeated contexts saves.
+each mode (medians) and their ratio. ``contexts`` ranks a record's passages as
+``ceg check`` does by default (``--contexts-retrieval lexical``: BM25, nothing
+embedded); ``contexts-dense`` ranks them by cosine, embedding every passage
+(``--contexts-retrieval dense``), and ``contexts-dense-repeated`` does so when
+every record has the contexts of record 0's group of ten, to show what the
+cache for repeated contexts saves. ``--no-dense`` leaves the two dense runs
+out (they take minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -85,14 +89,15 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
     return path
 
 
-def one_run(responses: Path, index: Path, out: Path, judge: str) -> dict[str, Any]:
+def one_run(responses: Path, index: Path, out: Path, judge: str,
+            ranking: str = "lexical") -> dict[str, Any]:
     from ceg_cli.check.run import CheckRun, RunSettings
 
     t0 = time.perf_counter()
     run = CheckRun(RunSettings.resolve(responses=str(responses), index=index, out=out,
-                                       judge=judge))
+                                       judge=judge, contexts_retrieval=ranking))
     try:
-        if run.contexts is not None:
+        if run.contexts is not None and run.contexts.embeds:
             run.contexts.embedder.embed(["warm up"])  # load the model before the clock
         load = time.perf_counter() - t0
         t0 = time.perf_counter()
@@ -118,6 +123,8 @@ def main() -> None:
     parser.add_argument("--words", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--judge", default="offline")
+    parser.add_argument("--no-dense", action="store_true",
+                        help="leave out the runs that embed every context (minutes each)")
     args = parser.parse_args()
     for name in ("records", "contexts", "words", "repeats"):
         if getattr(args, name) < 1:
@@ -128,8 +135,11 @@ def main() -> None:
 
     contexts = contexts_from_sample(args.records * args.contexts, args.words)
     records = make_records(contexts, args.contexts)
-    runs: dict[str, list[dict[str, Any]]] = {"contexts": [], "index": [],
-                                             "contexts-repeated": []}
+    plan = [("contexts", "with", "lexical"), ("index", "bare", "lexical")]
+    if not args.no_dense:
+        plan += [("contexts-dense", "with", "dense"), ("contexts-dense-repeated", "repeated",
+                                                        "dense")]
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode, _, _ in plan}
     with work_dir(None, prefix="ceg-contexts-speed-") as work:
         with_contexts = write_jsonl(work / "with-contexts.jsonl", records)
         bare = write_jsonl(work / "bare.jsonl",
@@ -144,12 +154,13 @@ def main() -> None:
         build_index([docs], work / "index", BuildOptions())
         build_seconds = time.perf_counter() - t0
         none = work / "no-index"
+        files = {"with": with_contexts, "bare": bare, "repeated": repeated}
         for n in range(args.repeats):
-            for mode, path, index in (("contexts", with_contexts, none),
-                                      ("index", bare, work / "index"),
-                                      ("contexts-repeated", repeated, none)):
+            for mode, kind, ranking in plan:
+                index = work / "index" if kind == "bare" else none
                 log(f"run {n + 1} of {args.repeats}: {mode}")
-                runs[mode].append(one_run(path, index, work / f"out-{mode}.jsonl", args.judge))
+                runs[mode].append(one_run(files[kind], index, work / f"out-{mode}.jsonl",
+                                          args.judge, ranking))
 
     summary = {}
     for mode, rs in runs.items():
@@ -163,6 +174,8 @@ def main() -> None:
             "passages_reused": rs[0]["passages_reused"],
         }
     ratio = round(summary["contexts"]["seconds_median"] / summary["index"]["seconds_median"], 2)
+    for mode, _, ranking in plan:
+        summary[mode]["contexts_retrieval"] = ranking if mode != "index" else None
     write_results("contexts_speed", {
         "command": command_line(), "environment": environment(),
         "settings": vars(args), "index_build_seconds": round(build_seconds, 1),

@@ -30,6 +30,7 @@ SOURCE = "<python>"
 #: about a run's files; a test decides with ``assert_grounded``.)
 RUN_OPTIONS = (
     "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
+    "contexts_retrieval",
     "response_field", "question_field", "citation_pattern", "device",
     "regenerate", "max_attempts", "rewriter",
 )

@@ -67,7 +67,8 @@ class Context:
 
 @dataclass(frozen=True)
 class Evidence:
-    """A passage retrieved for a segment, with its cosine similarity to the query.
+    """A passage retrieved for a segment, with its cosine similarity to the query
+    (None where none was computed: a context's passage ranked by BM25 alone).
 
     A passage of the index has ``context`` None and ``passage_id`` its row in the
     index. A passage cut from a record's own contexts has ``context``, the 1-based
@@ -79,7 +80,7 @@ class Evidence:
     doc_id: str
     title: str
     text: str
-    similarity: float
+    similarity: float | None
     url: str | None = None
     context: int | None = None
     start: int | None = None

@@ -286,14 +286,13 @@ def test_recall_and_precision_equal_alce_on_sentences_with_claims(
     contexts = tuple(Context(n, text) for n, text in enumerate(docs, 1))
     marked = mark(" ".join(sentences), contexts)
     assert marked is not None and len(marked.segments) == len(sentences)
-    search = ContextSearch(lambda: HashEmbedder())
+    search = ContextSearch(lambda: HashEmbedder())  # BM25 ranks the cited passages
     (passages,) = search.prepare([contexts])
-    vectors = HashEmbedder().embed([s.text for s in marked.segments])
     judge = EntailmentJudge()
     items = [JudgeItem(s, (), None, marked.clean) for s in marked.segments]
     verdicts = judge.judge(items)
-    work = [(item, verdict, refs, contexts, passages, vector)
-            for item, verdict, refs, vector in zip(items, verdicts, marked.refs, vectors)]
+    work = [(item, verdict, refs, contexts, passages, (item.segment.text, None))
+            for item, verdict, refs in zip(items, verdicts, marked.refs)]
     checks = check_citations(judge, work)
     results = [SegmentResult(s, v, (), c) for s, v, c in zip(marked.segments, verdicts, checks)]
     summary = citation_summary(results)

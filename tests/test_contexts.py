@@ -197,7 +197,7 @@ class CountingEmbedder:
 
 def test_a_context_repeated_across_records_is_embedded_once() -> None:
     model = CountingEmbedder()
-    search = ContextSearch(lambda: model)
+    search = ContextSearch(lambda: model, method="dense")
     records = [[Context(1, PARIS), Context(2, SEINE)], [Context(1, SEINE), Context(2, EIFFEL)]]
     search.prepare(records[:1])
     search.prepare(records[1:])
@@ -216,7 +216,7 @@ def test_vector_cache_drops_the_least_recently_used() -> None:
 
 
 def test_dense_ranking_over_contexts_is_brute_force_cosine(embedder: Any) -> None:
-    search = ContextSearch(lambda: embedder)
+    search = ContextSearch(lambda: embedder, method="dense")
     contexts = [Context(1, SEINE), Context(2, EIFFEL), Context(3, PARIS)]
     (passages,) = search.prepare([contexts])
     query = "Gustave Eiffel's company built the tower."
@@ -235,20 +235,78 @@ def test_lexical_ranking_over_contexts_is_bm25s_over_the_record() -> None:
 
     from ceg_cli.index.lexical import BM25_PARAMS, TOKENIZER
 
-    search = ContextSearch(lambda: CountingEmbedder(), mode="text")
+    model = CountingEmbedder()
+    search = ContextSearch(lambda: model, mode="text")  # lexical: the default
     contexts = [Context(1, SEINE), Context(2, EIFFEL), Context(3, PARIS)]
     (passages,) = search.prepare([contexts])
     query = "Paris population residents"
     vectors = search.embed_queries([query])
     (found,) = retrieve_in(passages, [query], vectors,
-                           RetrievalOptions(top_k=3, threshold=-1, method="lexical"))
+                           RetrievalOptions(top_k=3, threshold=0.99, method="lexical"))
     reference = bm25s.BM25(**BM25_PARAMS)
     reference.index(bm25s.tokenize([SEINE, EIFFEL, PARIS], **TOKENIZER, show_progress=False),
                     show_progress=False)
     docs, scores = reference.retrieve(
         bm25s.tokenize([query], **TOKENIZER, show_progress=False), k=3, show_progress=False)
     expected = [int(d) + 1 for d, s in zip(docs[0], scores[0]) if s > 0]
+    # Every passage with a word of the query, whatever the (cosine) threshold says:
+    # nothing was embedded, so there is no cosine, and the similarity says so.
     assert [e.context for e in found] == expected and expected[0] == 3
+    assert vectors is None and model.texts == []
+    assert all(e.similarity is None for e in found)
+
+
+def test_lexical_ranking_keeps_the_first_passage_when_no_word_matches() -> None:
+    search = ContextSearch(lambda: CountingEmbedder(), mode="text")
+    contexts = [Context(1, SEINE), Context(2, EIFFEL), Context(3, PARIS)]
+    (passages,) = search.prepare([contexts])
+    (found,) = retrieve_in(passages, ["zzzz qqqq"], None,
+                           RetrievalOptions(top_k=3, method="lexical"))
+    # As the CEG rule keeps the top hit: the judge reads the record's best guess,
+    # here (all scores 0) its first passage.
+    assert [e.context for e in found] == [1]
+
+
+def test_lexical_ranking_for_a_judge_that_reads_similarities_reports_cosines(
+    embedder: Any,
+) -> None:
+    search = ContextSearch(lambda: embedder, method="lexical", similarity=True)
+    contexts = [Context(1, SEINE), Context(2, EIFFEL), Context(3, PARIS)]
+    (passages,) = search.prepare([contexts])
+    query = "Paris population residents"
+    vectors = search.embed_queries([query])
+    assert vectors is not None
+    (found,) = retrieve_in(passages, [query], vectors,
+                           RetrievalOptions(top_k=3, threshold=0.99, method="lexical"))
+    plain = ContextSearch(lambda: embedder)
+    (bare,) = retrieve_in(plain.prepare([contexts])[0], [query], None,
+                          RetrievalOptions(top_k=3, method="lexical"))
+    # The same passages in the same order (BM25 ranks either way), now with cosines.
+    assert [e.context for e in found] == [e.context for e in bare]
+    texts = [f"{c.text}" for c in contexts]
+    expected = embedder.embed(texts) @ embedder.embed([query])[0]
+    assert [e.similarity for e in found] == pytest.approx(
+        [expected[e.context - 1] for e in found], abs=1e-4)
+
+
+def test_check_with_the_offline_judge_on_contexts_loads_no_model(tmp_path: Path) -> None:
+    """The default ranking embeds nothing: the model is never even loaded."""
+    from ceg_cli.check.run import CheckRun, RunSettings
+
+    ragas = write_jsonl(tmp_path / "r.jsonl", [
+        {"user_input": "Tell me about Paris.", "response": ANSWER,
+         "retrieved_contexts": [SEINE, EIFFEL, PARIS]}])
+    run = CheckRun(RunSettings.resolve(responses=str(ragas), index=tmp_path / "none",
+                                       out=tmp_path / "out.jsonl"))
+    try:
+        run.execute()
+    finally:
+        run.close()
+    assert run.contexts is not None and run.contexts._embedder is None
+    record = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])
+    assert record["evidence_source"] == "contexts"
+    passages = [e for s in record["segments"] for e in s["evidence"]]
+    assert passages and all(e["similarity"] is None for e in passages)
 
 
 # -- ceg check with no index ---------------------------------------------------------
@@ -282,6 +340,34 @@ def test_a_ragas_export_is_checked_with_no_index_and_no_options(
             assert text[citation["start"]:citation["end"]] == citation["text"]
     assert designed["citations"][0]["context"] == 2
     assert not (tmp_path / "no-index").exists()
+
+
+@pytest.mark.parametrize("ranking", ["lexical", "dense", "hybrid"])
+def test_contexts_retrieval_chooses_how_a_records_passages_are_ranked(
+    run_cli: Any, tmp_path: Path, ranking: str
+) -> None:
+    ragas = write_jsonl(tmp_path / "ragas.jsonl", [
+        {"user_input": "Tell me about the Eiffel Tower.", "response": ANSWER,
+         "retrieved_contexts": [SEINE, EIFFEL, PARIS]},
+    ])
+    out = tmp_path / "checked.jsonl"
+    result = run_cli("check", ragas, "--index", tmp_path / "no-index", "--out", out, "-q",
+                     "--contexts-retrieval", ranking)
+    assert result.exit_code == 0, result.stderr
+    (record,) = read_jsonl(out)
+    passages = [e for s in record["segments"] for e in s["evidence"]]
+    assert passages and all(e["source"] == "context" for e in passages)
+    sims = {e["similarity"] is None for e in passages}
+    # BM25 alone computes no cosine; dense and hybrid rank by it.
+    assert sims == ({True} if ranking == "lexical" else {False})
+    assert record["segments"][1]["citations"][0]["context"] == 2
+
+
+def test_a_bad_contexts_retrieval_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
+    ragas = write_jsonl(tmp_path / "r.jsonl", [{"response": "x.", "contexts": [PARIS]}])
+    result = run_cli("check", ragas, "--index", tmp_path / "none",
+                     "--contexts-retrieval", "cosine")
+    assert result.exit_code == 2 and "--contexts-retrieval" in result.stderr
 
 
 def test_a_deepeval_export_is_checked_with_no_index(run_cli: Any, tmp_path: Path) -> None:
@@ -429,3 +515,24 @@ def test_both_adds_the_index_passages_to_the_record_own(
                for c in aristotle["citations"])
     assert paris["citations"][0]["source"] == "context"
     assert paris["citations"][0]["text"] == PARIS
+
+
+def test_the_verifier_gets_cosines_on_contexts_ranked_by_bm25(tmp_path: Path) -> None:
+    """Its features read each passage's similarity: the one judge for which the default
+    ranking still embeds, and says so with a number."""
+    from ceg_cli.check.run import CheckRun, RunSettings
+
+    ragas = write_jsonl(tmp_path / "r.jsonl", [
+        {"user_input": "Tell me about Paris.", "response": "Paris is the capital of France.",
+         "retrieved_contexts": [SEINE, EIFFEL, PARIS]}])
+    run = CheckRun(RunSettings.resolve(responses=str(ragas), index=tmp_path / "none",
+                                       out=tmp_path / "out.jsonl", judge="verifier"))
+    try:
+        assert run.contexts.method == "lexical" and run.contexts.embeds
+        run.execute()
+    finally:
+        run.close()
+    record = json.loads((tmp_path / "out.jsonl").read_text().splitlines()[0])
+    (segment,) = record["segments"]
+    assert segment["evidence"][0]["context"] == 3
+    assert all(isinstance(e["similarity"], float) for e in segment["evidence"])

@@ -130,7 +130,7 @@ EVIDENCE_KEYS = {
     "doc_id": str,
     "title": str,
     "url": (str, type(None)),
-    "similarity": float,
+    "similarity": (float, type(None)),  # null: a context's passage ranked by BM25 alone
     "text": str,
 }
 CITATION_KEYS = {"marker": int, **EVIDENCE_KEYS}
@@ -151,10 +151,10 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_2() -> None:
-    assert SCHEMA_VERSION == 2
-    assert to_record(checked(), JUDGE)["schema_version"] == 2
-    assert to_record(error_response(), JUDGE)["schema_version"] == 2
+def test_schema_version_is_3() -> None:
+    assert SCHEMA_VERSION == 3
+    assert to_record(checked(), JUDGE)["schema_version"] == 3
+    assert to_record(error_response(), JUDGE)["schema_version"] == 3
 
 
 def test_record_keys_and_types() -> None:

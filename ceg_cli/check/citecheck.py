@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ..index.layout import Hit
 from ..types import (
     CITE_NO_CLAIM,
     CITE_SUPPORTED,
@@ -53,6 +52,9 @@ if TYPE_CHECKING:
 
     from ..judges import Judge
     from .ctxsearch import RecordPassages
+
+    #: A sentence's query: the text, and its vector where the passages were embedded.
+    Query = tuple[str, np.ndarray | None]
 
 #: Passages of the cited contexts the judge reads for one sentence, best first.
 CITED_PASSAGES = 10
@@ -111,13 +113,14 @@ def _resolved(refs: Sequence[str], contexts: Sequence[Context]) -> tuple[list[in
 
 
 def _evidence_of(
-    passages: RecordPassages, vector: np.ndarray, cited: Sequence[int]
+    passages: RecordPassages, query: Query, cited: Sequence[int]
 ) -> tuple[Evidence, ...]:
-    """The passages of contexts ``cited``, best first, at most ``CITED_PASSAGES``."""
+    """The passages of contexts ``cited``, best first (by cosine where the passages
+    were embedded, else BM25), at most ``CITED_PASSAGES``."""
     ids = [i for i, (ctx, _) in enumerate(passages.passages) if ctx.position in cited]
-    cosines = passages.cosines(vector, ids)
-    best = sorted(ids, key=lambda i: (-cosines[i], i))[:CITED_PASSAGES]
-    return tuple(passages.evidence(Hit(i, cosines[i], passages.passages[i][1])) for i in best)
+    text, vector = query
+    return tuple(passages.evidence(h)
+                 for h in passages.ranked(text, vector, ids, CITED_PASSAGES))
 
 
 def _supports(verdict: Verdict) -> bool:
@@ -127,7 +130,7 @@ def _supports(verdict: Verdict) -> bool:
 @dataclass
 class _Sentence:
     item: JudgeItem
-    vector: np.ndarray
+    query: Query
     passages: RecordPassages
     refs: tuple[str, ...]
     cited: list[int]
@@ -138,16 +141,16 @@ class _Sentence:
 
 
 #: One sentence to check: its judge item, its verdict, its refs, its record's contexts
-#: and their passages, and its query vector.
+#: and their passages, and its query (the text, and its vector where there is one).
 Work = tuple[JudgeItem, Verdict, tuple[str, ...], Sequence[Context], "RecordPassages",
-             "np.ndarray"]
+             "Query"]
 
 
 def check_citations(judge: Judge, work: Sequence[Work]) -> list[CitationCheck]:
     """The citation check of each sentence of ``work``, in order."""
     out: list[CitationCheck | None] = [None] * len(work)
     open_: dict[int, _Sentence] = {}
-    for n, (item, verdict, refs, contexts, passages, vector) in enumerate(work):
+    for n, (item, verdict, refs, contexts, passages, query) in enumerate(work):
         cited, unresolved = _resolved(refs, contexts)
         if verdict.verdict == NO_CLAIM:
             out[n] = CitationCheck(refs, tuple(cited), tuple(unresolved), CITE_NO_CLAIM,
@@ -162,7 +165,7 @@ def check_citations(judge: Judge, work: Sequence[Work]) -> list[CitationCheck]:
                 f"{len(contexts)})",
             )
         else:
-            open_[n] = _Sentence(item, vector, passages, refs, cited, unresolved)
+            open_[n] = _Sentence(item, query, passages, refs, cited, unresolved)
     # Round 1: the cited contexts together, and each alone where there are several.
     jobs: list[tuple[int, str, int, list[int]]] = []
     for n, s in open_.items():
@@ -192,7 +195,7 @@ def _run(
     items = []
     for n, _, _, cited in jobs:
         s = open_[n]
-        evidence = _evidence_of(s.passages, s.vector, cited)
+        evidence = _evidence_of(s.passages, s.query, cited)
         items.append(JudgeItem(s.item.segment, evidence, s.item.question, s.item.response))
     verdicts = judge.judge(items)
     for (n, kind, context, _), verdict in zip(jobs, verdicts):

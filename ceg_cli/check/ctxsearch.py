@@ -1,13 +1,25 @@
 """Retrieval inside a record's own contexts, the way an index retrieves from a corpus.
 
 Each context is cut into passages as ``ceg index build`` cuts a document
-(``chunk_document``, the same words per passage), the passages are embedded
-with the same model as the queries, and each segment takes the top ``k`` of its
-record's passages by the same method (dense cosine, BM25 or their fusion:
-``ceg_cli.index.lexical.search`` runs unchanged over a record's passages) and the
-same CEG threshold rule. Passages are embedded in one batch across the records
-of a batch, and a passage seen before in the run (the same retrieved text for
-many questions) is not embedded again.
+(``chunk_document``, the same words per passage), and each segment takes the
+top ``k`` of its record's passages (``--contexts-retrieval``):
+
+- ``lexical`` (the default): by BM25 over the record's passages, with the
+  index's parameters and tokenizer; the best passage always, the others only
+  if they share a word with the query. No threshold: a record's contexts were
+  retrieved for it, and the CEG threshold (a cosine) exists to drop what a
+  search of a whole corpus brings in by chance. Nothing is embedded, so a
+  passage's ``similarity`` is null, unless the judge reads similarities (the
+  verifier), when the cosine of each passage kept is computed and reported.
+  Measured (``benchmarks/contexts_speed.py``): embedding every record's
+  passages cost most of a run, 6.4 segments/s against 51.6 for an index on 2
+  cores.
+- ``dense`` and ``hybrid``: exactly as an index ranks (cosine, or its fusion with
+  BM25: ``ceg_cli.index.lexical.search`` runs unchanged over a record's
+  passages), with the same threshold rule. Passages are embedded with the same
+  model as the queries, in one batch across the records of a batch, and a
+  passage seen before in the run (the same retrieved text for many questions)
+  is not embedded again.
 """
 
 from __future__ import annotations
@@ -34,6 +46,9 @@ if TYPE_CHECKING:
 #: dimensions: 30 MB); past it the least recently used are embedded again.
 CACHE_PASSAGES = 20_000
 DEFAULT_EMBED_MODE = "title+text"
+#: How a record's own passages are ranked (``--contexts-retrieval``).
+CONTEXT_RETRIEVAL_MODES = ("lexical", "dense", "hybrid")
+DEFAULT_CONTEXT_RETRIEVAL = "lexical"
 
 
 class VectorCache:
@@ -98,7 +113,7 @@ class RecordPassages:
     meta: dict[str, Any] = {}
 
     def __init__(
-        self, passages: Sequence[tuple[Context, Chunk]], vectors: np.ndarray, mode: str
+        self, passages: Sequence[tuple[Context, Chunk]], vectors: np.ndarray | None, mode: str
     ) -> None:
         self.passages = list(passages)
         self.vectors = vectors
@@ -128,18 +143,61 @@ class RecordPassages:
         return out
 
     def cosines(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
+        if self.vectors is None:
+            raise RuntimeError("these passages were not embedded")
         return {int(i): float(self.vectors[int(i)] @ vector) for i in ids}
+
+    def ranked(self, query: str, vector: np.ndarray | None, ids: Sequence[int],
+               k: int) -> list[Hit]:
+        """Up to ``k`` of passages ``ids``, best first: by cosine where the passages were
+        embedded, else by BM25 (ties: the earlier passage). A hit's score is its
+        cosine, or None where there is none."""
+        import numpy as np
+
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        if self.vectors is not None and vector is not None:
+            cos = self.cosines(vector, ids)
+            best = sorted(ids, key=lambda i: (-cos[i], i))[:k]
+            return [Hit(i, cos[i], self.passages[i][1]) for i in best]
+        bm25 = self.lexical().scores(query)
+        pick = np.asarray(ids)
+        best = pick[np.lexsort((pick, -bm25[pick]))[:k]]
+        return [Hit(int(i), None, self.passages[int(i)][1]) for i in best]  # type: ignore[arg-type]
+
+    def bm25_hits(self, queries: Sequence[str], vectors: np.ndarray | None,
+                  k: int) -> list[list[Hit]]:
+        """``--contexts-retrieval lexical``: each query's top ``k`` passages by BM25, the
+        best always and the others only with a word of the query; each with its cosine
+        where the passages were embedded (for a judge that reads it), else None."""
+        import numpy as np
+
+        out = []
+        for n, query in enumerate(queries):
+            scores = self.lexical().scores(query)
+            order = np.lexsort((np.arange(len(scores)), -scores))[:k]
+            keep = [int(i) for rank, i in enumerate(order) if rank == 0 or scores[i] > 0]
+            cos = (self.cosines(vectors[n], keep)
+                   if self.vectors is not None and vectors is not None else {})
+            out.append([Hit(i, cos.get(i), self.passages[i][1])  # type: ignore[arg-type]
+                        for i in keep])
+        return out
 
     def chunks(self, ids: Iterable[int]) -> dict[int, Chunk]:
         return {int(i): self.passages[int(i)][1] for i in ids}
 
-    def search(self, queries: Sequence[str], vectors: np.ndarray, k: int,
+    def search(self, queries: Sequence[str], vectors: np.ndarray | None, k: int,
                method: str) -> list[list[Hit]]:
+        if not self.passages:
+            return [[] for _ in queries]
+        if method == "lexical":
+            return self.bm25_hits(queries, vectors, k)
+        if vectors is None:
+            raise RuntimeError(f"{method} ranking needs the queries' vectors")
         if method == "dense":
             found = self.dense_candidates(vectors, k)
             return [[Hit(i, s, self.passages[i][1]) for i, s in row] for row in found]
-        if not self.passages:
-            return [[] for _ in queries]
         return search_lexical(self, queries, vectors, k, method)
 
     def evidence(self, hit: Hit) -> Evidence:
@@ -149,7 +207,7 @@ class RecordPassages:
             doc_id=context.id or str(context.position),
             title=context.title or "",
             text=chunk.text,
-            similarity=round(hit.score, 4),
+            similarity=None if hit.score is None else round(hit.score, 4),
             url=context.url,
             context=context.position,
             start=chunk.start,
@@ -177,12 +235,21 @@ class ContextSearch:
         mode: str = DEFAULT_EMBED_MODE,
         max_words: int = DEFAULT_MAX_WORDS,
         cache: VectorCache | None = None,
+        method: str = DEFAULT_CONTEXT_RETRIEVAL,
+        similarity: bool = False,
     ) -> None:
+        if method not in CONTEXT_RETRIEVAL_MODES:
+            raise ValueError(f"method {method!r}: one of {CONTEXT_RETRIEVAL_MODES}")
         self._embedder_factory = embedder
         self._embedder: Embedder | None = None
         self.mode = mode
         self.max_words = max_words
         self.cache = cache if cache is not None else VectorCache()
+        #: How passages are ranked: ``CONTEXT_RETRIEVAL_MODES``.
+        self.method = method
+        #: Whether passages and queries are embedded: to rank them (dense, hybrid) or
+        #: because the judge reads each passage's cosine (``similarity``).
+        self.embeds = method != "lexical" or similarity
 
     @property
     def embedder(self) -> Embedder:
@@ -191,12 +258,17 @@ class ContextSearch:
             self._embedder = self._embedder_factory()
         return self._embedder
 
-    def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed(list(queries))
+    def embed_queries(self, queries: Sequence[str]) -> np.ndarray | None:
+        """The queries' vectors, or None where nothing is embedded."""
+        return self.embedder.embed(list(queries)) if self.embeds else None
 
     def prepare(self, records: Sequence[Sequence[Context]]) -> list[RecordPassages]:
-        """Cut and embed the contexts of several records at once."""
+        """Cut the contexts of several records at once, and embed them if ranking needs it."""
+        import numpy as np
+
         cut = [cut_contexts(contexts, self.max_words) for contexts in records]
+        if not self.embeds:
+            return [RecordPassages(passages, None, self.mode) for passages in cut]
         texts = [embed_text(chunk, self.mode) for passages in cut for _, chunk in passages]
         vectors = self.cache.embed(self.embedder, texts) if texts else None
         out = []
@@ -204,8 +276,6 @@ class ContextSearch:
         for passages in cut:
             part = vectors[at: at + len(passages)] if vectors is not None and passages else None
             if part is None:
-                import numpy as np
-
                 part = np.zeros((0, 1), dtype=np.float32)
             out.append(RecordPassages(passages, part, self.mode))
             at += len(passages)
@@ -215,14 +285,44 @@ class ContextSearch:
 def retrieve_in(
     passages: RecordPassages,
     queries: Sequence[str],
-    vectors: np.ndarray,
+    vectors: np.ndarray | None,
     options: RetrievalOptions,
 ) -> list[tuple[Evidence, ...]]:
-    """Each query's evidence among one record's passages, best first, after the threshold."""
+    """Each query's evidence among one record's passages, best first: by BM25
+    (``options.method`` lexical), or as an index ranks, after the threshold rule."""
     if not queries:
         return []
     hits = passages.search(queries, vectors, options.top_k, options.method)
+    if options.method == "lexical":
+        return [tuple(passages.evidence(h) for h in row) for row in hits]
     return [
         tuple(passages.evidence(h) for h in apply_threshold(row, options.threshold))
         for row in hits
     ]
+
+
+def context_search(
+    index: Any, device: str, *, method: str = DEFAULT_CONTEXT_RETRIEVAL,
+    similarity: bool = False,
+) -> ContextSearch:
+    """What searches records' own contexts: with the index's model, passage size and
+    embedded text where there is an index, else the default model; loaded on first use,
+    and only if ranking or the judge (``similarity``) needs vectors."""
+    if index is not None:
+        chunker = index.meta.get("chunker") or {}
+        return ContextSearch(
+            lambda: index.embedder(device),
+            mode=str(index.meta.get("embed_text", DEFAULT_EMBED_MODE)),
+            max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
+            method=method, similarity=similarity,
+        )
+    from ..index.embedding import load_embedder
+
+    return ContextSearch(lambda: load_embedder(None, device=device), method=method,
+                         similarity=similarity)
+
+
+def reads_similarity(judge: Any) -> bool:
+    """Whether ``judge`` reads its passages' cosine similarities (``reads_similarity``;
+    the verifier's features do): then a record's passages are embedded whatever ranks them."""
+    return bool(getattr(judge, "reads_similarity", False))

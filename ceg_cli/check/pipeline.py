@@ -27,6 +27,7 @@ from ..types import (
     Verdict,
 )
 from .citecheck import Marked, mark
+from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
 from .retrieve import RetrievalOptions, retrieve, retrieve_vectors
 from .segment import segment_response
 
@@ -63,6 +64,9 @@ class CheckOptions:
     #: A regular expression for citation markers, one group holding the references
     #: (``--citation-pattern``); None: ``[1]``, ``[1, 3]``, ``[1][3]``.
     citation_pattern: str | None = None
+    #: How a record's own passages are ranked (``--contexts-retrieval``):
+    #: ``ctxsearch.CONTEXT_RETRIEVAL_MODES``.
+    contexts_retrieval: str = DEFAULT_CONTEXT_RETRIEVAL
 
 
 def evidence_source(item: ResponseInput, mode: str, has_index: bool) -> tuple[str, str | None]:
@@ -159,7 +163,13 @@ def check_batch(
     ]
     segmented = [m.segments if m is not None else _segments(item)
                  for item, m in zip(batch, marked)]
-    evidence, vectors, prepared = _evidence(batch, segmented, sources, index, options, contexts)
+    queries = [
+        build_query(seg, item.question, options.query)
+        for item, segs in zip(batch, segmented)
+        for seg in segs
+    ]
+    evidence, vectors, prepared = _evidence(batch, segmented, queries, sources, index, options,
+                                            contexts)
     items = []
     at = 0
     for item, segs, m in zip(batch, segmented, marked):
@@ -172,8 +182,8 @@ def check_batch(
         raise RuntimeError(
             f"judge {judge.name} returned {len(verdicts)} verdicts for {len(items)} segments"
         )
-    citations = _citations(batch, segmented, sources, marked, items, verdicts, vectors,
-                           prepared, judge, contexts)
+    citations = _citations(batch, segmented, sources, marked, items, verdicts, queries,
+                           vectors, prepared, judge, contexts)
     out = []
     at = 0
     for item, segs, source in zip(batch, segmented, sources):
@@ -197,6 +207,7 @@ def _citations(
     marked: Sequence[Marked | None],
     items: Sequence[JudgeItem],
     verdicts: Sequence[Verdict],
+    queries: Sequence[str],
     vectors: np.ndarray | None,
     prepared: dict[int, RecordPassages],
     judge: Judge,
@@ -221,9 +232,9 @@ def _citations(
                     [], np.zeros((0, 1), dtype=np.float32),
                     contexts.mode if contexts is not None else "text",
                 )
-                vector = vectors[at] if vectors is not None else np.zeros(1, dtype=np.float32)
+                vector = vectors[at] if vectors is not None else None
                 work.append((items[at], verdicts[at], m.refs[i], item.contexts, passages,
-                             vector))
+                             (queries[at], vector)))
                 where.append(at)
             at += 1
     if not work:
@@ -234,20 +245,17 @@ def _citations(
 def _evidence(
     batch: Sequence[ResponseInput],
     segmented: Sequence[tuple[Segment, ...]],
+    queries: Sequence[str],
     sources: Sequence[str],
     index: Index | None,
     options: CheckOptions,
     contexts: ContextSearch | None,
 ) -> tuple[list[tuple[Evidence, ...]], np.ndarray | None, dict[int, RecordPassages]]:
     """Every segment's evidence, in order: its record's, the index's, or both; with the
-    queries' vectors (when contexts were searched) and each record's passages."""
+    queries' vectors (when contexts were searched and embedded) and each record's
+    passages."""
     import numpy as np
 
-    queries = [
-        build_query(seg, item.question, options.query)
-        for item, segs in zip(batch, segmented)
-        for seg in segs
-    ]
     if not queries:
         return [], None, {}
     owners = [n for n, segs in enumerate(segmented) for _ in segs]
@@ -271,16 +279,17 @@ def _evidence(
             got = retrieve(index, asked, options.retrieval)
         for i, ev in zip(wanted, got):
             found[i] = ev
-    if any(uses_contexts) and contexts is not None and vectors is not None:
+    if any(uses_contexts) and contexts is not None:
         from .ctxsearch import retrieve_in
 
         records = sorted({n for n, used in zip(owners, uses_contexts) if used})
         prepared = dict(zip(records, contexts.prepare([batch[n].contexts or ()
                                                        for n in records])))
+        ranking = replace(options.retrieval, method=contexts.method)
         for n, passages in prepared.items():
             rows = [i for i, owner in enumerate(owners) if owner == n]
             own = retrieve_in(passages, [queries[i] for i in rows],
-                              np.asarray(vectors[rows]), options.retrieval)
+                              None if vectors is None else np.asarray(vectors[rows]), ranking)
             for i, ev in zip(rows, own):
                 found[i] = ev + found[i]  # the record's own first, then the index's
         return found, vectors, prepared

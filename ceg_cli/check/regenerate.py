@@ -87,14 +87,17 @@ class LlmRewriter:
 
 
 def documents_for(checked: CheckedResponse) -> list[Evidence]:
-    """The passages retrieved for the nonfactual segments, each once, best first."""
+    """The passages retrieved for the nonfactual segments, each once, best first: a
+    record's own passages ranked by BM25 alone (no cosine) first, in the order found,
+    then the others by cosine."""
     seen: dict[tuple[int, int], Evidence] = {}
     for r in checked.segments:
         if r.verdict.label == FACTUAL:
             continue
         for ev in r.evidence:
             seen.setdefault(ev.key, ev)
-    return sorted(seen.values(), key=lambda e: -e.similarity)
+    return sorted(seen.values(),
+                  key=lambda e: (0, 0.0) if e.similarity is None else (1, -e.similarity))
 
 
 def needs_regeneration(checked: CheckedResponse) -> bool:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, InputError, UsageError
-from ..index.chunking import DEFAULT_MAX_WORDS
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
@@ -27,6 +26,7 @@ from ..report.output import (
 )
 from ..report.records import from_record, to_record
 from ..types import CheckedResponse, ResponseInput
+from .ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
 from .pipeline import (
     DEFAULT_EVIDENCE,
     DEFAULT_QUERY,
@@ -83,6 +83,7 @@ class RunSettings:
         device: str = "cpu",
         evidence: str | None = None,
         contexts_field: str | None = None,
+        contexts_retrieval: str | None = None,
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
@@ -121,6 +122,10 @@ class RunSettings:
             from .markers import compile_pattern
 
             compile_pattern(citation_pattern)  # a bad one is a usage error, now
+        contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
+        if contexts_retrieval not in CONTEXT_RETRIEVAL_MODES:
+            raise UsageError(f"--contexts-retrieval {contexts_retrieval}: choose one of "
+                             f"{', '.join(CONTEXT_RETRIEVAL_MODES)}")
         if contexts_field is not None and evidence == "index":
             raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
         # An empty name matches no field: every line would be a bad line, one warning
@@ -148,7 +153,7 @@ class RunSettings:
             judge=judge,
             check=CheckOptions(
                 RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
-                citation_pattern=citation_pattern,
+                citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
             ),
             fields=_field_names(response_field, question_field, contexts_field),
             gate=GateOptions(
@@ -408,19 +413,11 @@ class CheckRun:
         """What searches the records' contexts: with the index's model where there is one."""
         if self.settings.check.evidence == "index":
             return None
-        from .ctxsearch import DEFAULT_EMBED_MODE, ContextSearch
+        from .ctxsearch import context_search, reads_similarity
 
-        index, device = self.index, self.settings.device
-        if index is not None:
-            chunker = index.meta.get("chunker") or {}
-            return ContextSearch(
-                lambda: index.embedder(device),
-                mode=str(index.meta.get("embed_text", DEFAULT_EMBED_MODE)),
-                max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
-            )
-        from ..index.embedding import load_embedder
-
-        return ContextSearch(lambda: load_embedder(None, device=device))
+        return context_search(self.index, self.settings.device,
+                              method=self.settings.check.contexts_retrieval,
+                              similarity=reads_similarity(self.judge))
 
     def _count(self, checked: Any) -> None:
         outcome = self.summary.add(checked)

@@ -9,6 +9,8 @@ from typing import Any
 import typer
 
 from .common import (
+    ContextsRetrievalMode,
+    ContextsRetrievalOption,
     DeviceOption,
     EmbedDevice,
     EvidenceMode,
@@ -61,6 +63,7 @@ def check_command(
         "then retrieved_contexts, then retrieval_context).",
         show_default=False,
     ),
+    contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
     max_rate: float = typer.Option(
         None,
         "--max-nonfactual-rate",
@@ -153,6 +156,7 @@ def check_command(
         question_field=question_field,
         evidence=evidence.value,
         contexts_field=contexts_field,
+        contexts_retrieval=contexts_retrieval.value,
         citation_pattern=citation_pattern,
         min_citation_recall=min_citation_recall,
         min_citation_precision=min_citation_precision,

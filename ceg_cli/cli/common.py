@@ -12,6 +12,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from ..check.ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
 from ..check.pipeline import DEFAULT_QUERY, EVIDENCE_MODES, QUERY_MODES
 from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
@@ -75,6 +76,17 @@ RetrievalOption = typer.Option(
     envvar="CEG_RETRIEVAL",
     help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, fused); "
     "the threshold applies to the cosine in every case.",
+)
+ContextsRetrievalMode = Enum(  # type: ignore[misc]
+    "ContextsRetrievalMode", {name: name for name in CONTEXT_RETRIEVAL_MODES}, type=str
+)
+ContextsRetrievalOption = typer.Option(
+    DEFAULT_CONTEXT_RETRIEVAL,
+    "--contexts-retrieval",
+    envvar="CEG_CONTEXTS_RETRIEVAL",
+    help="How a record's own passages are ranked: lexical (BM25, nothing embedded, no "
+    "threshold: the contexts were retrieved for the record), or dense or hybrid, as "
+    "--retrieval ranks an index, with the threshold.",
 )
 EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
 EmbedPrecision = Enum(  # type: ignore[misc]

@@ -18,6 +18,8 @@ import typer
 from rich.console import Console
 
 from .common import (
+    ContextsRetrievalMode,
+    ContextsRetrievalOption,
     DeviceOption,
     EmbedDevice,
     EvidenceMode,
@@ -128,6 +130,7 @@ def eval_command(
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
     retrieval: RetrievalMode = RetrievalOption,
+    contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
     ),
@@ -143,6 +146,7 @@ def eval_command(
 ) -> None:
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
+    from ..check.ctxsearch import context_search, reads_similarity
     from ..check.pipeline import CheckOptions
     from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
@@ -203,10 +207,15 @@ def eval_command(
             else:
                 method = retrieval.value  # a record's passages always have BM25
             options = CheckOptions(
-                RetrievalOptions(top_k, threshold, method), query=query.value, evidence=mode
+                RetrievalOptions(top_k, threshold, method), query=query.value, evidence=mode,
+                contexts_retrieval=contexts_retrieval.value,
+            )
+            contexts = None if mode == "index" else context_search(
+                idx, device.value, method=contexts_retrieval.value,
+                similarity=reads_similarity(checker),
             )
             evaluation = run_evaluation(
-                data, idx, checker, options, contexts=_context_search(mode, idx, device.value),
+                data, idx, checker, options, contexts=contexts,
                 on_result=lambda _r: checked.update(),
             )
     metrics = evaluation.metrics
@@ -267,26 +276,6 @@ def _needs_index(data: Any, mode: str, fields: tuple[str, ...] | None) -> bool:
             f"{len(missing)} of {len(data.examples)} items have none"
         )
     return mode in ("index", "both") or (mode == "auto" and bool(missing))
-
-
-def _context_search(mode: str, idx: Any, device: str) -> Any:
-    """What searches the items' own contexts: with the index's model where there is one
-    (as ``ceg check`` does), else the default model, loaded on first use."""
-    if mode == "index":
-        return None
-    from ..check.ctxsearch import DEFAULT_EMBED_MODE, ContextSearch
-    from ..index.chunking import DEFAULT_MAX_WORDS
-
-    if idx is not None:
-        chunker = idx.meta.get("chunker") or {}
-        return ContextSearch(
-            lambda: idx.embedder(device),
-            mode=str(idx.meta.get("embed_text", DEFAULT_EMBED_MODE)),
-            max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
-        )
-    from ..index.embedding import load_embedder
-
-    return ContextSearch(lambda: load_embedder(None, device=device))
 
 
 def _report_bad_rows(dataset: Path, bad_rows: list[str], shown: int = 20) -> None:

@@ -24,6 +24,9 @@ class Judge(Protocol):
     name: str
     #: One line saying what the method is, as written in the output.
     method: str
+    #: Optional: True when the judge reads its passages' cosine similarities, which
+    #: are then computed even where nothing else needs them (``--contexts-retrieval
+    #: lexical``); a judge without it gets ``similarity`` None on such passages.
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         """One verdict per item, in order."""

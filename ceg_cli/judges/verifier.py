@@ -195,7 +195,11 @@ def assess(
     for it, w, ent in zip(items, windows, ents):
         a = offline.analyse(it)
         lexical = offline.decide(it, a).label == FACTUAL
-        feats = compute(a, ent, w.overlap, [e.similarity for e in it.evidence], lexical)
+        sims = [e.similarity for e in it.evidence]
+        if None in sims:  # a caller's ContextSearch without similarity=True
+            raise ValueError("the verifier reads each passage's cosine similarity: search "
+                             "contexts with ContextSearch(..., similarity=True)")
+        feats = compute(a, ent, w.overlap, sims, lexical)  # type: ignore[arg-type]
         out.append(Assessment(w, a, ent, feats))
     return out
 
@@ -219,6 +223,9 @@ class VerifierJudge:
         "trained verifier (offline): all-MiniLM-L6-v2 cross-encoder over an evidence window, "
         "combined with lexical and retrieval features by a calibrated logistic regression"
     )
+    #: Its features include each passage's cosine similarity to the query, so a
+    #: record's own passages are embedded for it even when BM25 ranks them.
+    reads_similarity = True
 
     def __init__(
         self, directory: Path, name: str = "verifier", batch_size: int = 32, device: str = "cpu"

@@ -30,7 +30,9 @@ from ..types import (
 #: ``start``, ``end`` on every passage; ``read`` and ``evidence_source`` on the record),
 #: and the citations an answer carries are checked (``citation_check`` on the segments
 #: and the record).
-SCHEMA_VERSION = 2
+#: 3: a passage's ``similarity`` is null where no cosine was computed: a record's own
+#: passages ranked by BM25 alone (``--contexts-retrieval lexical``, the default).
+SCHEMA_VERSION = 3
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
