@@ -348,3 +348,52 @@ def test_ceg_check_with_the_minicheck_prompt(
     assert fake.requests[0]["top_logprobs"] == 5
     bad = run_cli("check", responses, "--judge", "llm:fake-model", "--llm-prompt", "felm")
     assert bad.exit_code == 2 and "felm" in bad.stderr
+
+
+# --- reading log-probabilities ------------------------------------------------------
+
+
+def test_logprob_pairs_take_only_tokens_and_numbers() -> None:
+    from ceg_cli.llm.logprobs import logprob_pairs
+
+    assert logprob_pairs([["Yes", -0.5], ["No", float("-inf")]]) == (
+        ("Yes", -0.5), ("No", float("-inf")))
+    assert logprob_pairs([["Yes", 1e-7]]) == (("Yes", 0.0),)  # a rounding error above 0
+    for bad in ([], None, [["Yes", float("nan")]], [["Yes", "-0.5"]], [[1, -0.5]],
+                [["Yes", True]], [["Yes"]], "Yes"):
+        assert logprob_pairs(bad) is None, bad
+
+
+def test_a_malformed_logprobs_payload_falls_back_to_the_text(fake: FakeOpenAI,
+                                                             tmp_path: Path) -> None:
+    body = json.loads(completion_body("Yes", [("Yes", -0.1)]))
+    body["choices"][0]["logprobs"]["content"][0]["top_logprobs"] = [{"token": "Yes",
+                                                                     "logprob": "high"}]
+    fake.respond = lambda _: Action(raw=json.dumps(body).encode())
+    warnings: list[str] = []
+    judge = make_judge(fake, tmp_path, on_warning=warnings.append)
+    (verdict,) = judge.judge([item("Paris is the capital of France.")])
+    assert (verdict.label, verdict.score) == (FACTUAL, 1.0) and len(warnings) == 1
+
+
+def test_a_damaged_cache_entry_is_asked_again(fake: FakeOpenAI, tmp_path: Path) -> None:
+    from ceg_cli.llm.cache import cache_key
+
+    fake.respond = lambda body: answer("Yes", VARIANTS)
+    messages = minicheck_messages("Paris is the capital of France.", "Paris is in France.")
+    cache = LLMCache(tmp_path / "llm.sqlite")
+    client = LLMClient(ClientSettings(base_url=fake.base_url), cache=cache)
+    try:
+        key = cache_key(client.base_url, "fake-model", messages,
+                        {"temperature": 0.0, "max_tokens": 1, "logprobs": True,
+                         "top_logprobs": 5})
+        cache.put(key, "fake-model", {"text": "No", "finish_reason": "length",
+                                      "top_logprobs": [["No", -0.1]]})
+        stored = client.chat("fake-model", messages, max_tokens=1, top_logprobs=5)
+        assert stored.cached and stored.top_logprobs == (("No", -0.1),)  # the key is right
+        cache.put(key, "fake-model", {"text": "Yes", "finish_reason": "length",
+                                      "top_logprobs": [["Yes", "nan"]]})
+        got = client.chat("fake-model", messages, max_tokens=1, top_logprobs=5)
+    finally:
+        client.close()
+    assert not got.cached and got.top_logprobs == tuple(VARIANTS) and len(fake.requests) == 1
