@@ -35,7 +35,7 @@ RUN_OPTIONS = (
     "regenerate", "max_attempts", "rewriter",
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
-               "unparsable_as")
+               "unparsable_as", "llm_prompt")
 UNPARSABLE_AS = ("not_judged", "nonfactual")
 
 
@@ -263,11 +263,13 @@ def _judge_options(options: Mapping[str, Any]) -> dict[str, Any]:
     unparsable = options.get("unparsable_as", "not_judged")
     if unparsable not in UNPARSABLE_AS:
         raise UsageError(f"--unparsable-as {unparsable}: choose one of {', '.join(UNPARSABLE_AS)}")
+    # An unknown prompt is refused by the judge, with the CLI's message.
+    prompt = str(options.get("llm_prompt") or "ceg")
     cache_dir = options.get("cache_dir")
     return cli_judge_options(
         options.get("llm_base_url"), int(options.get("concurrency", 4)),
         float(options.get("temperature", 0.0)), bool(options.get("no_cache", False)),
-        Path(cache_dir) if cache_dir is not None else None, unparsable,
+        Path(cache_dir) if cache_dir is not None else None, unparsable, prompt,
     )
 
 

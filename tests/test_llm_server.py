@@ -30,6 +30,7 @@ from ceg_cli.errors import BackendError
 from ceg_cli.judges import create_judge
 from ceg_cli.judges.llm import LlmJudge
 from ceg_cli.llm import regenerate_response
+from ceg_cli.llm.minicheck import minicheck_messages, support_from_logprobs
 from ceg_cli.llm.prompts import JUDGE_SCHEMA, judge_messages, judge_response_format
 from ceg_cli.types import FACTUAL, NO_CLAIM, NONFACTUAL, Evidence, JudgeItem, Segment, Verdict
 
@@ -252,3 +253,61 @@ def test_regeneration_against_the_real_server(
     again, usage = run(tmp_path / "second.jsonl")
     assert again == record
     assert usage["calls"] == 0 and usage["cache_hits"] == len(attempts)
+
+
+#: MiniCheck's prompt on this document and claim is where SmolLM2 puts "Yes" among
+#: its 5 likeliest first tokens (P 0.064 here; "The" is first, "No" second): the
+#: authors' P(yes) is then neither 0 nor 1. Chosen for that, not for the verdict.
+PARIS = "Paris is the capital of France."
+
+
+def test_the_minicheck_prompt_is_scored_from_the_servers_logprobs(
+    llama_server: str, tmp_path: Path
+) -> None:
+    judge = create_judge(f"llm:{MODEL}", options(llama_server, tmp_path / "c.sqlite",
+                                                 prompt="minicheck"))
+    evidence = (Evidence(0, "p1", "Paris", PARIS, 0.9),)
+    (verdict,) = judge.judge([JudgeItem(Segment(0, 0, len(PARIS), PARIS), evidence, None, PARIS)])
+    # The reply as the server sent it, from the cache: llama-cpp-python's server
+    # answers logprobs on /v1/chat/completions (its default logits_all=True).
+    raw = judge.client.cached(MODEL, minicheck_messages(PARIS, PARIS), temperature=0.0,
+                              max_tokens=1, top_logprobs=5)
+    assert raw is not None and raw.top_logprobs is not None and len(raw.top_logprobs) == 5
+    assert verdict.score == support_from_logprobs(raw.top_logprobs)
+    assert 0.0 < verdict.score < 1.0
+    assert verdict.reason.startswith("P(yes) ") and "log-probabilities" in verdict.reason
+    assert judge.usage["calls"] == 1 and judge.usage["completion_tokens"] == 1
+
+
+def test_ceg_check_with_the_minicheck_prompt_against_the_real_server(
+    llama_server: str, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import HashEmbedder
+
+    import ceg_cli.index.embedding
+
+    # The record's one context is its evidence whatever the vectors: no model needed.
+    monkeypatch.setattr(ceg_cli.index.embedding, "load_embedder",
+                        lambda *_a, **_k: HashEmbedder())
+    monkeypatch.delenv("CEG_INDEX", raising=False)
+    responses = tmp_path / "r.jsonl"
+    responses.write_text(json.dumps({"id": "paris", "response": f"{PARIS} Thanks!",
+                                     "contexts": [PARIS]}) + "\n")
+    out = tmp_path / "out.jsonl"
+    result = run_cli("check", responses, "--judge", f"llm:{MODEL}", "--llm-prompt", "minicheck",
+                     "--llm-base-url", llama_server, "--evidence", "contexts",
+                     "--cache-dir", tmp_path / "cache", "--out", out, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert "log-probabilities" not in result.stderr  # no fallback warning
+    record = json.loads(out.read_text())
+    claim, thanks = record["segments"]
+    assert 0.0 < claim["score"] < 1.0 and claim["reason"].startswith("P(yes) ")
+    assert thanks["verdict"] == NO_CLAIM
+    assert "MiniCheck's prompt" in record["judge"]["method"]
+    from ceg_cli.llm.cache import LLMCache
+
+    cache = LLMCache(tmp_path / "cache" / "llm.sqlite")
+    try:
+        assert cache.count() == 1  # the server was asked, once
+    finally:
+        cache.close()

@@ -254,7 +254,10 @@ class CheckRun:
         self.on_bad_line = on_bad_line
         # The judge first: an unknown --judge is reported even when the index is
         # missing, and no index is left open when the judge cannot be created.
-        self.judge = create_judge(settings.judge, settings.judge_options)
+        # A judge that has something to say once (an endpoint without
+        # log-probabilities) says it where the run's warnings go.
+        judge_options = {**settings.judge_options, "on_warning": on_warning}
+        self.judge = create_judge(settings.judge, judge_options)
         self.rewriter = None
         self._rewriter_judge: Any = None
         if settings.regenerate:
@@ -262,7 +265,7 @@ class CheckRun:
 
             # A separate rewriter lets a cheap judge (offline) flag and an LLM repair.
             if settings.rewriter is not None:
-                self._rewriter_judge = create_judge(settings.rewriter, settings.judge_options)
+                self._rewriter_judge = create_judge(settings.rewriter, judge_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
         self._pending, first = self._peek(settings)

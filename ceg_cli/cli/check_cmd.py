@@ -16,6 +16,7 @@ from .common import (
     EvidenceMode,
     IndexOption,
     JudgeOption,
+    LlmPrompt,
     QueryMode,
     QueryOption,
     QuietOption,
@@ -130,6 +131,11 @@ def check_command(
         None, "--cache-dir", help="Where the LLM call cache lives (default: $CEG_CACHE_DIR, "
         "else ~/.cache/ceg).", show_default=False,
     ),
+    llm_prompt: LlmPrompt = typer.Option(
+        "ceg", "--llm-prompt", help="The LLM judge's prompt: ceg (the paper's: Factual or "
+        "Nonfactual, citing passages) or minicheck (MiniCheck's yes or no, scored by the "
+        "probability of yes where the endpoint gives log-probabilities).",
+    ),
     unparsable_as: UnparsableAs = typer.Option(
         "not_judged", "--unparsable-as", help="What an LLM reply that cannot be read counts "
         "as (not_judged fails the run, exit 3).",
@@ -167,7 +173,8 @@ def check_command(
         max_attempts=max_attempts,
         rewriter=rewriter,
         judge_options=_judge_options(
-            llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value
+            llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value,
+            llm_prompt.value,
         ) | {"device": device.value},
         device=device.value,
     )
@@ -222,6 +229,7 @@ def _judge_options(
     no_cache: bool,
     cache_dir: Path | None,
     unparsable_as: str,
+    prompt: str = "ceg",
 ) -> dict[str, Any]:
     """What the LLM judge reads; other judges ignore it (they read ``device``). The API
     key is not here: the client reads it from the environment, so it never passes
@@ -237,6 +245,7 @@ def _judge_options(
         "temperature": temperature,
         "cache": not no_cache,
         "count_unparsable_as": unparsable_as,
+        "prompt": prompt,
     }
     if base_url is not None:
         options["base_url"] = base_url

@@ -18,7 +18,7 @@ from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
 from ..index.embedding import DEVICES, PRECISIONS
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
-from ..judges.llm import UNPARSABLE_CHOICES
+from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -47,6 +47,7 @@ RetrievalMode = Enum(  # type: ignore[misc]
 UnparsableAs = Enum(  # type: ignore[misc]
     "UnparsableAs", {choice: choice for choice in UNPARSABLE_CHOICES}, type=str
 )
+LlmPrompt = Enum("LlmPrompt", {name: name for name in PROMPTS}, type=str)  # type: ignore[misc]
 
 TopKOption = typer.Option(
     DEFAULT_TOP_K,

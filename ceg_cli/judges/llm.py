@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..claims import has_claim
@@ -47,7 +47,6 @@ from ..llm.prompts import (
 from ..types import (
     CONTRADICTED,
     FACTUAL,
-    JUDGE_ERROR,
     NO_CLAIM,
     NONFACTUAL,
     NOT_ENOUGH_EVIDENCE,
@@ -56,13 +55,20 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .unreadable import UNPARSABLE_CHOICES, unparsable_verdict
 
-__all__ = ["DEFAULT_MAX_TOKENS", "LlmJudge", "create", "make_client"]
+if TYPE_CHECKING:
+    from .llm_minicheck import LlmMiniCheckJudge
+
+__all__ = ["DEFAULT_MAX_TOKENS", "PROMPTS", "UNPARSABLE_CHOICES", "LlmJudge", "create",
+           "make_client"]
 
 #: Room for the JSON object with a one-sentence reason.
 DEFAULT_MAX_TOKENS = 256
-UNPARSABLE_CHOICES = (NOT_JUDGED, NONFACTUAL, FACTUAL)
 STRUCTURED_CHOICES = ("auto", *RESPONSE_FORMATS)
+#: The judge's prompts: the CEG paper's (FELM: Factual or Nonfactual, with
+#: citations) and MiniCheck's (yes or no, scored by probability; llm_minicheck.py).
+PROMPTS = ("ceg", "minicheck")
 _REASON_CHARS = 300
 
 
@@ -209,12 +215,7 @@ class LlmJudge:
         return _from_reply(reply, passages)
 
     def _unparsable(self, why: str) -> Verdict:
-        if self.count_unparsable_as == NOT_JUDGED:
-            return Verdict(NOT_JUDGED, JUDGE_ERROR, 0.0, (), why)
-        return Verdict(
-            self.count_unparsable_as, JUDGE_ERROR, 0.0, (),
-            f"{why}; counted as {self.count_unparsable_as} as configured",
-        )
+        return unparsable_verdict(why, self.count_unparsable_as)
 
     def close(self) -> None:
         self.client.close()
@@ -266,43 +267,66 @@ def make_client(options: Mapping[str, Any]) -> LLMClient:
     return LLMClient(settings, cache=cache)
 
 
-def create(arg: str, options: Mapping[str, Any]) -> LlmJudge:
+def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge:
     """Create the judge for ``--judge llm:MODEL``.
 
-    Options (all optional): ``base_url`` (else ``$OPENAI_BASE_URL``, else
-    OpenAI), ``api_key`` (else ``$OPENAI_API_KEY``; a local server needs
-    none), ``temperature`` (0), ``max_tokens`` (256), ``concurrency`` (4),
-    ``timeout`` (120 s), ``max_retries`` (5), ``backoff`` (1 s, doubling),
-    ``cache`` (true), ``cache_path``/``cache_dir``, ``count_unparsable_as``
-    (``not_judged``, ``nonfactual`` or ``factual``), ``structured``
-    (``auto``, ``json_schema``, ``json_object``, ``text``) and ``preflight``
-    (true: check the endpoint and the model now, raising ``BackendError`` if
-    either is missing).
+    Options (all optional): ``prompt`` (``ceg``, the paper's, or ``minicheck``:
+    MiniCheck's, scored from log-probabilities), ``base_url`` (else
+    ``$OPENAI_BASE_URL``, else OpenAI), ``api_key`` (else ``$OPENAI_API_KEY``; a
+    local server needs none), ``temperature`` (0), ``max_tokens`` (256 for
+    ``ceg``, 1 for ``minicheck``), ``concurrency`` (4), ``timeout`` (120 s),
+    ``max_retries`` (5), ``backoff`` (1 s, doubling), ``cache`` (true),
+    ``cache_path``/``cache_dir``, ``count_unparsable_as`` (``not_judged``,
+    ``nonfactual`` or ``factual``), ``structured`` (``ceg`` only: ``auto``,
+    ``json_schema``, ``json_object``, ``text``), ``chunk_words`` (``minicheck``
+    only: the document chunk, 32,468 words), ``on_warning`` (a callable for
+    the run's warnings) and ``preflight`` (true: check the endpoint and the model
+    now, raising ``BackendError`` if either is missing).
     """
+    from .llm_minicheck import CHUNK_WORDS, MAX_TOKENS, LlmMiniCheckJudge
+
     model = arg.strip()
     if not model:
         raise UsageError("--judge llm: say which model, as llm:MODEL")
+    prompt = str(options.get("prompt") or PROMPTS[0])
+    if prompt not in PROMPTS:
+        raise UsageError(f"--llm-prompt {prompt}: choose one of {', '.join(PROMPTS)}")
     temperature = _float(options, "temperature", 0.0)
     if not 0.0 <= temperature <= 2.0:
         raise UsageError(f"--temperature {temperature}: must be between 0 and 2")
-    max_tokens = options.get("max_tokens", DEFAULT_MAX_TOKENS)
+    max_tokens = options.get("max_tokens", DEFAULT_MAX_TOKENS if prompt == "ceg" else MAX_TOKENS)
+    chunk_words = int(_float(options, "chunk_words", CHUNK_WORDS))
+    if chunk_words < 1:
+        raise UsageError(f"LLM option chunk_words {chunk_words}: must be at least 1")
+    unparsable = str(options.get("count_unparsable_as") or NOT_JUDGED)
+    unparsable_verdict("", unparsable)  # a bad choice fails before a client is opened
     client = make_client(options)
-    judge = LlmJudge(
-        model,
-        client,
-        temperature=temperature,
-        max_tokens=int(max_tokens) if max_tokens else None,
-        count_unparsable_as=str(options.get("count_unparsable_as") or NOT_JUDGED),
-        structured=str(options.get("structured") or "auto"),
-    )
-    if _flag(options, "preflight", True):
-        ready = False
-        try:
+    judge: LlmJudge | LlmMiniCheckJudge
+    try:
+        if prompt == "minicheck":
+            judge = LlmMiniCheckJudge(
+                model,
+                client,
+                temperature=temperature,
+                max_tokens=int(max_tokens) if max_tokens else None,
+                count_unparsable_as=unparsable,
+                chunk_words=chunk_words,
+                on_warning=options.get("on_warning"),
+            )
+        else:
+            judge = LlmJudge(
+                model,
+                client,
+                temperature=temperature,
+                max_tokens=int(max_tokens) if max_tokens else None,
+                count_unparsable_as=unparsable,
+                structured=str(options.get("structured") or "auto"),
+            )
+        if _flag(options, "preflight", True):
             client.preflight(model)
-            ready = True
-        finally:
-            if not ready:
-                client.close()
+    except BaseException:
+        client.close()
+        raise
     return judge
 
 

@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from ..errors import BackendError
 from .cache import LLMCache, cache_key
+from .logprobs import first_token_top, logprob_pairs
 from .settings import DEFAULT_BASE_URL, ClientSettings
 
 __all__ = [
@@ -75,6 +76,9 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached: bool = False
+    #: The first generated token's alternatives, (token, logprob) best first, when
+    #: they were asked for and the endpoint sent them; None otherwise.
+    top_logprobs: tuple[tuple[str, float], ...] | None = None
 
 
 class Usage:
@@ -180,15 +184,20 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         response_format: Mapping[str, Any] | None = None,
+        top_logprobs: int | None = None,
     ) -> Completion:
         """One chat completion, from the cache when the same request was answered before.
+
+        ``top_logprobs`` asks for the log-probabilities of that many alternatives
+        to each generated token (``logprobs: true``); the first token's come back
+        in ``Completion.top_logprobs``, None where the endpoint sent none.
 
         Retries retryable failures; raises ``RequestRejected`` when the endpoint
         refuses this request as invalid, ``MalformedReply`` when its answer is
         not a completion, and ``BackendError`` for everything that ends a run
         (unreachable after the retries, bad key, unknown model).
         """
-        params = _params(temperature, max_tokens, response_format)
+        params = _params(temperature, max_tokens, response_format, top_logprobs)
         key = cache_key(self.base_url, model, messages, params) if self.cache is not None else None
         hit = self._lookup(key)
         if hit is not None:
@@ -201,9 +210,16 @@ class LLMClient:
             completion_tokens=completion.completion_tokens,
         )
         if self.cache is not None and key is not None:
-            self.cache.put(
-                key, model, {"text": completion.text, "finish_reason": completion.finish_reason}
-            )
+            reply: dict[str, Any] = {
+                "text": completion.text, "finish_reason": completion.finish_reason
+            }
+            if top_logprobs is not None:
+                # Stored even when None: a re-run then knows the endpoint sent none.
+                reply["top_logprobs"] = (
+                    None if completion.top_logprobs is None
+                    else [list(pair) for pair in completion.top_logprobs]
+                )
+            self.cache.put(key, model, reply)
         return completion
 
     def cached(
@@ -214,11 +230,12 @@ class LLMClient:
         temperature: float = 0.0,
         max_tokens: int | None = None,
         response_format: Mapping[str, Any] | None = None,
+        top_logprobs: int | None = None,
     ) -> Completion | None:
         """The cached reply to this exact request, or None; never calls the endpoint."""
         if self.cache is None:
             return None
-        params = _params(temperature, max_tokens, response_format)
+        params = _params(temperature, max_tokens, response_format, top_logprobs)
         return self._lookup(cache_key(self.base_url, model, messages, params))
 
     def _lookup(self, key: str | None) -> Completion | None:
@@ -227,8 +244,13 @@ class LLMClient:
         hit = self.cache.get(key)
         if hit is None or not isinstance(hit.get("text"), str):
             return None
+        top = None
+        if hit.get("top_logprobs") is not None:
+            top = logprob_pairs(hit["top_logprobs"])
+            if top is None:
+                return None  # a damaged entry is a miss: asked again, overwritten
         self.usage.add(cache_hits=1)
-        return Completion(hit["text"], hit.get("finish_reason"), cached=True)
+        return Completion(hit["text"], hit.get("finish_reason"), cached=True, top_logprobs=top)
 
     def map(self, fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
         """``[fn(x) for x in items]`` with up to ``concurrency`` calls at once, in order.
@@ -348,13 +370,21 @@ class LLMClient:
 
 
 def _params(
-    temperature: float, max_tokens: int | None, response_format: Mapping[str, Any] | None
+    temperature: float,
+    max_tokens: int | None,
+    response_format: Mapping[str, Any] | None,
+    top_logprobs: int | None = None,
 ) -> dict[str, Any]:
+    # Everything here is part of the cache key: a reply asked for without
+    # log-probabilities is never found for a request that asks for them.
     params: dict[str, Any] = {"temperature": temperature}
     if max_tokens is not None:
         params["max_tokens"] = max_tokens
     if response_format is not None:
         params["response_format"] = dict(response_format)
+    if top_logprobs is not None:
+        params["logprobs"] = True
+        params["top_logprobs"] = top_logprobs
     return params
 
 
@@ -374,6 +404,7 @@ def _completion(response: Any) -> Completion:
         finish_reason=getattr(choices[0], "finish_reason", None),
         prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
         completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        top_logprobs=first_token_top(choices[0]),
     )
 
 
