@@ -38,7 +38,6 @@ import warnings
 from collections.abc import Callable, Sequence
 from urllib.parse import urlsplit
 
-from ..claims import has_claim
 from ..llm.client import Completion, LLMClient, MalformedReply, RequestRejected
 from ..llm.minicheck import (
     TOP_LOGPROBS,
@@ -49,7 +48,6 @@ from ..llm.minicheck import (
 )
 from ..types import (
     FACTUAL,
-    NO_CLAIM,
     NONFACTUAL,
     NOT_ENOUGH_EVIDENCE,
     NOT_JUDGED,
@@ -57,7 +55,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .minicheck import DocChunk, doc_chunks
+from .minicheck import DocChunk, claims_and_chunks, doc_chunks
 from .unreadable import unparsable_verdict
 
 __all__ = ["CHUNK_WORDS", "THRESHOLD", "LlmMiniCheckJudge"]
@@ -139,21 +137,7 @@ class LlmMiniCheckJudge:
         verdicts: list[Verdict | None] = [None] * len(items)
         rows: dict[str, tuple[int, list[dict[str, str]]]] = {}
         plan: list[tuple[int, list[DocChunk], list[list[int]]]] = []
-        chunk_cache: dict[tuple[str, ...], list[DocChunk]] = {}
-        for n, item in enumerate(items):
-            claim = item.segment.text
-            if not has_claim(claim):
-                verdicts[n] = Verdict(FACTUAL, NO_CLAIM, 1.0, (), "no factual claim to check")
-                continue
-            passages = tuple(ev.text for ev in item.evidence)
-            chunks = chunk_cache.get(passages)
-            if chunks is None:
-                chunks = chunk_cache[passages] = self.chunks(passages) if passages else []
-            if not chunks:
-                verdicts[n] = Verdict(
-                    NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0, (), "no evidence was retrieved"
-                )
-                continue
+        for n, claim, chunks in claims_and_chunks(items, self.chunks, verdicts):
             sentences = self.sentences(claim)
             grid = []
             for chunk in chunks:

@@ -31,7 +31,7 @@ that supports it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -232,21 +232,7 @@ class MiniCheckJudge:
         verdicts: list[Verdict | None] = [None] * len(items)
         rows: dict[tuple[str, str], int] = {}
         plan: list[tuple[int, list[DocChunk], list[int]]] = []
-        chunk_cache: dict[tuple[str, ...], list[DocChunk]] = {}
-        for n, item in enumerate(items):
-            claim = item.segment.text
-            if not has_claim(claim):
-                verdicts[n] = Verdict(FACTUAL, NO_CLAIM, 1.0, (), "no factual claim to check")
-                continue
-            passages = tuple(ev.text for ev in item.evidence)
-            chunks = chunk_cache.get(passages)
-            if chunks is None:
-                chunks = chunk_cache[passages] = self.chunks(passages) if passages else []
-            if not chunks:
-                verdicts[n] = Verdict(
-                    NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0, (), "no evidence was retrieved"
-                )
-                continue
+        for n, claim, chunks in claims_and_chunks(items, self.chunks, verdicts):
             plan.append((n, chunks, [rows.setdefault((c.text, claim), len(rows)) for c in chunks]))
         probs = self.support(list(rows))
         for n, chunks, chunk_rows in plan:
@@ -270,6 +256,34 @@ class MiniCheckJudge:
             (),
             f"no chunk supports it (best support {score:.3f}, needs > {self.threshold:g})",
         )
+
+
+def claims_and_chunks(
+    items: Sequence[JudgeItem],
+    chunker: Callable[[Sequence[str]], list[DocChunk]],
+    verdicts: list[Verdict | None],
+) -> list[tuple[int, str, list[DocChunk]]]:
+    """Each item to score: its position, its claim and its evidence's chunks (cut once
+    for each distinct evidence). An item with nothing to score gets its verdict in
+    ``verdicts`` instead: no claim (supported, ``no_claim``) or no evidence."""
+    out = []
+    cache: dict[tuple[str, ...], list[DocChunk]] = {}
+    for n, item in enumerate(items):
+        claim = item.segment.text
+        if not has_claim(claim):
+            verdicts[n] = Verdict(FACTUAL, NO_CLAIM, 1.0, (), "no factual claim to check")
+            continue
+        passages = tuple(ev.text for ev in item.evidence)
+        chunks = cache.get(passages)
+        if chunks is None:
+            chunks = cache[passages] = chunker(passages) if passages else []
+        if not chunks:
+            verdicts[n] = Verdict(
+                NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0, (), "no evidence was retrieved"
+            )
+            continue
+        out.append((n, claim, chunks))
+    return out
 
 
 # --- loading -----------------------------------------------------------------
