@@ -36,6 +36,8 @@ RUN_OPTIONS = (
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
+#: Options for a checker model (minicheck:, hhem:, nli:).
+JUDGE_OPTIONS = ("judge_precision",)
 UNPARSABLE_AS = ("not_judged", "nonfactual")
 
 
@@ -138,11 +140,12 @@ class Checker:
 
     def __init__(self, index: str | Path | None = None, judge: str = "offline",
                  **options: Any) -> None:
-        unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS))
+        unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
+                         - set(JUDGE_OPTIONS))
         if unknown:
             raise UsageError(
                 f"Checker: unknown option {unknown[0]!r}; the options are "
-                f"{', '.join(RUN_OPTIONS + LLM_OPTIONS)}"
+                f"{', '.join(RUN_OPTIONS + LLM_OPTIONS + JUDGE_OPTIONS)}"
             )
         evidence = options.get("evidence")
         if index is None and evidence in ("index", "both"):
@@ -152,7 +155,10 @@ class Checker:
             responses=SOURCE,
             index=Path(index) if index is not None else Path(),
             judge=judge,
-            judge_options=_judge_options(options) | {"device": options.get("device", "cpu")},
+            judge_options=_judge_options(options) | {
+                "device": options.get("device", "cpu"),
+                "precision": options.get("judge_precision", "float32"),
+            },
             **run_options,
         )
         # As the CLI: --evidence contexts never reads the index.

@@ -16,6 +16,8 @@ from .common import (
     EvidenceMode,
     IndexOption,
     JudgeOption,
+    JudgePrecision,
+    JudgePrecisionOption,
     LlmPrompt,
     QueryMode,
     QueryOption,
@@ -38,6 +40,7 @@ def check_command(
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
     judge: str = JudgeOption,
+    judge_precision: JudgePrecision = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
@@ -175,7 +178,7 @@ def check_command(
         judge_options=_judge_options(
             llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value,
             llm_prompt.value,
-        ) | {"device": device.value},
+        ) | {"device": device.value, "precision": judge_precision.value},
         device=device.value,
     )
     if report is not None and report.is_dir():

@@ -19,6 +19,8 @@ from ..errors import CegError, ExitStatus, exit_code_for
 from ..index.embedding import DEVICES, PRECISIONS
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
+from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION
+from ..judges.precision import PRECISIONS as JUDGE_PRECISIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,6 +100,15 @@ DeviceOption = typer.Option(
     "--device",
     help="Where the models compute (the index's embedder for queries, the verifier's or "
     "NLI judge's model): auto is CUDA when torch sees one, else the CPU.",
+)
+JudgePrecision = Enum(  # type: ignore[misc]
+    "JudgePrecision", {name: name for name in JUDGE_PRECISIONS}, type=str
+)
+JudgePrecisionOption = typer.Option(
+    DEFAULT_JUDGE_PRECISION,
+    "--judge-precision",
+    help="The float width of a minicheck:, hhem: or nli: checker: float32 (parity with "
+    "the authors), bfloat16, or float16 (CUDA only; not for T5).",
 )
 JudgeOption = typer.Option(
     "offline",

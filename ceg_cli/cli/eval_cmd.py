@@ -24,6 +24,8 @@ from .common import (
     EmbedDevice,
     EvidenceMode,
     JudgeOption,
+    JudgePrecision,
+    JudgePrecisionOption,
     QueryMode,
     QueryOption,
     QuietOption,
@@ -126,6 +128,7 @@ def eval_command(
         show_default=False,
     ),
     judge: str = JudgeOption,
+    judge_precision: JudgePrecision = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
@@ -187,7 +190,8 @@ def eval_command(
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        checker = create_judge(judge, {"device": device.value})
+        checker = create_judge(judge, {"device": device.value,
+                                       "precision": judge_precision.value})
         if not quiet:
             against = "each item's own contexts" if index_dir is None else f"index {index_dir}"
             if index_dir is not None and mode != "index":

@@ -43,6 +43,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .precision import precision_option, to_precision
 
 __all__ = ["DEFAULT_PROMPT", "HhemJudge", "create", "load_hhem"]
 
@@ -167,7 +168,8 @@ def _foundation_dir(foundation: str, location: str) -> str:
 
 
 @lru_cache(maxsize=2)
-def load_hhem(location: str, device: str = "cpu") -> tuple[Any, Any, str]:
+def load_hhem(location: str, device: str = "cpu",
+              precision: str = "float32") -> tuple[Any, Any, str]:
     """(tokenizer, T5ForTokenClassification, prompt) from an HHEM folder, no remote code."""
     from transformers import AutoTokenizer, T5Config, T5ForTokenClassification
 
@@ -207,20 +209,21 @@ def load_hhem(location: str, device: str = "cpu") -> tuple[Any, Any, str]:
             f"{weights}: not HHEM's weights (missing {', '.join(missing[:3]) or 'everything'})"
         )
     model.tie_weights()
-    model = model.float().to(device).eval()
+    model = to_precision(model.float(), precision, location).to(device).eval()
     return tokenizer, model, prompt
 
 
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
-    """``--judge hhem:ALIAS|DIR``; options ``batch_size`` and ``device``."""
+    """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``device`` and ``precision``
+    (judges/precision.py)."""
     from ..index.embedding import resolve_device
     from .minicheck import locate_model
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
     if batch_size < 1:
         raise UsageError(f"--judge hhem:{arg}: batch_size must be at least 1")
+    device = resolve_device(str(options.get("device", "cpu")))
+    precision = precision_option(options, device, f"hhem:{arg}")
     location = locate_model(arg, "hhem")
-    tokenizer, model, prompt = load_hhem(
-        location, resolve_device(str(options.get("device", "cpu")))
-    )
+    tokenizer, model, prompt = load_hhem(location, device, precision)
     return HhemJudge(arg, tokenizer, model, prompt, batch_size=batch_size)

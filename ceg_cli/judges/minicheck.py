@@ -48,6 +48,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .precision import precision_option, to_precision
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -309,7 +310,7 @@ def locate_model(arg: str, prefix: str) -> str:
 
 
 @lru_cache(maxsize=2)
-def _load(location: str, device: str) -> tuple[Any, Any]:
+def _load(location: str, device: str, precision: str = "float32") -> tuple[Any, Any]:
     from transformers import (
         AutoConfig,
         AutoModelForSeq2SeqLM,
@@ -350,21 +351,21 @@ def _load(location: str, device: str) -> tuple[Any, Any]:
             f"{location}: a MiniCheck encoder has 2 labels (unsupported, supported); "
             f"this one has {getattr(config, 'num_labels', '?')}"
         )
-    import torch
-
-    if model.dtype != torch.float32:
-        model = model.float()
+    model = to_precision(model, precision, location)
     model.to(device).eval()
     return tokenizer, model
 
 
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
-    """``--judge minicheck:ALIAS|DIR``; options ``batch_size`` and ``device``."""
+    """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``device`` and
+    ``precision`` (judges/precision.py)."""
     from ..index.embedding import resolve_device
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
     if batch_size < 1:
         raise UsageError(f"--judge minicheck:{arg}: batch_size must be at least 1")
+    device = resolve_device(str(options.get("device", "cpu")))
+    precision = precision_option(options, device, f"minicheck:{arg}")
     location = locate_model(arg, "minicheck")
-    tokenizer, model = _load(location, resolve_device(str(options.get("device", "cpu"))))
+    tokenizer, model = _load(location, device, precision)
     return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size)

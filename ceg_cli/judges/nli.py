@@ -46,6 +46,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .precision import precision_option, to_precision
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -392,7 +393,7 @@ class NliJudge:
 
 
 @lru_cache(maxsize=2)
-def _load(location: str, device: str = "cpu") -> tuple[Any, Any]:
+def _load(location: str, device: str = "cpu", precision: str = "float32") -> tuple[Any, Any]:
     # Loading costs seconds; a test session or an eval over several files
     # loads each model once.
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -429,8 +430,9 @@ def _load(location: str, device: str = "cpu") -> tuple[Any, Any]:
     import torch
 
     if model.dtype != torch.float32:
-        # Half precision is slow or unsupported for some operations on a CPU.
+        # A checkpoint stored in half precision computes as asked, float32 by default.
         model = model.float()
+    model = to_precision(model, precision, location)
     model.to(device).eval()
     return tokenizer, model
 
@@ -460,7 +462,9 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
         location = str(snapshot) if snapshot is not None else resolve(arg)
     from ..index.embedding import resolve_device
 
-    tokenizer, model = _load(location, resolve_device(str(options.get("device", "cpu"))))
+    device = resolve_device(str(options.get("device", "cpu")))
+    precision = precision_option(options, device, f"nli:{arg}")
+    tokenizer, model = _load(location, device, precision)
     return NliJudge(arg, tokenizer, model, threshold=threshold, batch_size=batch_size)
 
 
