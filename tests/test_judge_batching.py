@@ -36,6 +36,18 @@ def test_the_token_budget_counts_padded_tokens() -> None:
     assert length_batches(lengths, 16, None) == [[1, 2, 3, 4, 0]]
 
 
+def test_a_full_batch_is_cut_before_a_fifth_of_it_is_padding() -> None:
+    # HHEM-like lengths (a whole evidence each): by the budget alone the first batch
+    # would be 131..300 tokens (5 x 300 = 1,500 padded for 1,090 real).
+    lengths = [131, 180, 220, 259, 300, 350, 440, 594]
+    batches = length_batches(lengths, 16, 2048)
+    assert batches == [[0, 1, 2], [3, 4, 5], [6, 7]]
+    # Below FULL_ROWS padded tokens a batch keeps filling: short pairs gain the most.
+    assert length_batches([20, 40, 60, 100], 16, 2048) == [[0, 1, 2, 3]]
+    # Without a budget (a GPU) only the count limits a batch.
+    assert length_batches(lengths, 16, None) == [list(range(8))]
+
+
 def test_an_item_over_the_budget_is_a_batch_of_its_own() -> None:
     assert length_batches([500, 600, 5], 16, 100) == [[2], [0], [1]]
 
@@ -150,7 +162,8 @@ def test_every_family_batches_through_the_shared_loop_within_its_budget(
     one: Any = create_judge(spec, {"batch_size": 1})
     expected = [v.score for v in one.judge(items())]
     recorder = Recorder(monkeypatch)
-    unlimited: Any = create_judge(spec, {"batch_size": 16, "batch_tokens": 10**6})
+    unlimited: Any = create_judge(spec, {"batch_size": 16})
+    unlimited.batch_tokens = None  # as on a GPU: only the count limits a batch
     assert [v.score for v in unlimited.judge(items())] == pytest.approx(expected, abs=1e-5)
     [(total, longest)] = recorder.shapes  # every pair in one batch
     assert total >= 4
