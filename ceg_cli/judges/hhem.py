@@ -17,7 +17,8 @@ read in its ``HHEMv2ForSequenceClassification.predict``:
 
 Here the same modules are built from transformers' own T5 classes and the
 weights loaded into them, so no code from the model repository runs. Pairs
-from every segment of a call are sorted by length and run in batches.
+from every segment of a call are sorted by length and run in batches
+(judges/batching.py, shared with MiniCheck and the NLI judge).
 
 The premise is the segment's evidence, passages in rank order, one per line;
 HHEM reads it whole (it has no window), so a supported segment cites every
@@ -67,6 +68,7 @@ class HhemJudge:
         prompt: str,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
     ) -> None:
         self.name = f"hhem:{name}"
@@ -74,6 +76,8 @@ class HhemJudge:
         self.model = model
         self.prompt = prompt
         self.batch_size = batch_size
+        #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
+        self.batch_tokens = batch_tokens
         self.threshold = threshold
         self.method = (
             f"HHEM-2.1-open {name}: premise = the evidence, hypothesis = the segment, "
@@ -91,26 +95,23 @@ class HhemJudge:
         """HHEM's consistency score for each (premise, hypothesis) pair."""
         import torch
 
+        from .batching import run_batches
+
+        def forward(inputs: dict[str, Any]) -> Any:
+            logits = self.model(**inputs).logits[:, 0, :]
+            return torch.softmax(logits.float(), dim=-1)[:, 1:2]
+
         if not pairs:
             return []
-        ids = self.encode(pairs)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = [0.0] * len(ids)
-        device = self.model.device
-        with torch.inference_mode():
-            for at in range(0, len(order), self.batch_size):
-                batch = order[at : at + self.batch_size]
-                padded = self.tokenizer.pad(
-                    {"input_ids": [ids[i] for i in batch]}, padding=True, return_tensors="pt"
-                )
-                logits = self.model(
-                    input_ids=padded["input_ids"].to(device),
-                    attention_mask=padded["attention_mask"].to(device),
-                ).logits[:, 0, :]
-                probs = torch.softmax(logits.float(), dim=-1)[:, 1].tolist()
-                for i, p in zip(batch, probs):
-                    out[i] = float(p)
-        return out
+        rows = run_batches(
+            {"input_ids": self.encode(pairs)},
+            self.tokenizer,
+            forward,
+            device=self.model.device,
+            batch_size=self.batch_size,
+            batch_tokens=self.batch_tokens,
+        )
+        return [float(row[0]) for row in rows]
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         verdicts: list[Verdict | None] = [None] * len(items)
@@ -214,16 +215,20 @@ def load_hhem(location: str, device: str = "cpu",
 
 
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
-    """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``device`` and ``precision``
-    (judges/precision.py)."""
+    """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``, ``device``
+    and ``precision`` (judges/precision.py)."""
     from ..index.embedding import resolve_device
+    from .batching import batch_tokens_option
     from .minicheck import locate_model
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
     if batch_size < 1:
         raise UsageError(f"--judge hhem:{arg}: batch_size must be at least 1")
     device = resolve_device(str(options.get("device", "cpu")))
+    batch_tokens = batch_tokens_option(options, device, f"hhem:{arg}")
     precision = precision_option(options, device, f"hhem:{arg}")
     location = locate_model(arg, "hhem")
     tokenizer, model, prompt = load_hhem(location, device, precision)
-    return HhemJudge(arg, tokenizer, model, prompt, batch_size=batch_size)
+    return HhemJudge(
+        arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens
+    )

@@ -19,7 +19,8 @@ Read from Liyan06/MiniCheck, ``minicheck/inference.py`` and ``minicheck/minichec
 
 What differs is only the schedule: the reference runs one claim at a time;
 here every (chunk, claim) pair of a call is tokenized once, sorted by length
-and run in batches under ``torch.inference_mode``. The parity tests
+and run in batches under ``torch.inference_mode`` (judges/batching.py: at most
+``batch_size`` pairs and, on a CPU, ``batch_tokens`` padded tokens a batch). The parity tests
 (tests/test_judge_minicheck.py) hold ids, chunks and scores to the reference
 loop within 1e-5.
 
@@ -138,6 +139,7 @@ class MiniCheckJudge:
         model: Any,
         *,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
     ) -> None:
         family = str(getattr(model.config, "model_type", ""))
@@ -154,6 +156,8 @@ class MiniCheckJudge:
         self.tokenizer = tokenizer
         self.model = model
         self.batch_size = batch_size
+        #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
+        self.batch_tokens = batch_tokens
         self.threshold = threshold
         self.max_length = MAX_LENGTH[family]
         self.chunk_size = T5_CHUNK_WORDS if self.seq2seq else ENCODER_CHUNK_TOKENS
@@ -198,35 +202,34 @@ class MiniCheckJudge:
         return [list(x) for x in encoded["input_ids"]]
 
     def support(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """The support probability of each (chunk, claim) pair, batched by length."""
+        """The support probability of each (chunk, claim) pair, in sorted, budgeted batches."""
         import torch
+
+        from .batching import run_batches
+
+        def forward(inputs: dict[str, Any]) -> Any:
+            if self.seq2seq:
+                rows = len(inputs["input_ids"])
+                start = torch.zeros((rows, 1), dtype=torch.long, device=self.model.device)
+                logits = self.model(**inputs, decoder_input_ids=start).logits[
+                    :, 0, list(T5_LABEL_IDS)
+                ]
+            else:
+                logits = self.model(**inputs).logits
+            return torch.softmax(logits.float(), dim=-1)[:, 1:2]
 
         if not pairs:
             return []
         ids = self.encode(pairs)
-        # Similar lengths in a batch: less compute spent on padding.
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        out = [0.0] * len(ids)
-        device = self.model.device
-        with torch.inference_mode():
-            for at in range(0, len(order), self.batch_size):
-                batch = order[at : at + self.batch_size]
-                padded = self.tokenizer.pad(
-                    {"input_ids": [ids[i] for i in batch]}, padding=True, return_tensors="pt"
-                )
-                input_ids = padded["input_ids"].to(device)
-                mask = padded["attention_mask"].to(device)
-                if self.seq2seq:
-                    start = torch.zeros((len(batch), 1), dtype=torch.long, device=device)
-                    logits = self.model(
-                        input_ids=input_ids, attention_mask=mask, decoder_input_ids=start
-                    ).logits[:, 0, list(T5_LABEL_IDS)]
-                else:
-                    logits = self.model(input_ids=input_ids, attention_mask=mask).logits
-                probs = torch.softmax(logits.float(), dim=-1)[:, 1].tolist()
-                for i, p in zip(batch, probs):
-                    out[i] = float(p)
-        return out
+        rows = run_batches(
+            {"input_ids": ids},
+            self.tokenizer,
+            forward,
+            device=self.model.device,
+            batch_size=self.batch_size,
+            batch_tokens=self.batch_tokens,
+        )
+        return [float(row[0]) for row in rows]
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         """One verdict per item; every item's (chunk, claim) pairs run together."""
@@ -357,15 +360,17 @@ def _load(location: str, device: str, precision: str = "float32") -> tuple[Any, 
 
 
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
-    """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``device`` and
-    ``precision`` (judges/precision.py)."""
+    """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``,
+    ``device`` and ``precision`` (judges/precision.py)."""
     from ..index.embedding import resolve_device
+    from .batching import batch_tokens_option
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
     if batch_size < 1:
         raise UsageError(f"--judge minicheck:{arg}: batch_size must be at least 1")
     device = resolve_device(str(options.get("device", "cpu")))
+    batch_tokens = batch_tokens_option(options, device, f"minicheck:{arg}")
     precision = precision_option(options, device, f"minicheck:{arg}")
     location = locate_model(arg, "minicheck")
     tokenizer, model = _load(location, device, precision)
-    return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size)
+    return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens)

@@ -258,6 +258,7 @@ class NliJudge:
         *,
         threshold: float = DEFAULT_THRESHOLD,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        batch_tokens: int | None = None,
     ) -> None:
         self.name = f"nli:{name}"
         self.labels = label_map(model.config.id2label, name)
@@ -265,6 +266,8 @@ class NliJudge:
         self.model = model
         self.threshold = threshold
         self.batch_size = batch_size
+        #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
+        self.batch_tokens = batch_tokens
         self.max_length = model_window(tokenizer, model.config)
         self.special_tokens = int(tokenizer.num_special_tokens_to_add(pair=True))
         if self.max_length - self.special_tokens < 8:
@@ -337,28 +340,33 @@ class NliJudge:
         """(entailment, contradiction) probabilities for (premise, hypothesis) pairs."""
         import torch
 
-        out: list[tuple[float, float]] = [(0.0, 0.0)] * len(pairs)
-        # Similar lengths in a batch waste less compute on padding.
-        order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]) + len(pairs[i][1]))
+        from .batching import run_batches
+
+        if not pairs:
+            return []
+        # Tokenized once, unpadded; each sorted batch is padded to its own longest pair.
+        encoded = self.tokenizer(
+            [p for p, _ in pairs],
+            [h for _, h in pairs],
+            padding=False,
+            truncation="longest_first",
+            max_length=self.max_length,
+            verbose=False,
+        )
         entail, contra = self.labels.entailment, self.labels.contradiction
-        with torch.inference_mode():
-            for at in range(0, len(order), self.batch_size):
-                batch = order[at : at + self.batch_size]
-                encoded = self.tokenizer(
-                    [pairs[i][0] for i in batch],
-                    [pairs[i][1] for i in batch],
-                    padding=True,
-                    truncation="longest_first",
-                    max_length=self.max_length,
-                    return_tensors="pt",
-                )
-                if self.model.device.type != "cpu":
-                    encoded = encoded.to(self.model.device)
-                logits = self.model(**encoded).logits
-                probs = torch.softmax(logits.float(), dim=-1).tolist()
-                for i, p in zip(batch, probs):
-                    out[i] = (p[entail], p[contra] if contra is not None else 0.0)
-        return out
+
+        def forward(inputs: dict[str, Any]) -> Any:
+            return torch.softmax(self.model(**inputs).logits.float(), dim=-1)
+
+        rows = run_batches(
+            encoded,
+            self.tokenizer,
+            forward,
+            device=self.model.device,
+            batch_size=self.batch_size,
+            batch_tokens=self.batch_tokens,
+        )
+        return [(p[entail], p[contra] if contra is not None else 0.0) for p in rows]
 
     def _token_ids(self, text: str) -> list[int]:
         return list(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
@@ -441,8 +449,9 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     """Create the judge for ``--judge nli:MODEL``.
 
     Options: ``threshold`` (entailment/contradiction probability, default
-    0.5), ``batch_size`` (pairs per model call, default 16) and ``device``
-    (``cpu``, ``cuda`` or ``auto``; default ``cpu``).
+    0.5), ``batch_size`` (pairs per model call, default 16), ``batch_tokens``
+    (padded tokens per model call, default 2,048 on a CPU, none on a GPU) and
+    ``device`` (``cpu``, ``cuda`` or ``auto``; default ``cpu``).
     """
     threshold = _option(options, "threshold", DEFAULT_THRESHOLD, float, arg)
     batch_size = _option(options, "batch_size", DEFAULT_BATCH_SIZE, int, arg)
@@ -461,11 +470,20 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
         snapshot = cached_snapshot(arg)
         location = str(snapshot) if snapshot is not None else resolve(arg)
     from ..index.embedding import resolve_device
+    from .batching import batch_tokens_option
 
     device = resolve_device(str(options.get("device", "cpu")))
+    batch_tokens = batch_tokens_option(options, device, f"nli:{arg}")
     precision = precision_option(options, device, f"nli:{arg}")
     tokenizer, model = _load(location, device, precision)
-    return NliJudge(arg, tokenizer, model, threshold=threshold, batch_size=batch_size)
+    return NliJudge(
+        arg,
+        tokenizer,
+        model,
+        threshold=threshold,
+        batch_size=batch_size,
+        batch_tokens=batch_tokens,
+    )
 
 
 def _option(options: Mapping[str, Any], key: str, default: Any, kind: type, arg: str) -> Any:
