@@ -33,7 +33,11 @@ The pairs are cut into ``--rounds`` groups; each group is a call of the batched
 judge, and the two paths alternate group by group (which goes first alternates
 too), so that load from other work on a shared machine falls on both alike.
 ``--fixed-too`` also times, in the same rounds, the batched path without the
-token budget (batches of ``--batch-size`` pairs whatever their length). Both
+token budget (batches of ``--batch-size`` pairs whatever their length), and
+``--precision bfloat16`` (or ``float16`` on CUDA) the batched path in that
+precision (``--judge-precision``), with its largest score difference from the
+float32 reference and the share of pairs whose verdict (support > 0.5) it
+keeps. Both
 paths use every CPU core torch sees. The two paths' scores are compared and the
 largest difference is reported. Results: benchmarks/results/NAME.json,
 ``{"families": {NAME: {"batched_pairs_per_s", "reference_pairs_per_s", "device",
@@ -242,6 +246,10 @@ def main() -> None:
     parser.add_argument(
         "--fixed-too", action="store_true", help="also time batches without the token budget"
     )
+    parser.add_argument(
+        "--precision", default=None,
+        help="also time the batched path in this --judge-precision and report its agreement",
+    )
     args = parser.parse_args()
     from _common import results_name
 
@@ -265,6 +273,9 @@ def main() -> None:
                 fixed = make_judge(family, folder, work, options)
                 fixed.batch_tokens = None
                 judges["fixed_count"] = fixed
+            if args.precision is not None:
+                judges["precision"] = make_judge(family, folder, work,
+                                                 options | {"precision": args.precision})
             judge = judges["batched"]
             reference = reference_hhem if family == "hhem" else reference_minicheck
             if args.workload == "long":
@@ -299,6 +310,18 @@ def main() -> None:
                     len(pairs) / got["seconds"]["fixed_count"], 3
                 )
                 row["fixed_count_speedup"] = round(ref_s / got["seconds"]["fixed_count"], 2)
+            if "precision" in got["seconds"]:
+                low = got["scores"]["precision"]
+                row["precision"] = {
+                    "name": args.precision,
+                    "pairs_per_s": round(len(pairs) / got["seconds"]["precision"], 3),
+                    "speedup": round(ref_s / got["seconds"]["precision"], 2),
+                    "max_abs_diff_from_float32": round(
+                        max(abs(a - b) for a, b in zip(ref_scores, low)), 4),
+                    "verdict_agreement": round(
+                        sum((a > 0.5) == (b > 0.5) for a, b in zip(ref_scores, low))
+                        / len(low), 4),
+                }
             name = f"minicheck-{family}" if family != "hhem" else "hhem"
             families[name] = row
             log(f"{name}: {row}")
