@@ -164,13 +164,6 @@ def _stop_readers(pool: ProcessPoolExecutor) -> None:
             process.terminate()
     for process in list(processes.values()):
         process.join(timeout=5)
-    # With the readers gone nobody reads the call queue's pipe: a range still being
-    # written into it blocks the queue's feeder thread for ever, and with it the
-    # executor's shutdown and the build's exit (CPython gh-94777, fixed in 3.12 by
-    # closing this end). A Ctrl-C'd build hung so in the full suite, twice in two runs.
-    reader = getattr(getattr(pool, "_call_queue", None), "_reader", None)
-    if reader is not None:
-        reader.close()
 
 
 def _embed(
