@@ -41,6 +41,10 @@ def ceg(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return ceg_command(tmp_path_factory.mktemp("ceg"))
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @contextmanager
 def held_reader_build(
     ceg: Sequence[str], tmp_path: Path, *extra: str
@@ -58,7 +62,11 @@ def held_reader_build(
         proc = subprocess.Popen(
             [*ceg, "index", "build", str(corpus), "--index", str(tmp_path / "index"), "-q",
              "--workers", "2", *extra],
-            env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
+            env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
+            # As from a terminal: a shell runs a background job (`scripts/test &`) with
+            # SIGINT ignored, a child inherits that, and Python then never raises
+            # KeyboardInterrupt, so the Ctrl-C test failed whenever the suite ran so.
+            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 120
         # The readers and the resource tracker, and the model waiting for its first batch.
