@@ -15,7 +15,11 @@ data, so the reference uses the same English Punkt parameters through
 equal NLTK's).
 
 The models are tiny random RoBERTa, DeBERTa-v2 and T5 checkers built in the
-test (tests/tiny_checkers.py); parity does not depend on the weights.
+test (tests/tiny_checkers.py); parity does not depend on the weights. The
+reference loads its own copy of the model as the authors do
+(``AutoModelForSequenceClassification`` / ``AutoModelForSeq2SeqLM``), so it
+computes with PyTorch's own linear layers while the judge computes with oneDNN's
+(ceg_cli/judges/kernels.py).
 """
 
 from __future__ import annotations
@@ -34,6 +38,14 @@ MAX_LEN = {"roberta": 512, "deberta-v2": 2048, "t5": 2048}
 
 
 # --- the authors' procedure, one pair at a time ------------------------------
+
+
+def authors_model(family: str, folder: Path) -> Any:
+    """The model as the authors load it (``Inferencer.__init__``), in eval mode."""
+    from transformers import AutoModelForSeq2SeqLM, AutoModelForSequenceClassification
+
+    auto = AutoModelForSeq2SeqLM if family == "t5" else AutoModelForSequenceClassification
+    return auto.from_pretrained(str(folder)).eval()
 
 
 class Reference:
@@ -164,7 +176,7 @@ def test_chunks_ids_and_scores_equal_the_authors_loop(
     checkers: dict[str, Path], family: str
 ) -> None:
     judge: Any = create_judge(f"minicheck:{checkers[family]}")
-    ref = Reference(family, judge.tokenizer, judge.model)
+    ref = Reference(family, judge.tokenizer, authors_model(family, checkers[family]))
     pairs = documents()
     expected = [ref.inference_per_example(d, c) for d, c in pairs]
     verdicts = judge.judge([item([d], c) for d, c in pairs])  # one batched call for all
@@ -186,7 +198,7 @@ def test_passages_in_rank_order_read_as_the_joined_document(
     checkers: dict[str, Path], family: str
 ) -> None:
     judge: Any = create_judge(f"minicheck:{checkers[family]}")
-    ref = Reference(family, judge.tokenizer, judge.model)
+    ref = Reference(family, judge.tokenizer, authors_model(family, checkers[family]))
     s = sentences(150, seed=3)
     passages = [" ".join(s[:40]), "\n".join(s[40:45]), " ".join(s[45:150])]
     claim = "The oldest bridge was built in 1850."

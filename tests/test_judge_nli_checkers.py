@@ -57,10 +57,14 @@ def test_a_support_checker_scores_its_supported_class(tmp_path: Path, family: st
         ("The river was born in 1815. The king signed a treaty.", "A treaty was signed."),
     ]
     verdicts = judge.judge([item(p, c) for p, c in pairs])
+    from transformers import AutoModelForSequenceClassification
+
+    # The model as its users load it: PyTorch's linear layers, not the judge's oneDNN ones.
+    plain = AutoModelForSequenceClassification.from_pretrained(str(folder)).eval()
     with torch.no_grad():
         for (premise, claim), verdict in zip(pairs, verdicts):
             enc = judge.tokenizer(premise, claim, return_tensors="pt")
-            expected = torch.softmax(judge.model(**enc).logits, dim=-1)[0, 1].item()
+            expected = torch.softmax(plain(**enc).logits, dim=-1)[0, 1].item()
             assert verdict.score == pytest.approx(expected, abs=1e-4)
             assert verdict.verdict in {"supported", "not_enough_evidence"}
 

@@ -169,8 +169,8 @@ def _foundation_dir(foundation: str, location: str) -> str:
 
 
 @lru_cache(maxsize=2)
-def load_hhem(location: str, device: str = "cpu",
-              precision: str = "float32") -> tuple[Any, Any, str]:
+def load_hhem(location: str, device: str = "cpu", precision: str = "float32",
+              kernels: str = "onednn") -> tuple[Any, Any, str]:
     """(tokenizer, T5ForTokenClassification, prompt) from an HHEM folder, no remote code."""
     from transformers import AutoTokenizer, T5Config, T5ForTokenClassification
 
@@ -211,14 +211,18 @@ def load_hhem(location: str, device: str = "cpu",
         )
     model.tie_weights()
     model = to_precision(model.float(), precision, location).to(device).eval()
+    from .kernels import use_kernels
+
+    use_kernels(model, kernels, device, precision)
     return tokenizer, model, prompt
 
 
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
-    """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``, ``device``
-    and ``precision`` (judges/precision.py)."""
+    """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``, ``device``,
+    ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
     from ..index.embedding import resolve_device
     from .batching import batch_tokens_option
+    from .kernels import kernels_option
     from .minicheck import locate_model
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
@@ -228,7 +232,8 @@ def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     batch_tokens = batch_tokens_option(options, device, f"hhem:{arg}")
     precision = precision_option(options, device, f"hhem:{arg}")
     location = locate_model(arg, "hhem")
-    tokenizer, model, prompt = load_hhem(location, device, precision)
+    kernels = kernels_option(options, f"hhem:{arg}")
+    tokenizer, model, prompt = load_hhem(location, device, precision, kernels)
     return HhemJudge(
         arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens
     )

@@ -313,7 +313,9 @@ def locate_model(arg: str, prefix: str) -> str:
 
 
 @lru_cache(maxsize=2)
-def _load(location: str, device: str, precision: str = "float32") -> tuple[Any, Any]:
+def _load(
+    location: str, device: str, precision: str = "float32", kernels: str = "onednn"
+) -> tuple[Any, Any]:
     from transformers import (
         AutoConfig,
         AutoModelForSeq2SeqLM,
@@ -356,14 +358,18 @@ def _load(location: str, device: str, precision: str = "float32") -> tuple[Any, 
         )
     model = to_precision(model, precision, location)
     model.to(device).eval()
+    from .kernels import use_kernels
+
+    use_kernels(model, kernels, device, precision)
     return tokenizer, model
 
 
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``,
-    ``device`` and ``precision`` (judges/precision.py)."""
+    ``device``, ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
     from ..index.embedding import resolve_device
     from .batching import batch_tokens_option
+    from .kernels import kernels_option
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
     if batch_size < 1:
@@ -372,5 +378,6 @@ def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     batch_tokens = batch_tokens_option(options, device, f"minicheck:{arg}")
     precision = precision_option(options, device, f"minicheck:{arg}")
     location = locate_model(arg, "minicheck")
-    tokenizer, model = _load(location, device, precision)
+    kernels = kernels_option(options, f"minicheck:{arg}")
+    tokenizer, model = _load(location, device, precision, kernels)
     return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens)

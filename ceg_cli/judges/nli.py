@@ -401,7 +401,9 @@ class NliJudge:
 
 
 @lru_cache(maxsize=2)
-def _load(location: str, device: str = "cpu", precision: str = "float32") -> tuple[Any, Any]:
+def _load(
+    location: str, device: str = "cpu", precision: str = "float32", kernels: str = "onednn"
+) -> tuple[Any, Any]:
     # Loading costs seconds; a test session or an eval over several files
     # loads each model once.
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -442,6 +444,9 @@ def _load(location: str, device: str = "cpu", precision: str = "float32") -> tup
         model = model.float()
     model = to_precision(model, precision, location)
     model.to(device).eval()
+    from .kernels import use_kernels
+
+    use_kernels(model, kernels, device, precision)
     return tokenizer, model
 
 
@@ -475,7 +480,10 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     device = resolve_device(str(options.get("device", "cpu")))
     batch_tokens = batch_tokens_option(options, device, f"nli:{arg}")
     precision = precision_option(options, device, f"nli:{arg}")
-    tokenizer, model = _load(location, device, precision)
+    from .kernels import kernels_option
+
+    kernels = kernels_option(options, f"nli:{arg}")
+    tokenizer, model = _load(location, device, precision, kernels)
     return NliJudge(
         arg,
         tokenizer,

@@ -1,0 +1,105 @@
+"""oneDNN matrix products for a model checker on a CPU in float32.
+
+A MiniCheck, HHEM or NLI checker spends about 85 % of its CPU time in the
+linear layers' matrix products (``aten::addmm`` in a profile of RoBERTa-base on
+800 tokens). PyTorch runs those through MKL's sgemm, which on the AMD EPYC of
+the 2-core machine this was measured on runs at 70-95 GFLOP/s where oneDNN's
+inner product (the kernel PyTorch's own compiler, inductor, picks for linear
+layers on a CPU) runs the same products at 95-130 GFLOP/s, and a RoBERTa-base
+layer stack's linears cost 1.23-1.29 ms a token in oneDNN against 1.37-1.73 in
+MKL (batches of 200-2,048 rows; ``benchmarks/checker_speed.py`` gives the whole
+judge's figure). oneDNN sums in another order, so a score moves by float
+rounding only (at most 8e-7 on a logit in that measurement; the parity tests
+hold every family to the authors' code within 1e-5 with it on).
+
+So on a CPU in float32 each ``nn.Linear`` of a checker computes through
+``torch.ops.mkldnn._linear_pointwise`` on its own weights (the parameters are
+shared, not copied, so tied weights stay tied). Where that operator is missing
+or gives a different product on a probe, nothing is changed. The ``kernels``
+option ``torch`` keeps PyTorch's own linear layers (the benchmark's reference
+loop runs the authors' code that way). Import this module only where torch is
+needed: it imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+import torch
+
+from ..errors import UsageError
+
+KERNELS = ("onednn", "torch")
+DEFAULT_KERNELS = "onednn"
+
+__all__ = ["KERNELS", "OneDnnLinear", "kernels_option", "use_kernels"]
+
+
+def kernels_option(options: Mapping[str, Any], judge: str) -> str:
+    """The ``kernels`` option: ``onednn`` (the default) or ``torch``."""
+    kernels = str(options.get("kernels") or DEFAULT_KERNELS)
+    if kernels not in KERNELS:
+        raise UsageError(f"--judge {judge}: kernels must be one of {', '.join(KERNELS)}, "
+                         f"not {kernels!r}")
+    return kernels
+
+
+class OneDnnLinear(torch.nn.Linear):
+    """An ``nn.Linear`` whose float32 CPU product is oneDNN's inner product."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dtype != torch.float32 or x.device.type != "cpu" or x.requires_grad:
+            return super().forward(x)
+        return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
+
+    @classmethod
+    def sharing(cls, linear: torch.nn.Linear) -> OneDnnLinear:
+        """A layer computing with ``linear``'s own parameters (shared, not copied)."""
+        new = cls.__new__(cls)
+        torch.nn.Module.__init__(new)
+        new.in_features = linear.in_features
+        new.out_features = linear.out_features
+        new.weight = linear.weight
+        new.bias = linear.bias
+        new.train(linear.training)
+        return new
+
+
+@lru_cache(maxsize=1)
+def onednn_available() -> bool:
+    """Whether oneDNN's linear runs here and gives PyTorch's product on a probe."""
+    op = getattr(torch.ops.mkldnn, "_linear_pointwise", None)
+    if op is None or not torch.backends.mkldnn.is_available():
+        return False
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 5, 24, generator=gen)
+    w = torch.randn(16, 24, generator=gen)
+    b = torch.randn(16, generator=gen)
+    try:
+        with torch.inference_mode():
+            got = op(x, w, b, "none", [], "")
+            want = torch.nn.functional.linear(x, w, b)
+    except RuntimeError:
+        return False
+    return got.shape == want.shape and bool(torch.allclose(got, want, rtol=1e-5, atol=1e-5))
+
+
+def use_kernels(model: Any, kernels: str, device: str, precision: str) -> int:
+    """Swap ``model``'s linear layers for oneDNN's where that applies; how many were swapped.
+
+    Applies on a CPU, in float32, with ``kernels`` ``onednn`` and a oneDNN that
+    passes the probe; otherwise the model is left as it is (0).
+    """
+    if kernels != "onednn" or device != "cpu" or precision != "float32":
+        return 0
+    if not onednn_available():
+        return 0
+    swapped = 0
+    for module in list(model.modules()):
+        for name, child in list(module.named_children()):
+            if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32:
+                setattr(module, name, OneDnnLinear.sharing(child))
+                swapped += 1
+    return swapped
