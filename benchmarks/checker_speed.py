@@ -10,10 +10,12 @@ twice in the same process:
 - **reference**: the authors' loop, re-implemented here from their description
   (Liyan06/MiniCheck ``Inferencer.inference_per_example``; vectara's ``predict``
   called on one pair): one pair at a time, chunk the document, run its chunks
-  (one padded batch of that pair's chunks);
+  (one padded batch of that pair's chunks), on a model with PyTorch's own
+  linear layers, as the authors load it;
 - **batched**: ceg's judge on a call's pairs at once (tokenized once, sorted by
   length, batches of at most ``--batch-size`` pairs and, on a CPU, the judge's
-  ``batch_tokens`` padded tokens, ``torch.inference_mode``).
+  ``batch_tokens`` padded tokens, ``torch.inference_mode``, and on a CPU in
+  float32 oneDNN's linear layers: ceg_cli/judges/kernels.py).
 
 The workload (``--workload``), stated in tokens of the judge's own tokenizer
 because compute follows tokens (the test tokenizers cut an English word into
@@ -33,7 +35,10 @@ The pairs are cut into ``--rounds`` groups; each group is a call of the batched
 judge, and the two paths alternate group by group (which goes first alternates
 too), so that load from other work on a shared machine falls on both alike.
 ``--fixed-too`` also times, in the same rounds, the batched path without the
-token budget (batches of ``--batch-size`` pairs whatever their length), and
+token budget (batches of ``--batch-size`` pairs whatever their length);
+``--variant NAME:KEY=VALUE[,KEY=VALUE]`` (repeatable) the batched path with
+those judge options changed (``torch:kernels=torch`` is ceg's schedule on
+PyTorch's linear layers, ``t2048:batch_tokens=2048`` another budget); and
 ``--precision bfloat16`` (or ``float16`` on CUDA) the batched path in that
 precision (``--judge-precision``), with its largest score difference from the
 float32 reference and the share of pairs whose verdict (support > 0.5) it
@@ -206,7 +211,7 @@ def make_judge(family: str, folder: Path, work: Path, options: dict[str, Any]) -
 
 
 def measure(
-    judges: dict[str, Any], reference: Any, pairs: list[Pair], rounds: int
+    judges: dict[str, Any], reference: Any, reference_judge: Any, pairs: list[Pair], rounds: int
 ) -> dict[str, Any]:
     """Seconds and scores of each path, the paths alternating group by group."""
     size = -(-len(pairs) // rounds)
@@ -216,7 +221,7 @@ def measure(
 
     def run(name: str, group: list[Pair]) -> None:
         if name == "reference":
-            spent, got = timed(reference, judges["batched"], group)
+            spent, got = timed(reference, reference_judge, group)
         else:
             its = items(group)
             spent, verdicts = timed(judges[name].judge, its)
@@ -229,6 +234,15 @@ def measure(
         for name in names if r % 2 == 0 else names[::-1]:
             run(name, group)
     return {"seconds": seconds, "scores": scores}
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:KEY=VALUE[,KEY=VALUE]`` as (NAME, options); digits become numbers."""
+    name, sep, rest = text.partition(":")
+    pairs = [p.partition("=") for p in rest.split(",") if p]
+    if not name or not sep or not pairs or any(not k or not eq for k, eq, _ in pairs):
+        raise SystemExit(f"--variant {text!r}: write NAME:KEY=VALUE[,KEY=VALUE]")
+    return name, {k: int(v) if v.isdigit() else v for k, _, v in pairs}
 
 
 def main() -> None:
@@ -247,6 +261,10 @@ def main() -> None:
         "--fixed-too", action="store_true", help="also time batches without the token budget"
     )
     parser.add_argument(
+        "--variant", action="append", default=[], metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+        help="also time the batched path with these judge options (repeatable)",
+    )
+    parser.add_argument(
         "--precision", default=None,
         help="also time the batched path in this --judge-precision and report its agreement",
     )
@@ -254,6 +272,7 @@ def main() -> None:
     from _common import results_name
 
     results_name(args.results)
+    variants = dict(parse_variant(v) for v in args.variant)
     import torch
     from tiny_checkers import build
 
@@ -276,6 +295,10 @@ def main() -> None:
             if args.precision is not None:
                 judges["precision"] = make_judge(family, folder, work,
                                                  options | {"precision": args.precision})
+            for name, changed in variants.items():
+                judges[f"variant:{name}"] = make_judge(family, folder, work, options | changed)
+            # The authors' loop runs on the model as they load it: PyTorch's linear layers.
+            plain = make_judge(family, folder, work, options | {"kernels": "torch"})
             judge = judges["batched"]
             reference = reference_hhem if family == "hhem" else reference_minicheck
             if args.workload == "long":
@@ -287,10 +310,10 @@ def main() -> None:
                     return len(ids["input_ids"])
 
                 pairs = workload_evidence(args.pairs, count)
-            reference(judge, pairs[:2])  # warm up every path
+            reference(plain, pairs[:2])  # warm up every path
             for j in judges.values():
                 j.judge(items(pairs[:2]))
-            got = measure(judges, reference, pairs, args.rounds)
+            got = measure(judges, reference, plain, pairs, args.rounds)
             ref_s = got["seconds"]["reference"]
             bat_s = got["seconds"]["batched"]
             ref_scores = got["scores"]["reference"]
@@ -321,6 +344,15 @@ def main() -> None:
                     "verdict_agreement": round(
                         sum((a > 0.5) == (b > 0.5) for a, b in zip(ref_scores, low))
                         / len(low), 4),
+                }
+            for key in (k for k in got["seconds"] if k.startswith("variant:")):
+                other = got["scores"][key]
+                row.setdefault("variants", {})[key.removeprefix("variant:")] = {
+                    "options": variants[key.removeprefix("variant:")],
+                    "pairs_per_s": round(len(pairs) / got["seconds"][key], 3),
+                    "speedup": round(ref_s / got["seconds"][key], 2),
+                    "max_abs_diff": float(
+                        f"{max(abs(a - b) for a, b in zip(ref_scores, other)):.2e}"),
                 }
             name = f"minicheck-{family}" if family != "hhem" else "hhem"
             families[name] = row
