@@ -66,29 +66,48 @@ def test_onednn_runs_on_this_machine() -> None:
 
 
 @pytest.mark.parametrize("spec", ["minicheck:roberta", "minicheck:deberta-v2", "minicheck:t5",
-                                  "hhem:hhem", "nli:roberta"])
-def test_every_linear_layer_is_swapped_and_scores_stay(folders: dict[str, Path], spec: str) -> None:
+                                  "hhem:hhem", "nli:roberta", "nli:deberta-v2"])
+def test_encoders_linear_layers_are_swapped_and_scores_stay(
+    folders: dict[str, Path], spec: str
+) -> None:
     kind, family = spec.split(":")
     fast: Any = create_judge(f"{kind}:{folders[family]}")
     plain: Any = create_judge(f"{kind}:{folders[family]}", {"kernels": "torch"})
     assert fast.model is not plain.model
     swapped, left = linears(fast.model)
-    assert swapped > 0 and left == 0
-    assert linears(plain.model)[0] == 0 and linears(plain.model)[1] == swapped
+    if family == "t5" or kind == "hhem":  # T5 keeps PyTorch's layers (judges/kernels.py)
+        assert swapped == 0 and left > 0
+    else:
+        assert swapped > 0 and left == 0
+    assert linears(plain.model) == (0, swapped + left)
     got, want = probabilities(fast), probabilities(plain)
     assert got == pytest.approx(want, abs=1e-5)
     assert max(want) - min(want) > 1e-3, "random heads too flat to compare"
     assert [v.verdict for v in fast.judge(items())] == [v.verdict for v in plain.judge(items())]
 
 
-def test_parameters_are_shared_so_tied_weights_stay_tied(folders: dict[str, Path]) -> None:
-    judge: Any = create_judge(f"minicheck:{folders['t5']}", {"kernels": "onednn"})
-    model = judge.model
-    assert isinstance(model.lm_head, OneDnnLinear)
-    if model.config.tie_word_embeddings:
-        assert model.lm_head.weight is model.shared.weight
-    ids = {id(p) for p in model.parameters()}
-    assert len(ids) == len(list(model.parameters()))
+def test_parameters_are_shared_so_tied_weights_stay_tied() -> None:
+    class Tied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = torch.nn.Embedding(10, 8)
+            self.body = torch.nn.Linear(8, 8)
+            self.head = torch.nn.Linear(8, 10, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.head(self.body(self.embed(ids)))
+
+    model = Tied().eval()
+    before = [id(p) for p in model.parameters()]
+    ids = torch.tensor([[1, 2, 3]])
+    with torch.inference_mode():
+        want = model(ids)
+        assert use_kernels(model, "onednn", "cpu", "float32") == 2
+        assert isinstance(model.head, OneDnnLinear) and model.head.bias is None
+        assert model.head.weight is model.embed.weight
+        assert [id(p) for p in model.parameters()] == before
+        assert torch.allclose(model(ids), want, atol=1e-6)
 
 
 def test_only_float32_on_a_cpu_is_swapped() -> None:

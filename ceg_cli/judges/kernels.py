@@ -12,10 +12,17 @@ judge's figure). oneDNN sums in another order, so a score moves by float
 rounding only (at most 8e-7 on a logit in that measurement; the parity tests
 hold every family to the authors' code within 1e-5 with it on).
 
-So on a CPU in float32 each ``nn.Linear`` of a checker computes through
+So on a CPU in float32 each ``nn.Linear`` of an encoder checker (RoBERTa,
+DeBERTa, BERT-like NLI models) computes through
 ``torch.ops.mkldnn._linear_pointwise`` on its own weights (the parameters are
-shared, not copied, so tied weights stay tied). Where that operator is missing
-or gives a different product on a probe, nothing is changed. The ``kernels``
+shared, not copied, so tied weights stay tied). T5 models (MiniCheck Flan-T5,
+HHEM) keep PyTorch's layers: at base size they ran no faster with oneDNN's
+(1.14x against 1.14x, 0.92x against 0.96x of the authors' loop, in
+``benchmarks/results/checker_speed_base_onednn.json``), and T5's large
+activations turned the different rounding into a support probability 8e-4
+away from the authors' on the random-weight HHEM, where PyTorch's layers stayed
+within 6e-6. Where the operator is missing or gives a different product on a
+probe, nothing is changed. The ``kernels``
 option ``torch`` keeps PyTorch's own linear layers (the benchmark's reference
 loop runs the authors' code that way). Import this module only where torch is
 needed: it imports torch.
@@ -89,10 +96,13 @@ def onednn_available() -> bool:
 def use_kernels(model: Any, kernels: str, device: str, precision: str) -> int:
     """Swap ``model``'s linear layers for oneDNN's where that applies; how many were swapped.
 
-    Applies on a CPU, in float32, with ``kernels`` ``onednn`` and a oneDNN that
-    passes the probe; otherwise the model is left as it is (0).
+    Applies on a CPU, in float32, with ``kernels`` ``onednn``, to a model that is
+    not a T5 (see the module's docstring), with a oneDNN that passes the probe;
+    otherwise the model is left as it is (0).
     """
     if kernels != "onednn" or device != "cpu" or precision != "float32":
+        return 0
+    if getattr(getattr(model, "config", None), "model_type", "") == "t5":
         return 0
     if not onednn_available():
         return 0
