@@ -57,7 +57,8 @@ class OneDnnLinear(torch.nn.Linear):
     """An ``nn.Linear`` whose float32 CPU product is oneDNN's inner product."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dtype != torch.float32 or x.device.type != "cpu" or x.requires_grad:
+        # oneDNN's operator has no backward: with gradients on, PyTorch's layer.
+        if x.dtype != torch.float32 or x.device.type != "cpu" or torch.is_grad_enabled():
             return super().forward(x)
         return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
 
