@@ -65,12 +65,17 @@ def test_the_paths_alternate_over_the_same_groups(
             calls.append((self.name, len(items)))
             return [Verdict(float(len(it.segment.text))) for it in items]
 
+    plain = Judge("plain")
+
     def reference(judge: Any, group: list[Any]) -> list[float]:
+        # The authors' loop runs on its own model, as they load it, not on ceg's judge.
+        assert judge is plain
         calls.append(("reference", len(group)))
         return [float(len(claim)) for _, claim in group]
 
     pairs = [(("passage",), "claim " * (i + 1)) for i in range(10)]
-    got = bench.measure({"batched": Judge("batched"), "fixed": Judge("fixed")}, reference, pairs, 3)
+    judges = {"batched": Judge("batched"), "fixed": Judge("fixed")}
+    got = bench.measure(judges, reference, plain, pairs, 3)
     assert calls == [
         ("reference", 4), ("batched", 4), ("fixed", 4),
         ("fixed", 4), ("batched", 4), ("reference", 4),
@@ -79,3 +84,12 @@ def test_the_paths_alternate_over_the_same_groups(
     assert got["scores"]["reference"] == got["scores"]["batched"] == got["scores"]["fixed"]
     assert got["scores"]["reference"] == [float(len(c)) for _, c in pairs]
     assert set(got["seconds"]) == {"reference", "batched", "fixed"}
+
+
+def test_a_variant_names_judge_options(bench: ModuleType) -> None:
+    assert bench.parse_variant("torch:kernels=torch") == ("torch", {"kernels": "torch"})
+    assert bench.parse_variant("w:batch_tokens=1024,kernels=torch") == (
+        "w", {"batch_tokens": 1024, "kernels": "torch"})
+    for bad in ("torch", "torch:", ":kernels=torch", "torch:kernels", "torch:=x"):
+        with pytest.raises(SystemExit, match="NAME:KEY=VALUE"):
+            bench.parse_variant(bad)
