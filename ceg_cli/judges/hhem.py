@@ -44,7 +44,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .precision import precision_option, to_precision
+from .precision import for_inference, kernels_option, precision_option
 
 __all__ = ["DEFAULT_PROMPT", "HhemJudge", "create", "load_hhem"]
 
@@ -210,11 +210,7 @@ def load_hhem(location: str, device: str = "cpu", precision: str = "float32",
             f"{weights}: not HHEM's weights (missing {', '.join(missing[:3]) or 'everything'})"
         )
     model.tie_weights()
-    model = to_precision(model.float(), precision, location).to(device).eval()
-    from .kernels import use_kernels
-
-    use_kernels(model, kernels, device, precision)
-    return tokenizer, model, prompt
+    return tokenizer, for_inference(model.float(), precision, kernels, device, location), prompt
 
 
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
@@ -222,7 +218,6 @@ def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
     from ..index.embedding import resolve_device
     from .batching import batch_tokens_option
-    from .kernels import kernels_option
     from .minicheck import locate_model
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)

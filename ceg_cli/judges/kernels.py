@@ -22,35 +22,21 @@ HHEM) keep PyTorch's layers: at base size they ran no faster with oneDNN's
 activations turned the different rounding into a support probability 8e-4
 away from the authors' on the random-weight HHEM, where PyTorch's layers stayed
 within 6e-6. Where the operator is missing or gives a different product on a
-probe, nothing is changed. The ``kernels``
-option ``torch`` keeps PyTorch's own linear layers (the benchmark's reference
-loop runs the authors' code that way). Import this module only where torch is
-needed: it imports torch.
+probe, nothing is changed. The ``kernels`` option ``torch`` (read by
+judges/precision.py, which calls ``use_kernels`` for every checker it readies)
+keeps PyTorch's own linear layers (the benchmark's reference loop runs the
+authors' code that way). Import this module only where torch is needed: it
+imports torch.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
 import torch
 
-from ..errors import UsageError
-
-KERNELS = ("onednn", "torch")
-DEFAULT_KERNELS = "onednn"
-
-__all__ = ["KERNELS", "OneDnnLinear", "kernels_option", "use_kernels"]
-
-
-def kernels_option(options: Mapping[str, Any], judge: str) -> str:
-    """The ``kernels`` option: ``onednn`` (the default) or ``torch``."""
-    kernels = str(options.get("kernels") or DEFAULT_KERNELS)
-    if kernels not in KERNELS:
-        raise UsageError(f"--judge {judge}: kernels must be one of {', '.join(KERNELS)}, "
-                         f"not {kernels!r}")
-    return kernels
+__all__ = ["OneDnnLinear", "onednn_available", "use_kernels"]
 
 
 class OneDnnLinear(torch.nn.Linear):
@@ -110,7 +96,7 @@ def use_kernels(model: Any, kernels: str, device: str, precision: str) -> int:
     swapped = 0
     for module in list(model.modules()):
         for name, child in list(module.named_children()):
-            if type(child) is torch.nn.Linear and child.weight.dtype == torch.float32:
+            if type(child) is torch.nn.Linear:
                 setattr(module, name, OneDnnLinear.sharing(child))
                 swapped += 1
     return swapped

@@ -49,7 +49,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .precision import precision_option, to_precision
+from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -356,12 +356,7 @@ def _load(
             f"{location}: a MiniCheck encoder has 2 labels (unsupported, supported); "
             f"this one has {getattr(config, 'num_labels', '?')}"
         )
-    model = to_precision(model, precision, location)
-    model.to(device).eval()
-    from .kernels import use_kernels
-
-    use_kernels(model, kernels, device, precision)
-    return tokenizer, model
+    return tokenizer, for_inference(model, precision, kernels, device, location)
 
 
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
@@ -369,7 +364,6 @@ def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     ``device``, ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
     from ..index.embedding import resolve_device
     from .batching import batch_tokens_option
-    from .kernels import kernels_option
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
     if batch_size < 1:

@@ -46,7 +46,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .precision import precision_option, to_precision
+from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -442,12 +442,7 @@ def _load(
     if model.dtype != torch.float32:
         # A checkpoint stored in half precision computes as asked, float32 by default.
         model = model.float()
-    model = to_precision(model, precision, location)
-    model.to(device).eval()
-    from .kernels import use_kernels
-
-    use_kernels(model, kernels, device, precision)
-    return tokenizer, model
+    return tokenizer, for_inference(model, precision, kernels, device, location)
 
 
 def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
@@ -480,8 +475,6 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     device = resolve_device(str(options.get("device", "cpu")))
     batch_tokens = batch_tokens_option(options, device, f"nli:{arg}")
     precision = precision_option(options, device, f"nli:{arg}")
-    from .kernels import kernels_option
-
     kernels = kernels_option(options, f"nli:{arg}")
     tokenizer, model = _load(location, device, precision, kernels)
     return NliJudge(

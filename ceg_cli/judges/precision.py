@@ -1,4 +1,5 @@
-"""The float width a checker model computes in (``--judge-precision``).
+"""How a checker model computes: its float width (``--judge-precision``) and, on a
+CPU, its matrix-product kernels (the ``kernels`` option, judges/kernels.py).
 
 ``float32`` (the default) is what the parity tests hold to the authors' code
 within 1e-5. ``bfloat16`` halves the weights' memory and, on a GPU (and a CPU
@@ -19,6 +20,8 @@ from ..errors import UsageError
 
 PRECISIONS = ("float32", "bfloat16", "float16")
 DEFAULT_PRECISION = "float32"
+KERNELS = ("onednn", "torch")
+DEFAULT_KERNELS = "onednn"
 
 
 def precision_option(options: Mapping[str, Any], device: str, judge: str) -> str:
@@ -34,6 +37,24 @@ def precision_option(options: Mapping[str, Any], device: str, judge: str) -> str
             f"(--device cuda); on {device} use float32 or bfloat16"
         )
     return precision
+
+
+def kernels_option(options: Mapping[str, Any], judge: str) -> str:
+    """The ``kernels`` option: ``onednn`` (the default) or ``torch`` (judges/kernels.py)."""
+    kernels = str(options.get("kernels") or DEFAULT_KERNELS)
+    if kernels not in KERNELS:
+        raise UsageError(f"--judge {judge}: kernels must be one of {', '.join(KERNELS)}, "
+                         f"not {kernels!r}")
+    return kernels
+
+
+def for_inference(model: Any, precision: str, kernels: str, device: str, location: str) -> Any:
+    """``model`` in ``precision`` on ``device``, in eval mode, with ``kernels`` where they apply."""
+    from .kernels import use_kernels
+
+    model = to_precision(model, precision, location).to(device).eval()
+    use_kernels(model, kernels, device, precision)
+    return model
 
 
 def to_precision(model: Any, precision: str, location: str) -> Any:
