@@ -39,10 +39,10 @@ token budget (batches of ``--batch-size`` pairs whatever their length);
 ``--variant NAME:KEY=VALUE[,KEY=VALUE]`` (repeatable) the batched path with
 those judge options changed (``torch:kernels=torch`` is ceg's schedule on
 PyTorch's linear layers, ``t2048:batch_tokens=2048`` another budget); and
-``--precision bfloat16`` (or ``float16`` on CUDA) the batched path in that
-precision (``--judge-precision``), with its largest score difference from the
-float32 reference and the share of pairs whose verdict (support > 0.5) it
-keeps. Both
+``--precision bfloat16`` (or ``float16`` on CUDA) is the variant
+``bfloat16:precision=bfloat16`` (``--judge-precision``). Each variant reports
+its largest score difference from the reference and the share of pairs whose
+verdict (support > 0.5) it keeps. Both
 paths use every CPU core torch sees. The two paths' scores are compared and the
 largest difference is reported. Results: benchmarks/results/NAME.json,
 ``{"families": {NAME: {"batched_pairs_per_s", "reference_pairs_per_s", "device",
@@ -236,6 +236,21 @@ def measure(
     return {"seconds": seconds, "scores": scores}
 
 
+def against_reference(got: dict[str, Any], name: str) -> dict[str, Any]:
+    """Path ``name`` of ``measure``'s result beside the authors' loop: pairs/s, speedup,
+    largest score difference and the share of verdicts (support > 0.5) it keeps."""
+    ref_s, ref = got["seconds"]["reference"], got["scores"]["reference"]
+    scores = got["scores"][name]
+    return {
+        "pairs_per_s": round(len(scores) / got["seconds"][name], 3),
+        "speedup": round(ref_s / got["seconds"][name], 2),
+        # ceg's verdict score is rounded to 4 places.
+        "max_abs_diff": float(f"{max(abs(a - b) for a, b in zip(ref, scores)):.2e}"),
+        "verdict_agreement": round(
+            sum((a > 0.5) == (b > 0.5) for a, b in zip(ref, scores)) / len(scores), 4),
+    }
+
+
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     """``NAME:KEY=VALUE[,KEY=VALUE]`` as (NAME, options); digits become numbers."""
     name, sep, rest = text.partition(":")
@@ -273,6 +288,8 @@ def main() -> None:
 
     results_name(args.results)
     variants = dict(parse_variant(v) for v in args.variant)
+    if args.precision is not None:
+        variants[args.precision] = {"precision": args.precision}
     import torch
     from tiny_checkers import build
 
@@ -292,9 +309,6 @@ def main() -> None:
                 fixed = make_judge(family, folder, work, options)
                 fixed.batch_tokens = None
                 judges["fixed_count"] = fixed
-            if args.precision is not None:
-                judges["precision"] = make_judge(family, folder, work,
-                                                 options | {"precision": args.precision})
             for name, changed in variants.items():
                 judges[f"variant:{name}"] = make_judge(family, folder, work, options | changed)
             # The authors' loop runs on the model as they load it: PyTorch's linear layers.
@@ -314,46 +328,23 @@ def main() -> None:
             for j in judges.values():
                 j.judge(items(pairs[:2]))
             got = measure(judges, reference, plain, pairs, args.rounds)
-            ref_s = got["seconds"]["reference"]
-            bat_s = got["seconds"]["batched"]
-            ref_scores = got["scores"]["reference"]
-            diff = max(abs(a - b) for a, b in zip(ref_scores, got["scores"]["batched"]))
+            batched = against_reference(got, "batched")
             row: dict[str, Any] = {
-                "batched_pairs_per_s": round(len(pairs) / bat_s, 3),
-                "reference_pairs_per_s": round(len(pairs) / ref_s, 3),
-                "speedup": round(ref_s / bat_s, 2),
-                # ceg's verdict score is rounded to 4 places.
-                "max_abs_diff": float(f"{diff:.2e}"),
+                "batched_pairs_per_s": batched["pairs_per_s"],
+                "reference_pairs_per_s": round(len(pairs) / got["seconds"]["reference"], 3),
+                "speedup": batched["speedup"],
+                "max_abs_diff": batched["max_abs_diff"],
                 "device": "cpu",
                 "batch_tokens": judge.batch_tokens,
                 "inputs": model_inputs(judge, pairs),
             }
             if "fixed_count" in got["seconds"]:
-                row["fixed_count_pairs_per_s"] = round(
-                    len(pairs) / got["seconds"]["fixed_count"], 3
-                )
-                row["fixed_count_speedup"] = round(ref_s / got["seconds"]["fixed_count"], 2)
-            if "precision" in got["seconds"]:
-                low = got["scores"]["precision"]
-                row["precision"] = {
-                    "name": args.precision,
-                    "pairs_per_s": round(len(pairs) / got["seconds"]["precision"], 3),
-                    "speedup": round(ref_s / got["seconds"]["precision"], 2),
-                    "max_abs_diff_from_float32": round(
-                        max(abs(a - b) for a, b in zip(ref_scores, low)), 4),
-                    "verdict_agreement": round(
-                        sum((a > 0.5) == (b > 0.5) for a, b in zip(ref_scores, low))
-                        / len(low), 4),
-                }
-            for key in (k for k in got["seconds"] if k.startswith("variant:")):
-                other = got["scores"][key]
-                row.setdefault("variants", {})[key.removeprefix("variant:")] = {
-                    "options": variants[key.removeprefix("variant:")],
-                    "pairs_per_s": round(len(pairs) / got["seconds"][key], 3),
-                    "speedup": round(ref_s / got["seconds"][key], 2),
-                    "max_abs_diff": float(
-                        f"{max(abs(a - b) for a, b in zip(ref_scores, other)):.2e}"),
-                }
+                fixed_row = against_reference(got, "fixed_count")
+                row["fixed_count_pairs_per_s"] = fixed_row["pairs_per_s"]
+                row["fixed_count_speedup"] = fixed_row["speedup"]
+            for name, changed in variants.items():
+                row.setdefault("variants", {})[name] = {
+                    "options": changed, **against_reference(got, f"variant:{name}")}
             name = f"minicheck-{family}" if family != "hhem" else "hhem"
             families[name] = row
             log(f"{name}: {row}")

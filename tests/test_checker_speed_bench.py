@@ -93,3 +93,10 @@ def test_a_variant_names_judge_options(bench: ModuleType) -> None:
     for bad in ("torch", "torch:", ":kernels=torch", "torch:kernels", "torch:=x"):
         with pytest.raises(SystemExit, match="NAME:KEY=VALUE"):
             bench.parse_variant(bad)
+
+
+def test_a_path_is_set_beside_the_authors_loop(bench: ModuleType) -> None:
+    got = {"seconds": {"reference": 4.0, "bf16": 2.0},
+           "scores": {"reference": [0.9, 0.2, 0.6, 0.1], "bf16": [0.8, 0.3, 0.4, 0.1]}}
+    assert bench.against_reference(got, "bf16") == {
+        "pairs_per_s": 2.0, "speedup": 2.0, "max_abs_diff": 0.2, "verdict_agreement": 0.75}
