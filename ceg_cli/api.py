@@ -32,7 +32,7 @@ RUN_OPTIONS = (
     "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
     "contexts_retrieval",
     "response_field", "question_field", "citation_pattern", "device",
-    "regenerate", "max_attempts", "rewriter",
+    "regenerate", "max_attempts", "rewriter", "judge_threshold",
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
@@ -222,7 +222,8 @@ class Checker:
         stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
         regenerating = run.rewriter is not None
         for checked, attempts in run._regenerated(stream):
-            record = to_record(checked, self._judge_info, attempts if regenerating else None)
+            record = to_record(checked, self._judge_info, attempts if regenerating else None,
+                               run.cuts)
             yield CheckResult(checked, record)
 
     def close(self) -> None:

@@ -94,12 +94,18 @@ class Evidence:
 
 @dataclass(frozen=True)
 class JudgeItem:
-    """What a judge decides on: one segment, its context and its evidence."""
+    """What a judge decides on: one segment, its context and its evidence.
+
+    ``setting`` is what the evidence is: ``index`` (passages of an index) or
+    ``contexts`` (the record's own documents); a judge whose cut depends on it
+    (``judges/cuts.py``) takes that setting's.
+    """
 
     segment: Segment
     evidence: tuple[Evidence, ...]
     question: str | None = None
     response: str = ""
+    setting: str = "index"
 
 
 #: Segment labels. ``not_judged`` marks a segment whose judge failed: it is

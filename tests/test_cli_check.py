@@ -170,7 +170,9 @@ def test_records_go_to_stdout_or_to_out(run_cli, hash_index: Path, mixed: Path,
     assert [r["question"] for r in got] == ["Who was Aristotle?", None, "Anything to add?"]
     for r in got:
         assert r["schema_version"] == SCHEMA_VERSION
-        assert r["judge"] == {"name": "fake", "method": FakeJudge.method}
+        # A judge with no cuts decides at none.
+        assert r["judge"] == {"name": "fake", "method": FakeJudge.method, "threshold": None,
+                              "threshold_source": None}
         assert_no_timestamps(r)
     # The summary table goes to stderr, never into the data.
     assert "nonfactual rate" in to_stdout.stderr

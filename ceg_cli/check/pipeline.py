@@ -13,6 +13,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..judges import Judge
+from ..judges.cuts import setting_of
 from ..types import (
     FACTUAL,
     NONFACTUAL,
@@ -172,10 +173,11 @@ def check_batch(
                                             contexts)
     items = []
     at = 0
-    for item, segs, m in zip(batch, segmented, marked):
+    for item, segs, m, source in zip(batch, segmented, marked, sources):
         said = m.clean if m is not None else item.response
+        setting = setting_of(source)
         for seg in segs:
-            items.append(JudgeItem(seg, evidence[at], item.question, said))
+            items.append(JudgeItem(seg, evidence[at], item.question, said, setting))
             at += 1
     verdicts = judge.judge(items) if items else []
     if len(verdicts) != len(items):

@@ -16,6 +16,8 @@ from typing import Any
 from ..errors import CegError, InputError, UsageError
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
+from ..judges.cuts import OPTION as CUT_OPTION
+from ..judges.cuts import SETTINGS, Cuts, check_threshold, setting_of
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
     RecordWriter,
@@ -87,6 +89,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        judge_threshold: float | None = None,
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
         ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
@@ -100,6 +103,10 @@ class RunSettings:
             raise UsageError(f"--top-k {top_k}: must be at least 1")
         if not -1.0 <= threshold <= 1.0:
             raise UsageError(f"--threshold {threshold}: a cosine similarity is between -1 and 1")
+        # The judge's cut, for every setting (None: the judge's own per setting).
+        judge_options = dict(judge_options or {})
+        if check_threshold(judge_threshold) is not None:
+            judge_options[CUT_OPTION] = float(judge_threshold)  # type: ignore[arg-type]
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
         if rewriter is not None and not rewriter.startswith("llm:"):
@@ -162,7 +169,7 @@ class RunSettings:
                 min_citation_precision=min_citation_precision,
             ),
             resume=resume,
-            judge_options=judge_options or {},
+            judge_options=judge_options,
             regenerate=regenerate,
             max_attempts=max_attempts,
             rewriter=rewriter,
@@ -258,14 +265,18 @@ class CheckRun:
         # log-probabilities) says it where the run's warnings go.
         judge_options = {**settings.judge_options, "on_warning": on_warning}
         self.judge = create_judge(settings.judge, judge_options)
+        #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
+        self.cuts: Cuts | None = getattr(self.judge, "cuts", None)
         self.rewriter = None
         self._rewriter_judge: Any = None
         if settings.regenerate:
             from .regenerate import LlmRewriter
 
-            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair.
+            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair;
+            # it rewrites, it decides nothing: the judge's cut is not its option.
             if settings.rewriter is not None:
-                self._rewriter_judge = create_judge(settings.rewriter, judge_options)
+                rewriter_options = {k: v for k, v in judge_options.items() if k != CUT_OPTION}
+                self._rewriter_judge = create_judge(settings.rewriter, rewriter_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
         self._pending, first = self._peek(settings)
@@ -323,6 +334,7 @@ class CheckRun:
                 self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
         judge_info = {"name": self.judge.name, "method": self.judge.method}
+        cuts = self.cuts
         pending = self._pending
         if resume_into is not None:
             # Records are written one per input line, in input order: the
@@ -335,7 +347,7 @@ class CheckRun:
             checked_stream = check(self._report_bad(pending), self.index, self.judge,
                                    settings.check, self.contexts)
             for checked, attempts in self._regenerated(checked_stream):
-                record = to_record(checked, judge_info, attempts)
+                record = to_record(checked, judge_info, attempts, cuts)
                 writer.write(record)
                 self._count(checked)
                 if on_record is not None:
@@ -422,6 +434,18 @@ class CheckRun:
                               method=self.settings.check.contexts_retrieval,
                               similarity=reads_similarity(self.judge))
 
+    def describe_cuts(self, *, used: bool = False) -> str:
+        """The judge's cut in the settings this run may judge in (by ``--evidence``), or,
+        with ``used``, in those its records were judged in: "0.8333 (protocol, index
+        setting); 0.8333 (protocol, contexts setting)"."""
+        if self.cuts is None:
+            return "none (the judge gives a label, not a score)"
+        settings = cut_settings(self.settings.check.evidence)
+        if used and self.summary.evidence_sources:
+            seen = {setting_of(source) for source in self.summary.evidence_sources}
+            settings = tuple(s for s in SETTINGS if s in seen)
+        return self.cuts.describe(settings)
+
     def _count(self, checked: Any) -> None:
         outcome = self.summary.add(checked)
         if self._junit is not None:
@@ -455,6 +479,17 @@ class CheckRun:
             close_judge = getattr(judge, "close", None)
             if close_judge is not None:
                 close_judge()
+
+
+def cut_settings(evidence: str) -> tuple[str, ...]:
+    """The settings a run with ``--evidence`` judges in: ``index`` and ``both`` the
+    index setting (``cuts.setting_of``), ``contexts`` the contexts setting, ``auto``
+    either, record by record."""
+    if evidence in ("index", "both"):
+        return ("index",)
+    if evidence == "contexts":
+        return ("contexts",)
+    return SETTINGS
 
 
 def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:

@@ -18,6 +18,7 @@ from .common import (
     JudgeOption,
     JudgePrecision,
     JudgePrecisionOption,
+    JudgeThresholdOption,
     LlmPrompt,
     QueryMode,
     QueryOption,
@@ -40,6 +41,7 @@ def check_command(
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
     judge: str = JudgeOption,
+    judge_threshold: float = JudgeThresholdOption,
     judge_precision: JudgePrecision = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -157,6 +159,7 @@ def check_command(
         index=index,
         out=out,
         judge=judge,
+        judge_threshold=judge_threshold,
         top_k=top_k,
         threshold=threshold,
         query=query.value,
@@ -194,6 +197,9 @@ def check_command(
     # Nor a file of the index it reads (a later command would find it unreadable).
     refuse_index_files(files[1:], index)
     run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
+    if not quiet:
+        err_console.print(f"judge {run.judge.name}, threshold {run.describe_cuts()}",
+                          markup=False)
     # Records going to stdout are kept (compactly) for the report as they pass;
     # with --out the file is read back, resumed records included.
     builder = ReportBuilder() if report is not None and out is None else None
@@ -281,6 +287,7 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
         table.add_row("  uncited claims", str(cited["uncited"]))
     table.add_row("time", f"{s.seconds:.1f} s")
     table.add_row("judge", s.judge)
+    table.add_row("  threshold", run.describe_cuts(used=True))
     if set(s.evidence_sources) - {"index"}:  # say so when not all came from the index
         table.add_row("evidence", ", ".join(
             f"{source} {n}" for source, n in sorted(s.evidence_sources.items())))

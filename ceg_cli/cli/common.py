@@ -110,6 +110,15 @@ JudgePrecisionOption = typer.Option(
     help="The float width of a minicheck:, hhem: or nli: checker: float32 (parity with "
     "the authors), bfloat16, or float16 (CUDA only; not for T5).",
 )
+JudgeThresholdOption = typer.Option(
+    None,
+    "--judge-threshold",
+    help="The judge's cut on its score, 0 to 1, in every setting: a segment is supported "
+    "when its score reaches it (default: the judge's own: for offline and verifier the "
+    "leave-one-domain-out protocol's for the index or contexts setting, for minicheck:, "
+    "hhem: and nli: 0.5; llm: with the paper's prompt gives a label and refuses it).",
+    show_default=False,
+)
 JudgeOption = typer.Option(
     "offline",
     "--judge",

@@ -26,6 +26,7 @@ from .common import (
     JudgeOption,
     JudgePrecision,
     JudgePrecisionOption,
+    JudgeThresholdOption,
     QueryMode,
     QueryOption,
     QuietOption,
@@ -128,6 +129,7 @@ def eval_command(
         show_default=False,
     ),
     judge: str = JudgeOption,
+    judge_threshold: float = JudgeThresholdOption,
     judge_precision: JudgePrecision = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -158,6 +160,8 @@ def eval_command(
     from ..index import open_index
     from ..index.lexical import resolve_method
     from ..judges import create_judge
+    from ..judges.cuts import OPTION as CUT_OPTION
+    from ..judges.cuts import check_threshold
     from ..report.output import refuse_index_files, refuse_same_files
 
     # Before anything is read or written: no output may be the dataset, the
@@ -169,6 +173,7 @@ def eval_command(
         if not path.resolve().parent.is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
+    cut = check_threshold(judge_threshold)  # before anything is read or built
     mode = evidence.value
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
@@ -190,15 +195,19 @@ def eval_command(
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        checker = create_judge(judge, {"device": device.value,
-                                       "precision": judge_precision.value})
+        judge_options: dict[str, Any] = {"device": device.value,
+                                         "precision": judge_precision.value}
+        if cut is not None:
+            judge_options[CUT_OPTION] = cut
+        checker = create_judge(judge, judge_options)
         if not quiet:
             against = "each item's own contexts" if index_dir is None else f"index {index_dir}"
             if index_dir is not None and mode != "index":
                 against += f", evidence {mode}"
             err_console.print(
                 f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
-                f"{against}, judge {checker.name}"
+                f"{against}, judge {checker.name}, threshold {_cuts(checker, mode)}",
+                markup=False,
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
         with ExitStack() as stack:
@@ -233,6 +242,25 @@ def eval_command(
             json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     out_console.print(render_table(metrics))
+
+
+def _cuts(judge: Any, mode: str) -> str:
+    """The judge's cut in the settings ``--evidence`` may judge in, and where it came from."""
+    from ..check.run import cut_settings
+
+    cuts = getattr(judge, "cuts", None)
+    if cuts is None:
+        return "none (the judge gives a label, not a score)"
+    return str(cuts.describe(cut_settings(mode)))
+
+
+def describe_threshold(run: dict[str, Any]) -> str:
+    """The run's ``judge_threshold`` in words: "0.8333 (protocol, index setting)"."""
+    cuts = run.get("judge_threshold")
+    if not cuts:
+        return "none"
+    shown = dict.fromkeys(f"{c['value']:g} ({c['source']})" for c in cuts.values())
+    return "; ".join(shown)
 
 
 def _contexts_fields(
@@ -349,8 +377,9 @@ def render_table(metrics: dict[str, Any]) -> Table:
     if set(sources) - {"index"}:  # say what the items were judged against, when not the index
         evidence += " (" + ", ".join(f"{name} {n}" for name, n in sources.items()) + ")"
     table = Table(
-        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']}, "
-        f"evidence {evidence}, top-k {run['top_k']}, threshold {run['threshold']}, "
+        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']} "
+        f"at judge threshold {describe_threshold(run)}, evidence {evidence}, "
+        f"top-k {run['top_k']}, similarity threshold {run['threshold']}, "
         f"query {run['query']}, retrieval {run['retrieval']}",
         title_justify="left",
     )

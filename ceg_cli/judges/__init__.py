@@ -24,6 +24,10 @@ class Judge(Protocol):
     name: str
     #: One line saying what the method is, as written in the output.
     method: str
+    #: Optional: ``cuts`` (``judges.cuts.Cuts``), the judge's cut on its score in each
+    #: setting, for a judge that supports a segment when its score reaches a cut; such a
+    #: judge takes ``--judge-threshold`` (the option ``judge_threshold``) and reads each
+    #: item's ``setting``. A judge without it refuses the option.
     #: Optional: True when the judge reads its passages' cosine similarities, which
     #: are then computed even where nothing else needs them (``--contexts-retrieval
     #: lexical``); a judge without it gets ``similarity`` None on such passages.
@@ -77,7 +81,22 @@ def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
         # "verifier:" and "nli:" alike: a colon promises a model, and none is named.
         usage = _NEEDS_ARGUMENT.get(prefix, f"{prefix}:DIR (or {prefix} alone)")
         raise UsageError(f"--judge {name}: say which model, as {usage}")
+    from .cuts import OPTION, check_threshold
+
+    options = options or {}
+    # A bad --judge-threshold is refused before a model is loaded.
+    override = check_threshold(options.get(OPTION))
     if isinstance(factory, str):
         module_name, _, func = factory.partition(":")
         factory = getattr(importlib.import_module(module_name), func)
-    return factory(arg, options or {})
+    judge = factory(arg, options)
+    if override is not None and getattr(judge, "cuts", None) is None:
+        # A judge that does not cut a score would run without the cut it was given.
+        close = getattr(judge, "close", None)
+        if close is not None:
+            close()
+        raise UsageError(
+            f"--judge-threshold: the judge {judge.name} decides without a cut on a score; "
+            "leave the option out"
+        )
+    return judge

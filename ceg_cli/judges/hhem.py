@@ -44,6 +44,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .cuts import Cuts, one_cut
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = ["DEFAULT_PROMPT", "HhemJudge", "create", "load_hhem"]
@@ -54,6 +55,8 @@ DEFAULT_PROMPT = (
 )
 DEFAULT_FOUNDATION = "google/flan-t5-base"
 THRESHOLD = 0.5
+#: Where that cut comes from, as a run shows it.
+AUTHORS_CUT = "HHEM's authors"
 DEFAULT_BATCH_SIZE = 16
 
 
@@ -70,6 +73,7 @@ class HhemJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        threshold_source: str = AUTHORS_CUT,
     ) -> None:
         self.name = f"hhem:{name}"
         self.tokenizer = tokenizer
@@ -79,6 +83,8 @@ class HhemJudge:
         #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
         self.batch_tokens = batch_tokens
         self.threshold = threshold
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = Cuts.same(threshold, threshold_source)
         self.method = (
             f"HHEM-2.1-open {name}: premise = the evidence, hypothesis = the segment, "
             f"in HHEM's prompt; supported above {threshold:g}"
@@ -228,7 +234,9 @@ def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     precision = precision_option(options, device, f"hhem:{arg}")
     location = locate_model(arg, "hhem")
     kernels = kernels_option(options, f"hhem:{arg}")
+    cut = one_cut(THRESHOLD, AUTHORS_CUT, options)
     tokenizer, model, prompt = load_hhem(location, device, precision, kernels)
     return HhemJudge(
-        arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens
+        arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens,
+        threshold=cut.value, threshold_source=cut.source,
     )

@@ -55,7 +55,8 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .minicheck import DocChunk, claims_and_chunks, doc_chunks
+from .cuts import Cuts
+from .minicheck import AUTHORS_CUT, DocChunk, claims_and_chunks, doc_chunks
 from .unreadable import unparsable_verdict
 
 __all__ = ["CHUNK_WORDS", "THRESHOLD", "LlmMiniCheckJudge"]
@@ -83,6 +84,7 @@ class LlmMiniCheckJudge:
         count_unparsable_as: str = NOT_JUDGED,
         chunk_words: int = CHUNK_WORDS,
         on_warning: Callable[[str], None] | None = None,
+        cuts: Cuts | None = None,
     ) -> None:
         unparsable_verdict("", count_unparsable_as)  # checks the choice now
         self.model = model
@@ -91,7 +93,9 @@ class LlmMiniCheckJudge:
         self.max_tokens = max_tokens
         self.count_unparsable_as = count_unparsable_as
         self.chunk_words = chunk_words
-        self.threshold = THRESHOLD
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = cuts if cuts is not None else Cuts.same(THRESHOLD, AUTHORS_CUT)
+        self.threshold = self.cuts.index.value
         self.on_warning = on_warning
         self.name = f"llm:{model}"
         self.host = urlsplit(client.base_url).netloc or client.base_url
@@ -99,7 +103,7 @@ class LlmMiniCheckJudge:
             f"LLM judge {model} at {self.host}: MiniCheck's prompt (document chunk, claim; "
             f"yes or no), support = P(yes) from the first token's top-{TOP_LOGPROBS} "
             f"log-probabilities (the text answer where the endpoint sends none), best chunk, "
-            f"weakest sentence, supported above {THRESHOLD:g}; temperature {temperature:g}"
+            f"weakest sentence, supported above {self.threshold:g}; temperature {temperature:g}"
         )
         # Log-probabilities are asked for until the endpoint rejects them before
         # ever sending any; after one reply had them, a rejection is about that

@@ -49,6 +49,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .cuts import Cuts, one_cut
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
@@ -63,6 +64,8 @@ __all__ = [
 ]
 
 THRESHOLD = 0.5
+#: Where that cut comes from, as a run shows it.
+AUTHORS_CUT = "MiniCheck's authors"
 DEFAULT_BATCH_SIZE = 16
 #: The reference's chunk sizes: tokens for the encoders, words for Flan-T5.
 ENCODER_CHUNK_TOKENS = 400
@@ -141,6 +144,7 @@ class MiniCheckJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        threshold_source: str = AUTHORS_CUT,
     ) -> None:
         family = str(getattr(model.config, "model_type", ""))
         if family not in MAX_LENGTH:
@@ -159,6 +163,8 @@ class MiniCheckJudge:
         #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
         self.batch_tokens = batch_tokens
         self.threshold = threshold
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = Cuts.same(threshold, threshold_source)
         self.max_length = MAX_LENGTH[family]
         self.chunk_size = T5_CHUNK_WORDS if self.seq2seq else ENCODER_CHUNK_TOKENS
         unit = "words" if self.seq2seq else "tokens"
@@ -373,5 +379,7 @@ def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     precision = precision_option(options, device, f"minicheck:{arg}")
     location = locate_model(arg, "minicheck")
     kernels = kernels_option(options, f"minicheck:{arg}")
+    cut = one_cut(THRESHOLD, AUTHORS_CUT, options)
     tokenizer, model = _load(location, device, precision, kernels)
-    return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens)
+    return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens,
+                          threshold=cut.value, threshold_source=cut.source)
