@@ -8,7 +8,9 @@ and are read from there here too, never written twice.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +172,7 @@ def test_the_verifier_takes_its_thresholds_file_else_its_combiners_cut(
     assert own.cuts == Cuts.same(0.5, f"combiner.json of {verifier_053.name}")
     (v,) = own.judge([item("index")])
     assert (v.label, v.score) == (FACTUAL, 0.53)
-    # The shipped file beside it: the protocol's cuts, 0.558 and 0.568 today.
+    # The shipped file beside it: the protocol's cuts (0.5939 and 0.5569 today).
     copy = tmp_path / "v"
     shutil.copytree(verifier_053, copy)
     shutil.copy(VERIFIER_DIR / "thresholds.json", copy / "thresholds.json")
@@ -369,3 +371,55 @@ def test_eval_reports_the_cut_of_each_setting_it_judged_in(run_cli: Any, tmp_pat
     assert "at judge threshold 0.5 (--judge-threshold)" in " ".join(stdout.split())
     assert run == {"contexts": {"value": 0.5, "source": OVERRIDE}}
     assert accuracy == 0.5  # at the old cut the wrong answer passes
+
+
+# -- the shipped cuts are the protocol's fit of the committed scores ------------------
+
+
+def _contexts_eval(monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location("contexts_eval", BENCH / "contexts_eval.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_shipped_cuts_are_the_protocols_fit_of_the_committed_scores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Re-runs ``fit_threshold`` (benchmarks/transfer.py) on the per-item scores
+    contexts_eval.py committed. A change to a judge's scores means running
+    ``benchmarks/contexts_eval.py --per-source 100 --seed 1 --ship`` again."""
+    bench = _contexts_eval(monkeypatch)
+    scores = json.loads((BENCH / "results" / "contexts_eval_scores.json").read_text())
+    assert (scores["per_source"], scores["seed"]) == (100, 1)
+    for name, folder in (("offline", OFFLINE_DIR), ("verifier", VERIFIER_DIR)):
+        ship = shipped(folder)
+        for setting in ("index", "contexts"):
+            record = scores["judges"][name][setting]
+            # Fitted on the five training domains, every set of each.
+            assert {s["domain"] for s in record.values()} == {
+                "encyclopedic", "summaries", "llm-answers", "dialogue", "science"}
+            assert not {"felm-dev", "halueval-dev"} & set(record), "test sets are never fitted"
+            assert all(len(s["gold"]) == len(s["score"]) > 0 for s in record.values())
+            fitted = bench.fit_scores(record)
+            assert math.isclose(ship[setting], fitted), (name, setting, ship[setting], fitted)
+    # The verifier whose scores these are is the one that ships.
+    assert scores["verifier_model"] == bench.verifier_digest(), (
+        "the shipped verifier changed since its scores were committed: run "
+        "benchmarks/contexts_eval.py --per-source 100 --seed 1 --ship")
+
+
+def test_the_fit_is_the_protocols_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fit_scores`` is ``lodo``'s all-domain cut: the number the results JSON records."""
+    bench = _contexts_eval(monkeypatch)
+    runs = {
+        "a": {"gold": [1, 1, 0, 0], "score": [0.9, 0.8, 0.7, 0.2]},
+        "b": {"gold": [1, 0, 0], "score": [0.95, 0.85, 0.1]},
+        "c": {"gold": [1, 0], "score": [0.6, 0.3]},
+    }
+    domain_of = {"a": "x", "b": "y", "c": "y"}
+    record = bench.scores_record({"j": {"index": runs}}, domain_of)["j"]["index"]
+    assert record["a"] == {"domain": "x", "gold": "1100", "score": [0.9, 0.8, 0.7, 0.2]}
+    assert bench.fit_scores(record) == bench.lodo(runs, domain_of)["threshold_all_domains"]
