@@ -251,3 +251,47 @@ def test_a_german_question_finds_the_english_passages(tmp_path: Path) -> None:
     titles = {e["title"] for s in record["segments"] for e in s.get("evidence", [])
               + s.get("citations", [])}  # fmt: skip
     assert "Aristotle" in titles, record
+
+
+# --- the default model of a build -----------------------------------------------------------
+
+
+def _documents(path: Path, texts: list[str]) -> Path:
+    path.write_text("".join(json.dumps({"id": str(i), "title": f"T{i}", "text": t},
+                                       ensure_ascii=False) + "\n"
+                            for i, t in enumerate(texts)), encoding="utf-8")  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(
+    ("texts", "multilingual"),
+    [(["Aristotle was a Greek philosopher born in Stagira.",
+       "Paris is the capital and most populous city of France."], False),
+     (["Aristotle was a Greek philosopher born in Stagira.",
+       "Aristoteles war ein griechischer Philosoph und wurde in Stagira geboren."], True),
+     (["亚里士多德是古希腊哲学家，出生于斯塔基拉。"], True)],
+)  # fmt: skip
+def test_a_build_without_model_takes_the_multilingual_one_for_other_languages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, texts: list[str], multilingual: bool
+) -> None:
+    from ceg_cli.index.builder import build_index
+
+    asked: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_load(**model: Any) -> Any:
+        asked.append(model["name"])
+        raise Stop
+
+    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", fake_load)
+    said: list[str] = []
+    with pytest.raises(Stop):
+        build_index([_documents(tmp_path / "docs.jsonl", texts)], tmp_path / "index",
+                    on_warning=said.append)
+    if multilingual:
+        assert asked == [packaged.MULTILINGUAL.name]
+        assert said and "building with the multilingual model" in said[0]
+    else:
+        assert asked == [None] and not said
