@@ -154,8 +154,9 @@
     const problems = [];
     if (cc.st === "unsupported") problems.push(cc.refs ? "cited " + refList(cc.refs) + (cc.refs.length === 1 ? " does" : " do") + " not support it" : "its citations do not support it");
     else if (cc.st === "uncited") problems.push("no citation");
-    if (cc.un) problems.push(refList(cc.un) + " names no context");
-    if (cc.ir) problems.push("context " + cc.ir.join(", ") + " supports no part of it");
+    if (cc.un) problems.push(refList(cc.un) + (cc.un.length === 1 ? " names" : " name") + " no context");
+    if (cc.ir) problems.push(cc.ir.length === 1 ? "context " + cc.ir[0] + " supports no part of it"
+      : "contexts " + cc.ir.slice(0, -1).join(", ") + " and " + cc.ir[cc.ir.length - 1] + " support no part of it");
     const target = (cc.ir || cc.cx || [])[0];
     const open = target ? () => reveal(prefix + "-c" + target) : null;
     if (!problems.length) {
