@@ -137,8 +137,29 @@ def test_a_citation_gate_with_nothing_to_measure_fails(run_cli: Any, tmp_path: P
     result = run_cli("check", plain, "--index", tmp_path / "none", "--min-citation-precision",
                      "0.5")
     assert result.exit_code == 1
-    assert ("--min-citation-precision 0.5: no response cited its contexts, so there was "
-            "nothing to measure") in " ".join(result.stderr.split())
+    assert ("--min-citation-precision 0.5: no citation was checked (no record both carried "
+            "citation markers and had contexts for them to name), so there was nothing to "
+            "measure") in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize("option", ["--min-citation-recall", "--min-citation-precision"])
+def test_a_citation_gate_with_evidence_index_is_a_usage_error(
+    run_cli: Any, tmp_path: Path, hash_index: Path, hash_model: None, option: str
+) -> None:
+    # Issue 44, item 8: the answer's markers were found, the gate said "no response cited
+    # its contexts" at the end of the run. --evidence index never reads the contexts
+    # citations name: refused before anything runs.
+    rows = [{"response": "Paris is the capital of France [1].", "contexts": [PARIS]}]
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", write_jsonl(tmp_path / "r.jsonl", rows), "--index", hash_index,
+                     "--evidence", "index", option, "0.5", "--out", out)
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0] == (
+        f"error: {option}: citations are checked against each record's own contexts, which "
+        "--evidence index does not read; use --evidence auto, contexts or both")
+    assert not out.exists()
 
 
 def test_a_claim_without_citation_is_reported_as_uncited(run_cli: Any, tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from ..types import (
     Verdict,
 )
 from .citecheck import Marked, mark
+from .contexts import CONTEXT_FIELDS
 from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
 from .references import REFERENCE_REASON, find_references
 from .retrieve import RetrievalOptions, retrieve, retrieve_vectors
@@ -72,31 +73,41 @@ class CheckOptions:
     contexts_retrieval: str = DEFAULT_CONTEXT_RETRIEVAL
 
 
-def evidence_source(item: ResponseInput, mode: str, has_index: bool) -> tuple[str, str | None]:
+def evidence_source(
+    item: ResponseInput, mode: str, has_index: bool, fields: Sequence[str] = CONTEXT_FIELDS
+) -> tuple[str, str | None]:
     """What ``item``'s segments are checked against, and why they cannot be, if so.
 
     The source is ``contexts``, ``index``, ``both`` or ``none`` (an empty list of
-    contexts: judged on no evidence). The problem, a message without the file
-    and line, makes the line an error record.
+    contexts, or contexts that are all blank text: judged on no evidence). The
+    problem, a message without the file and line, makes the line an error record;
+    it names ``fields``, the fields that were tried for the contexts.
     """
     has_contexts = item.contexts is not None
+    # A list of blank texts ([""], ["   "]) gives the judge nothing, as an empty one does.
+    has_text = any(c.text.strip() for c in item.contexts or ())
     if mode == "index" or (mode == "auto" and not has_contexts):
         if has_index:
             return "index", None
         return "index", (
-            "the record has no contexts (fields tried: contexts, retrieved_contexts, "
-            "retrieval_context) and there is no index to check it against"
+            f"the record has no contexts ({_tried(fields)}) and there is no index to check "
+            "it against"
         )
     if mode == "both":
         if not has_index:
             return "both", "--evidence both needs an index"
-        return ("both" if item.contexts else "index"), None
+        return ("both" if has_text else "index"), None
     if not has_contexts:  # --evidence contexts
+        hint = "; name another with --contexts-field" if fields == CONTEXT_FIELDS else ""
         return "contexts", (
-            "--evidence contexts: the record has no contexts (fields tried: contexts, "
-            "retrieved_contexts, retrieval_context; name another with --contexts-field)"
+            f"--evidence contexts: the record has no contexts ({_tried(fields)}{hint})"
         )
-    return ("contexts" if item.contexts else "none"), None
+    return ("contexts" if has_text else "none"), None
+
+
+def _tried(fields: Sequence[str]) -> str:
+    """"fields tried: contexts, retrieved_contexts, ..." or "field tried: retrieval.docs"."""
+    return f"field{'s' if len(fields) > 1 else ''} tried: {', '.join(fields)}"
 
 
 def response_label(verdicts: Sequence[Verdict]) -> str:
