@@ -7,6 +7,7 @@ judge can batch or parallelize), and results come out in input order.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
@@ -184,7 +185,7 @@ def check_batch(
     every = [m.segments if m is not None else _segments(item)
              for item, m in zip(batch, marked)]
     # What is judged: every segment but the references list's (with its markers' refs).
-    keep = [[not _within(seg, spans) for seg in segs] for segs, spans in zip(every, listed)]
+    keep = [_outside(segs, spans) for segs, spans in zip(every, listed)]
     segmented = [tuple(seg for seg, kept in zip(segs, ks) if kept)
                  for segs, ks in zip(every, keep)]
     cited_refs = [None if m is None else tuple(r for r, kept in zip(m.refs, ks) if kept)
@@ -230,8 +231,16 @@ def check_batch(
     return out
 
 
-def _within(segment: Segment, spans: Sequence[tuple[int, int]]) -> bool:
-    return any(s <= segment.start and segment.end <= e for s, e in spans)
+def _outside(segments: Sequence[Segment], spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """For each segment, whether it lies outside every span (spans in order, disjoint)."""
+    if not spans:
+        return [True] * len(segments)
+    starts = [s for s, _ in spans]
+    out = []
+    for seg in segments:
+        i = bisect.bisect_right(starts, seg.start) - 1
+        out.append(not (i >= 0 and seg.end <= spans[i][1]))
+    return out
 
 
 def _cites_checked(item: ResponseInput, m: Marked | None, source: str) -> bool:
