@@ -369,7 +369,10 @@ def test_reference_shaped_groups_are_never_claims(run_cli: Any, tmp_path: Path) 
         check = segment["citation_check"]
         assert check["status"] == "unsupported"
         assert check["unresolved"] == [group[1:-1]]
-        assert check["reason"] == f"cites {group}, naming no context (the record has 3 contexts)"
+        hint = (r"; to read [^n] as context n, pass --citation-pattern '\[\^(\d+)\]'"
+                if group == "[^1]" else "")
+        assert check["reason"] == (
+            f"cites {group}, naming no context (the record has 3 contexts){hint}")
         assert record["citation_check"]["unresolved"] == 1
 
 

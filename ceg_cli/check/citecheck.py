@@ -165,7 +165,7 @@ def check_citations(judge: Judge, work: Sequence[Work]) -> list[CitationCheck]:
             out[n] = CitationCheck(
                 refs, (), tuple(unresolved), CITE_UNSUPPORTED, (),
                 f"cites {_refs(unresolved)}, naming no context (the record has "
-                f"{_count(len(contexts), 'context')})",
+                f"{_count(len(contexts), 'context')})" + _footnote_hint(unresolved),
             )
         else:
             open_[n] = _Sentence(item, query, passages, refs, cited, unresolved)
@@ -232,6 +232,13 @@ def _verdict_of(s: _Sentence) -> CitationCheck:
 
 def _refs(refs: Sequence[str]) -> str:
     return "".join(f"[{r}]" for r in refs)
+
+
+def _footnote_hint(unresolved: Sequence[str]) -> str:
+    """For ``[^1]`` read by the default pattern: how to read footnotes as context numbers."""
+    if not any(r.startswith("^") for r in unresolved):
+        return ""
+    return r"; to read [^n] as context n, pass --citation-pattern '\[\^(\d+)\]'"
 
 
 def _naming_none(unresolved: Sequence[str]) -> str:
