@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ceg_cli.check.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
 from ceg_cli.check.ctxsearch import ContextSearch, VectorCache, cut_contexts, retrieve_in
 from ceg_cli.check.responses import parse_line
 from ceg_cli.check.retrieve import RetrievalOptions
+from ceg_cli.corpus.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
 from ceg_cli.report.records import from_record, to_record
 from ceg_cli.types import Context
 
