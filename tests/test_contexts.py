@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ceg_cli.check.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
 from ceg_cli.check.ctxsearch import ContextSearch, VectorCache, cut_contexts, retrieve_in
 from ceg_cli.check.responses import parse_line
 from ceg_cli.check.retrieve import RetrievalOptions
+from ceg_cli.corpus.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
 from ceg_cli.report.records import from_record, to_record
 from ceg_cli.types import Context
 
@@ -89,6 +89,54 @@ def test_langchain_documents_and_objects_keep_id_title_url() -> None:
         Context(2, SEINE, "17", "Seine", "https://example.org/seine"),
         Context(3, EIFFEL, "doc-3", None, None),  # a file path is not a url
     )
+
+
+def test_serialized_langchain_documents_are_read() -> None:
+    """LangChain's ``dumps`` form (langchain-core 1.8.3), as a tool that logs its
+    retriever's documents writes them: ``lc``, ``constructor``, ``kwargs``."""
+    lc_id = ["langchain", "schema", "document", "Document"]
+    docs = [
+        {"lc": 1, "type": "constructor", "id": lc_id,
+         "kwargs": {"page_content": PARIS, "type": "Document"}},
+        {"lc": 1, "type": "constructor", "id": lc_id,
+         "kwargs": {"id": "doc-2", "metadata": {"source": "https://example.org/seine",
+                                                "title": "Seine"},
+                    "page_content": SEINE, "type": "Document"}},
+        {"lc": 1, "type": "constructor", "id": lc_id,
+         "kwargs": {"metadata": {"__lc_escaped__": {"lc": 5, "id": "e", "title": "Eiffel"}},
+                    "page_content": EIFFEL, "type": "Document"}},
+    ]
+    item = parse({"response": "x", "retrieved_contexts": docs})
+    assert item.error is None
+    assert item.contexts == (
+        Context(1, PARIS),
+        Context(2, SEINE, "doc-2", "Seine", "https://example.org/seine"),
+        Context(3, EIFFEL, "e", "Eiffel", None),
+    )
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
+          "kwargs": {"content": "hi", "type": "ai"}},
+         "a serialized LangChain langchain.schema.messages.AIMessage, not a Document"),
+        ({"lc": 1, "type": "not_implemented", "id": ["__main__", "X"], "repr": "<X>"},
+         "a serialized LangChain __main__.X (not_implemented), not a Document"),
+        ({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"],
+          "kwargs": "Paris"},
+         "a serialized LangChain Document whose 'kwargs' is string, not an object"),
+        ({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"],
+          "kwargs": {"metadata": {}}},
+         None),
+    ],
+)
+def test_serialized_langchain_objects_that_are_not_documents_are_bad_lines(
+    item: dict[str, Any], message: str | None
+) -> None:
+    got = parse({"response": "x", "contexts": [item]}).error
+    assert got == "r.jsonl:4: field 'contexts' item 1" + (
+        f": {message}" if message else " has no 'text' (nor LangChain's 'page_content')")
 
 
 def test_a_question_field_that_is_not_text_is_not_taken_for_the_question() -> None:
