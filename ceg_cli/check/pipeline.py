@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..corpus.contexts import CONTEXT_FIELDS
 from ..judges import Judge
 from ..types import (
     CITE_NO_CLAIM,
@@ -30,7 +31,6 @@ from ..types import (
     Verdict,
 )
 from .citecheck import Marked, mark
-from .contexts import CONTEXT_FIELDS
 from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
 from .references import REFERENCE_REASON, find_references
 from .retrieve import RetrievalOptions, retrieve, retrieve_vectors
