@@ -53,6 +53,14 @@ def test_hub_aliases_of_multilingual_models() -> None:
     assert resolve_model("multilingual-e5-base").name == "intfloat/multilingual-e5-base"
 
 
+def test_a_local_folder_named_like_an_alias_is_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bge-m3").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert resolve_model("bge-m3").name == str((tmp_path / "bge-m3").resolve())
+
+
 def test_default_model_for_the_documents_languages() -> None:
     assert packaged.default_model_for(None) is None
     assert packaged.default_model_for([]) is None

