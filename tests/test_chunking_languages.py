@@ -9,8 +9,9 @@ from ceg_cli.index.chunking import CHARS_PER_WORD, chunk_document
 from ceg_cli.types import Document
 
 SENTENCES_ZH = [
-    "亚里士多德出生于斯塔基拉。", "他是亚历山大大帝的老师。", "他写了许多关于物理学和形而上学的著作。",
-    "他的学说影响了西方哲学两千多年。", "他在雅典建立了吕克昂学园。",
+    "亚里士多德出生于斯塔基拉。", "他是亚历山大大帝的老师。",
+    "他写了许多关于物理学和形而上学的著作。", "他的学说影响了西方哲学两千多年。",
+    "他在雅典建立了吕克昂学园。",
 ]
 
 
