@@ -38,6 +38,8 @@ class Chunk:
     text: str
     url: str | None = None
     source: str = ""
+    #: The document's language (a code), where the build knew it.
+    language: str | None = None
 
 
 @dataclass(frozen=True)

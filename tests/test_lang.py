@@ -147,9 +147,14 @@ def test_detect_names_the_language(text: str, language: str, method: str) -> Non
     assert (found.language, found.method) == (language, method)
 
 
+def test_short_english_answers_are_english() -> None:
+    for text in ("Yes, in 1921.", "Paris is in France.", "The Eiffel Tower is 330 metres tall."):
+        assert detect(text).language == "en"
+
+
 @pytest.mark.parametrize(
     ("text", "language", "script"),
-    [("Yes.", "en", "Latn"), ("Yes, in 1921.", "en", "Latn"), ("42", "und", "Zyyy"),
+    [("Yes.", "en", "Latn"), ("OK", "en", "Latn"), ("42", "und", "Zyyy"),
      ("🙂👨‍👩‍👧", "und", "Zyyy"), ("", "und", "Zyyy"),
      ("ሰላም ለዓለም ይሁን ብዬ እጽፋለሁ", "und-Ethi", "Ethi")],
 )

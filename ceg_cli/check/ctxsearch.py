@@ -27,13 +27,24 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..index.chunking import DEFAULT_MAX_WORDS, chunk_document
 from ..index.layout import Hit, embed_text
-from ..index.lexical import BM25_PARAMS, TOKENIZER
+from ..index.lexical import BM25_PARAMS
 from ..index.lexical import search as search_lexical
+from ..index.lexlang import (
+    TOKENIZER,
+    corpus_tokens,
+    is_legacy,
+    language_counts,
+    query_tokens,
+    tokenizer_entry,
+)
+from ..lang.codes import AUTO, ENGLISH
+from ..lang.detect import detect
 from ..types import Chunk, Context, Document, Evidence
 from .retrieve import RetrievalOptions, apply_threshold
 
@@ -84,22 +95,27 @@ class VectorCache:
 
 
 class _Bm25:
-    """BM25 over one record's passages, with the index's parameters and tokenizer."""
+    """BM25 over one record's passages, with the index's parameters and, as an index
+    reads them (``index.lexlang``), each passage in its context's language and the
+    query in the union of theirs; all English, exactly as before languages."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], languages: Sequence[str | None] = ()) -> None:
         import bm25s
 
+        languages = list(languages) or [None] * len(texts)
+        self.tokenizer = tokenizer_entry(language_counts(languages))
+        if is_legacy(self.tokenizer):
+            tokens = bm25s.tokenize(list(texts), **TOKENIZER, show_progress=False)
+        else:
+            tokens = corpus_tokens(texts, [lang or ENGLISH for lang in languages])
         self._bm25 = bm25s.BM25(**BM25_PARAMS)
-        self._bm25.index(bm25s.tokenize(list(texts), **TOKENIZER, show_progress=False),
-                         show_progress=False)
+        self._bm25.index(tokens, show_progress=False)
         self._size = len(texts)
 
     def scores(self, query: str) -> np.ndarray:
-        import bm25s
         import numpy as np
 
-        tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]
-        ids = self._bm25.get_tokens_ids(tokens)
+        ids = self._bm25.get_tokens_ids(query_tokens(query, self.tokenizer))
         if not ids:
             return np.zeros(self._size, dtype=np.float32)
         return np.asarray(self._bm25.get_scores_from_ids(ids))
@@ -126,7 +142,7 @@ class RecordPassages:
 
     def lexical(self) -> _Bm25:
         if self._bm25 is None:
-            self._bm25 = _Bm25(self._texts)
+            self._bm25 = _Bm25(self._texts, [chunk.language for _, chunk in self.passages])
         return self._bm25
 
     def dense_candidates(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
@@ -215,13 +231,24 @@ class RecordPassages:
         )
 
 
-def cut_contexts(contexts: Sequence[Context], max_words: int) -> list[tuple[Context, Chunk]]:
-    """Every context's passages, in context order (a blank context gives none)."""
+def cut_contexts(
+    contexts: Sequence[Context], max_words: int, language: str | None = None
+) -> list[tuple[Context, Chunk]]:
+    """Every context's passages, in context order (a blank context gives none).
+
+    ``language``: each context's (a code), ``auto`` to detect each one's own (a
+    record's contexts may be in another language than its response), or None
+    (English, as before languages); each passage records it.
+    """
     out = []
     for context in contexts:
         doc = Document(context.id or str(context.position), context.title or "", context.text,
                        context.url)
-        out.extend((context, chunk) for chunk in chunk_document(doc, max_words))
+        code = detect(context.text).language if language == AUTO else language
+        out.extend(
+            (context, chunk if code is None else replace(chunk, language=code))
+            for chunk in chunk_document(doc, max_words, code)
+        )
     return out
 
 
@@ -237,6 +264,7 @@ class ContextSearch:
         cache: VectorCache | None = None,
         method: str = DEFAULT_CONTEXT_RETRIEVAL,
         similarity: bool = False,
+        language: str | None = None,
     ) -> None:
         if method not in CONTEXT_RETRIEVAL_MODES:
             raise ValueError(f"method {method!r}: one of {CONTEXT_RETRIEVAL_MODES}")
@@ -250,6 +278,8 @@ class ContextSearch:
         #: Whether passages and queries are embedded: to rank them (dense, hybrid) or
         #: because the judge reads each passage's cosine (``similarity``).
         self.embeds = method != "lexical" or similarity
+        #: The contexts' language: a code, ``auto`` (each context's own), None (English).
+        self.language = language
 
     @property
     def embedder(self) -> Embedder:
@@ -266,7 +296,7 @@ class ContextSearch:
         """Cut the contexts of several records at once, and embed them if ranking needs it."""
         import numpy as np
 
-        cut = [cut_contexts(contexts, self.max_words) for contexts in records]
+        cut = [cut_contexts(contexts, self.max_words, self.language) for contexts in records]
         if not self.embeds:
             return [RecordPassages(passages, None, self.mode) for passages in cut]
         texts = [embed_text(chunk, self.mode) for passages in cut for _, chunk in passages]

@@ -38,13 +38,15 @@ import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
-from ceg_cli.lang.codes import base_language
+from ceg_cli.lang.codes import AUTO, base_language
+from ceg_cli.lang.detect import detect
 from ceg_cli.sentences import sentence_spans
 from ceg_cli.types import Chunk, Document
 
 __all__ = ["CHARS_PER_WORD", "DEFAULT_MAX_WORDS", "chunk_document", "chunk_or_skip",
-           "iter_chunks"]
+           "document_language", "iter_chunks"]
 
 DEFAULT_MAX_WORDS = 100
 #: Characters (spaces left out) that count as one word in languages written
@@ -131,12 +133,19 @@ def chunk_or_skip(
 ) -> list[Chunk] | None:
     """``chunk_document``, or None (with a warning naming the document) if it cannot be split.
 
+    ``language`` is the document's (a code), ``auto`` to detect it from its
+    text, or None (English, and not recorded); each chunk records it.
     NLTK runs its regular expressions under a wall-clock time limit and raises
     ``TimeoutError`` past it; lines are split in blocks so this should not
     happen, but if one document still trips it, it costs only that document.
     """
+    if language == AUTO:
+        language = document_language(doc)
     try:
-        return chunk_document(doc, max_words, language)
+        chunks = chunk_document(doc, max_words, language)
+        if language is None:
+            return chunks
+        return [replace(c, language=language) for c in chunks]
     except TimeoutError:
         if on_warning is not None:
             named = f"'{doc.id}'" if doc.title == doc.id else f"'{doc.id}' ('{doc.title}')"
@@ -145,6 +154,11 @@ def chunk_or_skip(
                 "splitting ran past NLTK's time limit; document skipped"
             )
         return None
+
+
+def document_language(doc: Document) -> str:
+    """The language of ``doc`` as ``--language auto`` detects it (its text's start)."""
+    return detect(doc.text).language
 
 
 def iter_chunks(
