@@ -75,7 +75,7 @@ def checked(**fields: Any) -> CheckedResponse:
     inp = ResponseInput("r1", 3, RESPONSE, "Who was Aristotle?",
                         {"id": "r1", "response": RESPONSE, "question": "Who was Aristotle?",
                          **fields})
-    return CheckedResponse(inp, results, NONFACTUAL)
+    return CheckedResponse(inp, results, NONFACTUAL, language="en")
 
 
 def error_response(**fields: Any) -> CheckedResponse:
@@ -98,6 +98,7 @@ RECORD_KEYS = {
     "read": dict,
     "evidence_source": str,
     "citation_check": (dict, type(None)),
+    "language": str,
 }
 ERROR_RECORD_KEYS = {
     **RECORD_KEYS,
@@ -107,6 +108,7 @@ ERROR_RECORD_KEYS = {
     "error": str,
     "evidence_source": type(None),
     "citation_check": type(None),
+    "language": type(None),
 }
 SEGMENT_KEYS = {
     "index": int,
@@ -151,10 +153,10 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_3() -> None:
-    assert SCHEMA_VERSION == 3
-    assert to_record(checked(), JUDGE)["schema_version"] == 3
-    assert to_record(error_response(), JUDGE)["schema_version"] == 3
+def test_schema_version_is_4() -> None:
+    assert SCHEMA_VERSION == 4
+    assert to_record(checked(), JUDGE)["schema_version"] == 4
+    assert to_record(error_response(), JUDGE)["schema_version"] == 4
 
 
 def test_record_keys_and_types() -> None:

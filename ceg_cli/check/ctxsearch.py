@@ -333,7 +333,7 @@ def retrieve_in(
 
 def context_search(
     index: Any, device: str, *, method: str = DEFAULT_CONTEXT_RETRIEVAL,
-    similarity: bool = False,
+    similarity: bool = False, language: str | None = None,
 ) -> ContextSearch:
     """What searches records' own contexts: with the index's model, passage size and
     embedded text where there is an index, else the default model; loaded on first use,
@@ -344,12 +344,12 @@ def context_search(
             lambda: index.embedder(device),
             mode=str(index.meta.get("embed_text", DEFAULT_EMBED_MODE)),
             max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
-            method=method, similarity=similarity,
+            method=method, similarity=similarity, language=language,
         )
     from ..index.embedding import load_embedder
 
     return ContextSearch(lambda: load_embedder(None, device=device), method=method,
-                         similarity=similarity)
+                         similarity=similarity, language=language)
 
 
 def reads_similarity(judge: Any) -> bool:

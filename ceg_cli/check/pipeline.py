@@ -13,6 +13,8 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..judges import Judge
+from ..lang.codes import AUTO
+from ..lang.detect import Detection, detect
 from ..types import (
     FACTUAL,
     NONFACTUAL,
@@ -67,6 +69,9 @@ class CheckOptions:
     #: How a record's own passages are ranked (``--contexts-retrieval``):
     #: ``ctxsearch.CONTEXT_RETRIEVAL_MODES``.
     contexts_retrieval: str = DEFAULT_CONTEXT_RETRIEVAL
+    #: The responses' language (``--language``): ``auto`` detects each one's, a code
+    #: names it for all.
+    language: str = AUTO
 
 
 def evidence_source(item: ResponseInput, mode: str, has_index: bool) -> tuple[str, str | None]:
@@ -130,12 +135,26 @@ def check(
         yield from check_batch(batch, index, judge, options, contexts)
 
 
-def _segments(item: ResponseInput) -> tuple[Segment, ...]:
+def response_language(item: ResponseInput, option: str) -> Detection:
+    """The language ``item`` is read in: ``option`` when it names one, else the
+    response's detected language (with the question's words too when the response
+    alone is too short to tell)."""
+    if option != AUTO:
+        return Detection(option, "", 1.0, "given")
+    found = detect(item.response)
+    if found.method == "fallback" and item.question:
+        with_question = detect(f"{item.question}\n{item.response}")
+        if with_question.method != "fallback":
+            return with_question
+    return found
+
+
+def _segments(item: ResponseInput, language: str | None) -> tuple[Segment, ...]:
     if item.error is not None:
         return ()
     if item.segments is not None:
         return item.segments
-    return tuple(segment_response(item.response))
+    return tuple(segment_response(item.response, language))
 
 
 def check_batch(
@@ -145,7 +164,11 @@ def check_batch(
     options: CheckOptions,
     contexts: ContextSearch | None = None,
 ) -> list[CheckedResponse]:
-    batch = list(batch)
+    batch = [
+        item if item.error is not None or item.language is not None
+        else replace(item, language=response_language(item, options.language).language)
+        for item in batch
+    ]
     sources: list[str] = []
     for n, item in enumerate(batch):
         source, problem = evidence_source(item, options.evidence, index is not None)
@@ -157,11 +180,11 @@ def check_batch(
     # Citation markers the answers carry: removed from what the judge reads; the
     # segments keep offsets into the response as written.
     marked = [
-        mark(item.response, item.contexts, options.citation_pattern)
+        mark(item.response, item.contexts, options.citation_pattern, item.language)
         if item.error is None and item.segments is None else None
         for item in batch
     ]
-    segmented = [m.segments if m is not None else _segments(item)
+    segmented = [m.segments if m is not None else _segments(item, item.language)
                  for item, m in zip(batch, marked)]
     queries = [
         build_query(seg, item.question, options.query)
@@ -175,7 +198,7 @@ def check_batch(
     for item, segs, m in zip(batch, segmented, marked):
         said = m.clean if m is not None else item.response
         for seg in segs:
-            items.append(JudgeItem(seg, evidence[at], item.question, said))
+            items.append(JudgeItem(seg, evidence[at], item.question, said, item.language))
             at += 1
     verdicts = judge.judge(items) if items else []
     if len(verdicts) != len(items):
@@ -196,7 +219,7 @@ def check_batch(
         )
         at += len(segs)
         label = response_label([r.verdict for r in results])
-        out.append(CheckedResponse(item, results, label, source))
+        out.append(CheckedResponse(item, results, label, source, item.language))
     return out
 
 

@@ -19,6 +19,7 @@ from .common import (
     EmbedDevice,
     EmbedPrecision,
     IndexOption,
+    LanguageOption,
     QuietOption,
     RetrievalMode,
     RetrievalOption,
@@ -63,6 +64,7 @@ def build(
         show_default=False,
     ),
     chunk_words: int = typer.Option(100, "--chunk-words", min=1, help="Words per passage."),
+    language: str = LanguageOption,
     namespace: list[int] = typer.Option(
         [0], "--namespace", "-n", help="MediaWiki namespaces to index (repeatable)."
     ),
@@ -162,6 +164,7 @@ def build(
     options = BuildOptions(
         model=model,
         chunk_words=chunk_words,
+        language=language,
         namespaces=frozenset(namespace),
         embed_text="title+text" if embed_title else "text",
         batch_size=batch_size,

@@ -29,6 +29,7 @@ from .. import __version__
 from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
 from ..corpus.sources import resolve_sources
 from ..errors import InputError, UsageError
+from ..lang.codes import check_language
 from ..progress import NO_PROGRESS, Progress
 from .buildopts import (
     READ_COUNTED,
@@ -87,6 +88,8 @@ def build_index(
     target = Path(target)
     # Fails early on a bad path, a pipe, the index itself; drops a source named twice.
     kinds = resolve_sources(sources, target, on_warning=on_warning)
+    if check_language(options.language) != options.language:
+        options = replace(options, language=check_language(options.language))
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)

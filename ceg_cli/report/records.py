@@ -32,7 +32,9 @@ from ..types import (
 #: and the record).
 #: 3: a passage's ``similarity`` is null where no cosine was computed: a record's own
 #: passages ranked by BM25 alone (``--contexts-retrieval lexical``, the default).
-SCHEMA_VERSION = 3
+#: 4: ``language`` on the record: the language its response was read in (``--language``;
+#: a code such as ``de``, or ``und-Xxxx`` for text only the script of which is known).
+SCHEMA_VERSION = 4
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
@@ -52,6 +54,7 @@ RESERVED_KEYS = (
     "read",
     "evidence_source",
     "citation_check",
+    "language",
 )
 FLAG = "[NONFACTUAL]"
 NOT_JUDGED_FLAG = "[NOT JUDGED]"
@@ -261,6 +264,7 @@ def to_record(
                 "read": dict(inp.read),
                 "evidence_source": None,
                 "citation_check": None,
+                "language": None,
             }
         )
         return record
@@ -269,6 +273,7 @@ def to_record(
         {
             "read": dict(inp.read),
             "evidence_source": checked.evidence_source,
+            "language": checked.language,
             "citation_check": citation_summary(checked.segments),
             "question": inp.question,
             "response": inp.response,
@@ -294,6 +299,7 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         fields={k: v for k, v in record.items() if k not in RESERVED_KEYS},
         error=record.get("error"),
         read=record.get("read") or {},
+        language=record.get("language"),
     )
     if inp.error is not None:
         return CheckedResponse(inp, (), "error")
@@ -308,5 +314,6 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         results.append(SegmentResult(segment, verdict, evidence,
                                      citation_from_dict(seg.get("citation_check"))))
     return CheckedResponse(
-        inp, tuple(results), record["label"], record.get("evidence_source") or "index"
+        inp, tuple(results), record["label"], record.get("evidence_source") or "index",
+        record.get("language"),
     )
