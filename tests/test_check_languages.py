@@ -159,3 +159,23 @@ def test_ceg_languages_lists_the_codes() -> None:
         "character bigrams"
     assert len(CliRunner().invoke(app, ["languages", "--all", "--json"]).stdout.splitlines()) \
         > len(rows)
+
+
+@pytest.mark.parametrize("answer", ["Lars Ulrich and James Hetfield.", "Bobby Darin.",
+                                    "hydrogen peroxide", "President Richard Nixon"])
+def test_a_name_for_an_answer_takes_the_question_s_language(answer: str) -> None:
+    """HaluEval's answers are often a bare name: alone, one in six was taken for another
+    language; with the question, none."""
+    item = ResponseInput(1, 1, answer, question="Who founded the band that recorded the "
+                         "album Master of Puppets in 1986?")
+    assert response_language(item, "auto").language == "en"
+
+
+def test_a_short_context_takes_its_record_s_language() -> None:
+    from ceg_cli.check.ctxsearch import cut_contexts
+
+    contexts = (Context(1, "Hawaii"), Context(2, "亚里士多德出生于斯塔基拉。"),
+                Context(3, "Aristoteles wurde in Stagira geboren und war der Lehrer des jungen "
+                           "Alexander des Großen am makedonischen Hof."))
+    passages = cut_contexts(contexts, 100, "auto", "en")
+    assert [chunk.language for _, chunk in passages] == ["en", "zh", "de"]

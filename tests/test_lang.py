@@ -341,3 +341,14 @@ def test_importing_lang_loads_no_model_or_regex_engine() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_detection_is_sure_of_a_sentence_not_of_a_name() -> None:
+    from ceg_cli.lang.detect import detect_within
+
+    assert detect("Aristoteles wurde in Stagira geboren und war der Lehrer Alexanders.").sure
+    assert detect("東京は日本の首都です").sure
+    assert not detect("Bobby Darin.").sure
+    assert detect_within("Bobby Darin.", "de") == "de"
+    assert detect_within("亚里士多德", "ja") == "ja"  # kanji alone inside Japanese
+    assert detect_within("亚里士多德", "en") == "zh"

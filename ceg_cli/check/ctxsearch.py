@@ -44,7 +44,7 @@ from ..index.lexlang import (
     tokenizer_entry,
 )
 from ..lang.codes import AUTO, ENGLISH
-from ..lang.detect import detect
+from ..lang.detect import detect, detect_within
 from ..types import Chunk, Context, Document, Evidence
 from .retrieve import RetrievalOptions, apply_threshold
 
@@ -232,19 +232,26 @@ class RecordPassages:
 
 
 def cut_contexts(
-    contexts: Sequence[Context], max_words: int, language: str | None = None
+    contexts: Sequence[Context], max_words: int, language: str | None = None,
+    record_language: str | None = None,
 ) -> list[tuple[Context, Chunk]]:
     """Every context's passages, in context order (a blank context gives none).
 
     ``language``: each context's (a code), ``auto`` to detect each one's own (a
-    record's contexts may be in another language than its response), or None
+    record's contexts may be in another language than its response: a context
+    detection is not sure of, a short one, takes ``record_language``), or None
     (English, as before languages); each passage records it.
     """
     out = []
     for context in contexts:
         doc = Document(context.id or str(context.position), context.title or "", context.text,
                        context.url)
-        code = detect(context.text).language if language == AUTO else language
+        if language != AUTO:
+            code = language
+        elif record_language is not None:
+            code = detect_within(context.text, record_language)
+        else:
+            code = detect(context.text).language
         out.extend(
             (context, chunk if code is None else replace(chunk, language=code))
             for chunk in chunk_document(doc, max_words, code)
@@ -292,11 +299,17 @@ class ContextSearch:
         """The queries' vectors, or None where nothing is embedded."""
         return self.embedder.embed(list(queries)) if self.embeds else None
 
-    def prepare(self, records: Sequence[Sequence[Context]]) -> list[RecordPassages]:
-        """Cut the contexts of several records at once, and embed them if ranking needs it."""
+    def prepare(
+        self, records: Sequence[Sequence[Context]],
+        languages: Sequence[str | None] | None = None,
+    ) -> list[RecordPassages]:
+        """Cut the contexts of several records at once (``languages``: each record's), and
+        embed them if ranking needs it."""
         import numpy as np
 
-        cut = [cut_contexts(contexts, self.max_words, self.language) for contexts in records]
+        languages = list(languages) if languages is not None else [None] * len(records)
+        cut = [cut_contexts(contexts, self.max_words, self.language, record_language)
+               for contexts, record_language in zip(records, languages)]
         if not self.embeds:
             return [RecordPassages(passages, None, self.mode) for passages in cut]
         texts = [embed_text(chunk, self.mode) for passages in cut for _, chunk in passages]

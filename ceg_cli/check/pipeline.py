@@ -137,12 +137,12 @@ def check(
 
 def response_language(item: ResponseInput, option: str) -> Detection:
     """The language ``item`` is read in: ``option`` when it names one, else the
-    response's detected language (with the question's words too when the response
-    alone is too short to tell)."""
+    response's detected language, with the question's words too where the
+    response alone does not settle it (``Detection.sure``: a short answer, a name)."""
     if option != AUTO:
         return Detection(option, "", 1.0, "given")
     found = detect(item.response)
-    if found.method == "fallback" and item.question:
+    if not found.sure and item.question:
         with_question = detect(f"{item.question}\n{item.response}")
         if with_question.method != "fallback":
             return with_question
@@ -306,8 +306,9 @@ def _evidence(
         from .ctxsearch import retrieve_in
 
         records = sorted({n for n, used in zip(owners, uses_contexts) if used})
-        prepared = dict(zip(records, contexts.prepare([batch[n].contexts or ()
-                                                       for n in records])))
+        prepared = dict(zip(records, contexts.prepare(
+            [batch[n].contexts or () for n in records], [batch[n].language for n in records]
+        )))
         ranking = replace(options.retrieval, method=contexts.method)
         for n, passages in prepared.items():
             rows = [i for i, owner in enumerate(owners) if owner == n]

@@ -28,7 +28,8 @@ from ..errors import BackendError
 from .codes import ENGLISH, UNDETERMINED
 from .script import COMMON, SCRIPT_LANGUAGE, dominant_script, script_counts
 
-__all__ = ["CANDIDATES", "ENGLISH_PRIOR", "Detection", "detect", "rank", "script_fallback"]
+__all__ = ["CANDIDATES", "ENGLISH_PRIOR", "Detection", "detect", "detect_within", "rank",
+           "script_fallback"]
 
 #: The languages the detector chooses among, by the script they are written in.
 #: py3langid knows 97 languages and 43 varieties; among the Latin-script ones,
@@ -55,6 +56,13 @@ ENGLISH_PRIOR = 2.0
 #: tell a language by: it is English. On three-word texts (benchmarks/langid.py's
 #: data) 5 cost nothing against no limit, 8 cost 1.2 points and 12 cost 10.
 MIN_LETTERS = 5
+#: A detection is ``sure`` from this probability on, on at least ``SURE_LETTERS``
+#: letters (a sentence or two); below, a short answer's question decides with it, and a
+#: short context takes its record's language. On HaluEval dev's answers (mostly a name
+#: or a few words) detection alone said English for 414 of 500; with the question for
+#: those not sure, for all of them.
+SURE_CONFIDENCE = 0.9
+SURE_LETTERS = 40
 #: Texts longer than this are detected on their start: more adds nothing.
 MAX_CHARS = 2000
 
@@ -72,6 +80,19 @@ class Detection:
     script: str
     confidence: float
     method: str
+    #: Letters of the text's script that the detection read.
+    letters: int = 0
+
+    @property
+    def sure(self) -> bool:
+        """Whether this is settled: the script named the language, or the detector did
+        with ``SURE_CONFIDENCE`` on at least ``SURE_LETTERS`` letters. A short text
+        ("Lars Ulrich and James Hetfield.") may be a name in any language: where it
+        is not sure, its surroundings (the question, the record) decide."""
+        if self.method == "script":
+            return True
+        return (self.method == "detector" and self.confidence >= SURE_CONFIDENCE
+                and self.letters >= SURE_LETTERS)
 
 
 _lock = threading.Lock()
@@ -131,15 +152,24 @@ def detect(text: str) -> Detection:
         return Detection("zh", script, 1.0, "script")
     if script in SCRIPT_LANGUAGE:
         return Detection(SCRIPT_LANGUAGE[script], script, 1.0, "script")
-    if script not in CANDIDATES or (
-        script == "Latn" and script_counts(sample)[script] < MIN_LETTERS
-    ):
-        return Detection(script_fallback(script), script, 0.0, "fallback")
+    letters = script_counts(sample)[script]
+    if script not in CANDIDATES or (script == "Latn" and letters < MIN_LETTERS):
+        return Detection(script_fallback(script), script, 0.0, "fallback", letters)
     ranked = rank(sample, script)
     if not ranked or ranked[0][1] == ranked[-1][1]:  # no n-gram the model knows
-        return Detection(script_fallback(script), script, 0.0, "fallback")
+        return Detection(script_fallback(script), script, 0.0, "fallback", letters)
     language, confidence = ranked[0]
-    return Detection(language, script, confidence, "detector")
+    return Detection(language, script, confidence, "detector", letters)
+
+
+def detect_within(text: str, surrounding: str) -> str:
+    """The language of ``text`` that is part of something in language ``surrounding``
+    (a record's context, in its record's language): its own where ``detect`` is sure
+    of it, else ``surrounding``."""
+    found = detect(text)
+    if found.sure and not (found.script == "Hani" and surrounding in ("ja", "zh")):
+        return found.language
+    return surrounding
 
 
 def detect_many(texts: Sequence[str]) -> list[Detection]:
