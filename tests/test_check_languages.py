@@ -179,3 +179,16 @@ def test_a_short_context_takes_its_record_s_language() -> None:
                            "Alexander des Großen am makedonischen Hof."))
     passages = cut_contexts(contexts, 100, "auto", "en")
     assert [chunk.language for _, chunk in passages] == ["en", "zh", "de"]
+
+
+@pytest.mark.parametrize("contexts", [["."], ["a", "!!"], ["🙂", "👨‍👩‍👧"], ["I", "7"]])
+def test_contexts_with_not_one_word_are_judged_not_crashed_on(contexts: list[str]) -> None:
+    """bm25s cannot index passages with no word at all (its vocabulary is empty): such a
+    record was an internal error that stopped the whole run."""
+    judge = RecordingJudge()
+    item = ResponseInput(1, 1, "Paris is the capital of France.",
+                         contexts=tuple(Context(i + 1, t) for i, t in enumerate(contexts)))
+    (out,) = check_batch([item], None, judge, CheckOptions(evidence="contexts"),
+                         _search("auto"))
+    assert out.error is None and len(out.segments) == 1
+    assert out.segments[0].evidence[0].context == 1

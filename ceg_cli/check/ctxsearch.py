@@ -108,13 +108,19 @@ class _Bm25:
             tokens = bm25s.tokenize(list(texts), **TOKENIZER, show_progress=False)
         else:
             tokens = corpus_tokens(texts, [lang or ENGLISH for lang in languages])
-        self._bm25 = bm25s.BM25(**BM25_PARAMS)
-        self._bm25.index(tokens, show_progress=False)
         self._size = len(texts)
+        # Passages with not one word between them (".", "a", emoji): bm25s cannot
+        # index an empty vocabulary, and no query could match one anyway.
+        self._bm25: Any = None
+        if tokens.vocab:
+            self._bm25 = bm25s.BM25(**BM25_PARAMS)
+            self._bm25.index(tokens, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
         import numpy as np
 
+        if self._bm25 is None:
+            return np.zeros(self._size, dtype=np.float32)
         ids = self._bm25.get_tokens_ids(query_tokens(query, self.tokenizer))
         if not ids:
             return np.zeros(self._size, dtype=np.float32)
