@@ -303,3 +303,22 @@ def test_a_build_without_model_takes_the_multilingual_one_for_other_languages(
         assert said and "building with the multilingual model" in said[0]
     else:
         assert asked == [None] and not said
+
+
+def test_language_names_the_documents_language_without_reading_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ceg_cli.index.builder import build_index
+    from ceg_cli.index.buildopts import BuildOptions
+
+    asked: list[Any] = []
+
+    def fake_load(**model: Any) -> Any:
+        asked.append(model["name"])
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", fake_load)
+    docs = _documents(tmp_path / "docs.jsonl", ["Aristotle was a Greek philosopher."])
+    with pytest.raises(KeyboardInterrupt):
+        build_index([docs], tmp_path / "index", BuildOptions(language="de"))
+    assert asked == [packaged.MULTILINGUAL.name]
