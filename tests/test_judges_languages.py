@@ -52,6 +52,10 @@ def test_the_items_own_language_wins_over_detection() -> None:
     assert item_language(told) == "en"
     assert item_language(german_text) == "de"
     assert item_language(item("2024")) is None  # no language to tell
+    # The check's own "undetermined" is no language: the segment's is looked at.
+    undetermined = JudgeItem(german_text.segment, (), language="und-Latn")
+    assert item_language(undetermined) == "de"
+    assert item_language(JudgeItem(item("2024").segment, (), language="und-Zyyy")) is None
 
 
 @pytest.fixture(scope="module")

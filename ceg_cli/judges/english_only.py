@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..lang import ENGLISH, base_language, detect, language_name
+from ..lang import ENGLISH, UNDETERMINED, base_language, detect, language_name
 
 #: What to use for text in other languages.
 ADVICE = (
@@ -28,7 +28,7 @@ ADVICE = (
 def item_language(item: Any) -> str | None:
     """The language of a judge item: the one the check gave it, else its segment's."""
     given = getattr(item, "language", None) or getattr(item.segment, "language", None)
-    if given:
+    if given and base_language(str(given)) != UNDETERMINED:
         return str(given)
     found = detect(item.segment.text)
     return None if found.method == "fallback" else found.language
