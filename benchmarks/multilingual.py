@@ -17,8 +17,11 @@ Two data sets:
 - **XNLI dev** (15 languages, translations of the same English pairs; CC BY-NC,
   evaluation only, never committed): ``--xnli DIR`` (a folder of ``dev-LANG.tsv``,
   e.g. ``data/xnli`` of a clone of GautamGupta17/MESH), else
-  ``benchmarks/.cache/xnli``; skipped, said once, when neither holds it. It is
-  a development set: tune on it.
+  ``benchmarks/.cache/xnli``; skipped, said once, when neither holds it. Its
+  premises alternate between two parts (``--xnli-part``): ``tune`` (tune on it)
+  and ``held`` (the figures to report). XNLI's test split has no labels in that
+  copy. Its hypotheses paraphrase their premise: the case a lexical judge finds
+  hard, where the set above copies its true sentences word for word.
 
 Per language of the end-to-end set:
 
@@ -37,6 +40,12 @@ Per language of the end-to-end set:
   **BA gold**: the same with the sentence's own passage given as its context (no
   retrieval): the judge alone. **BA x-ling**: sentences checked against the English
   index. Per kind of planted error, the share caught (``caught``) is in the JSON.
+
+**The offline judge alone**: the same claims against their own passage, and the
+XNLI pairs, through ``offline.decide`` called directly and told each set's
+language where the judge takes one: what issue 39.6 changed, apart from
+retrieval and from how ceg passes a language along (run it on a checkout from
+before 39.6 for the "before" figures).
 
 Per XNLI language: balanced accuracy of each of ``--xnli-judges`` on entailment
 (should be factual) against contradiction (should be nonfactual), the premise as
@@ -310,11 +319,20 @@ def _round(x: float | None) -> float | None:
 
 # --------------------------------------------------------------------------- XNLI
 
-def read_xnli(folder: Path, lang: str, per_label: int) -> list[tuple[str, str, bool]]:
-    """(premise, hypothesis, entailed) for the first ``per_label`` rows of each label."""
+def read_xnli(
+    folder: Path, lang: str, per_label: int, part: str = "all"
+) -> list[tuple[str, str, bool]]:
+    """(premise, hypothesis, entailed) for the first ``per_label`` rows of each label.
+
+    ``part``: ``tune`` (the even-numbered premises: tune on them), ``held`` (the odd:
+    held out, the figures to report) or ``all``. A premise's three hypotheses stay in
+    one part, and XNLI's languages are row by row translations, so each part holds
+    the same pairs in every language.
+    """
     rows: list[tuple[str, str, bool]] = []
     seen: Counter[str] = Counter()
     path = folder / f"dev-{lang}.tsv"
+    group, last = -1, None
     with open(path, encoding="utf-8") as fh:
         for number, line in enumerate(fh, 1):
             parts = line.rstrip("\n").split("\t")
@@ -322,6 +340,10 @@ def read_xnli(folder: Path, lang: str, per_label: int) -> list[tuple[str, str, b
                 raise SystemExit(f"multilingual.py: {path}:{number}: expected 3 tab-separated "
                                  f"fields (premise, hypothesis, label), got {len(parts)}")
             premise, hypothesis, label = parts
+            if premise != last:
+                group, last = group + 1, premise
+            if part != "all" and (group % 2 == 0) != (part == "tune"):
+                continue
             if label not in ("entailment", "contradiction") or seen[label] >= per_label:
                 continue
             seen[label] += 1
@@ -351,7 +373,8 @@ def tiny_nli(target: Path, texts: Iterable[str]) -> Path:
 
 
 def xnli(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    data = {lang: read_xnli(args.xnli, lang, args.xnli_pairs) for lang in XNLI_LANGUAGES}
+    data = {lang: read_xnli(args.xnli, lang, args.xnli_pairs, args.xnli_part)
+            for lang in XNLI_LANGUAGES}
     judges = {j: j for j in args.xnli_judges}
     if "nli-tiny" in judges:
         model = tiny_nli(work / "nli-tiny", (p + h for rows in data.values() for p, h, _ in rows))
@@ -373,6 +396,46 @@ def xnli(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                     "true", "planted", "balanced_accuracy", "flag_rate_true")}
                 log(f"[xnli {name} {lang}] BA {result['balanced_accuracy']} "
                     f"({time.perf_counter() - started:.0f} s)")
+    return out
+
+
+# --------------------------------------------------------------------------- the judge alone
+
+def offline_alone(
+    args: argparse.Namespace, with_xnli: bool
+) -> dict[str, Any]:
+    """The offline judge on each true sentence and planted error against its own
+    passage, and on each XNLI pair, called directly and told the language where
+    this checkout's judge takes one (``offline.analyse(item, language)``): what
+    issue 39.6 changes, apart from retrieval and from how ceg passes a language."""
+    from ceg_cli.judges import offline
+    from ceg_cli.types import Evidence, JudgeItem, Segment
+
+    told = "language" in inspect.signature(offline.analyse).parameters
+
+    def run(rows: Sequence[tuple[str, str, str, dict[str, Any]]], lang: str) -> dict[str, Any]:
+        claims, passed = [], []
+        for text, passage, title, claim in rows:
+            it = JudgeItem(Segment(0, 0, len(text), text),
+                           (Evidence(0, "p", title, passage, None),), None, text)
+            a = offline.analyse(it, lang) if told else offline.analyse(it)
+            claims.append(claim)
+            passed.append(offline.decide(it, a).label == "factual")
+        return judged(claims, passed)
+
+    out: dict[str, Any] = {"told_the_language": told, "set": {}, "xnli": {}}
+    for lang in args.languages:
+        rows = read_set(args.set, lang)
+        passages = {r["id"]: r for r in rows if r["type"] == "passage"}
+        items = [(c["text"], passages[c["passage"]]["text"], passages[c["passage"]]["title"], c)
+                 for c in rows if c["type"] == "claim" and args.split in ("all", c["split"])]
+        out["set"][lang] = run(items, lang)
+    if with_xnli:
+        for lang in XNLI_LANGUAGES:
+            pairs = read_xnli(args.xnli, lang, args.xnli_pairs, args.xnli_part)
+            items = [(h, p, "", {"supported": ok, "error": "contradiction"})
+                     for p, h, ok in pairs]
+            out["xnli"][lang] = run(items, lang)
     return out
 
 
@@ -409,12 +472,23 @@ def render(data: dict[str, Any]) -> str:
                 for lang, r in e2e.items()]
         lines += ["Planted errors caught, by kind (retrieval from the language's index):", "",
                   markdown_table(["language", *kinds], rows), ""]
+    alone = data.get("offline_alone") or {}
+    if alone:
+        told = "told the language" if alone["told_the_language"] else "no language (before 39.6)"
+        for name, part in (("set", "the set, own passage"), ("xnli", "XNLI")):
+            res = alone.get(name) or {}
+            if res:
+                rows = [[lang, _p(r["balanced_accuracy"]), _p(r["flag_rate_true"])]
+                        for lang, r in res.items()]
+                lines += [f"The offline judge alone ({part}; {told}):", "",
+                          markdown_table(["language", "BA", "flag rate (true)"], rows), ""]
     xn = data.get("xnli") or {}
     if xn:
         langs = list(next(iter(xn.values())))
         rows = [[name] + [_p(res[lang]["balanced_accuracy"]) for lang in langs]
                 for name, res in xn.items()]
-        lines += ["XNLI dev, entailment against contradiction, balanced accuracy:", "",
+        lines += [f"XNLI dev ({data['xnli_part']} part), entailment against contradiction, "
+                  "balanced accuracy:", "",
                   markdown_table(["judge", *langs], rows), ""]
     elif data.get("xnli_skipped"):
         lines += [f"XNLI: skipped ({data['xnli_skipped']})", ""]
@@ -437,6 +511,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--xnli", type=Path, default=None)
     parser.add_argument("--xnli-judges", default=",".join(XNLI_JUDGES))
     parser.add_argument("--xnli-pairs", type=int, default=200, help="pairs per label and language")
+    parser.add_argument("--xnli-part", choices=("held", "tune", "all"), default="held",
+                        help="premises held out (odd), to tune on (even), or all")
     parser.add_argument("--skip-xnli", action="store_true")
     parser.add_argument("--skip-set", action="store_true")
     parser.add_argument("--name", default="multilingual", help="results/NAME.json")
@@ -476,10 +552,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "judge": args.judge, "model": args.model, "query": args.query,
         "retrieval": args.retrieval, "language": args.language,
         "language_support": support, "xnli_pairs_per_label": args.xnli_pairs,
+        "xnli_part": args.xnli_part,
     }
     with work_dir(args.workdir, prefix="ceg-multilingual-") as work:
         if not args.skip_set:
             data["end_to_end"] = end_to_end(args, work, support)
+        data["offline_alone"] = offline_alone(args, skipped is None)
         if skipped is None:
             data["xnli"] = xnli(args, work)
         else:

@@ -100,6 +100,10 @@ def test_read_xnli_takes_the_same_rows_per_label_and_names_a_bad_line(
     got = bench.read_xnli(tmp_path, "de", 1)
     assert got == [("Er sagte kein Wort.", "Er schwieg.", True),
                    ("Er sagte kein Wort.", "Er redete.", False)]
+    # Parts alternate by premise: tune holds the first and third premise, held the second.
+    assert [h for _, h, _ in bench.read_xnli(tmp_path, "de", 5, "held")] == ["Sie kam.",
+                                                                           "Sie kam früh."]
+    assert len(bench.read_xnli(tmp_path, "de", 5, "tune")) == 2
     (tmp_path / "dev-fr.tsv").write_text("a\tb\tentailment\nonly two\tfields\n", encoding="utf-8")
     with pytest.raises(SystemExit, match=r"dev-fr.tsv:2: expected 3 tab-separated"):
         bench.read_xnli(tmp_path, "fr", 5)
@@ -140,6 +144,27 @@ def test_the_pipeline_runs_on_a_slice_of_the_set(
     text = bench.render({"split": "all", "command": "x", "judge": "offline", "model": None,
                          "language": "off", "language_support": {}, "end_to_end": out})
     assert "| de |" in text and "| zh |" in text
+
+
+def test_the_offline_judge_alone_is_told_each_sets_language(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    """Against their own passages, the slice's true sentences pass in every language,
+    and the judge is told the language (issue 39.6)."""
+    rows = [("Er sagte kein Wort.", "Er schwieg.", "entailment"),
+            ("Er sagte kein Wort.", "Er redete laut.", "contradiction")]
+    for lang in bench.XNLI_LANGUAGES:
+        (tmp_path / f"dev-{lang}.tsv").write_text(
+            "".join("\t".join(r) + "\n" for r in rows), encoding="utf-8")
+    args = bench.argparse.Namespace(set=SLICE, split="all", languages=["de", "zh", "hi"],
+                                    xnli=tmp_path, xnli_pairs=5, xnli_part="all")
+    out = bench.offline_alone(args, with_xnli=True)
+    assert out["told_the_language"] is True
+    for lang in ("de", "zh", "hi"):
+        assert out["set"][lang]["flag_rate_true"] == 0.0
+        assert out["set"][lang]["true"] == 2
+    assert set(out["xnli"]) == set(bench.XNLI_LANGUAGES)
+    assert out["xnli"]["de"]["true"] == out["xnli"]["de"]["planted"] == 1
 
 
 # --------------------------------------------------------------------------- the set
