@@ -147,9 +147,14 @@ def test_detect_names_the_language(text: str, language: str, method: str) -> Non
     assert (found.language, found.method) == (language, method)
 
 
+def test_short_english_answers_are_english() -> None:
+    for text in ("Yes, in 1921.", "Paris is in France.", "The Eiffel Tower is 330 metres tall."):
+        assert detect(text).language == "en"
+
+
 @pytest.mark.parametrize(
     ("text", "language", "script"),
-    [("Yes.", "en", "Latn"), ("Yes, in 1921.", "en", "Latn"), ("42", "und", "Zyyy"),
+    [("Yes.", "en", "Latn"), ("OK", "en", "Latn"), ("42", "und", "Zyyy"),
      ("🙂👨‍👩‍👧", "und", "Zyyy"), ("", "und", "Zyyy"),
      ("ሰላም ለዓለም ይሁን ብዬ እጽፋለሁ", "und-Ethi", "Ethi")],
 )
@@ -336,3 +341,14 @@ def test_importing_lang_loads_no_model_or_regex_engine() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_detection_is_sure_of_a_sentence_not_of_a_name() -> None:
+    from ceg_cli.lang.detect import detect_within
+
+    assert detect("Aristoteles wurde in Stagira geboren und war der Lehrer Alexanders.").sure
+    assert detect("東京は日本の首都です").sure
+    assert not detect("Bobby Darin.").sure
+    assert detect_within("Bobby Darin.", "de") == "de"
+    assert detect_within("亚里士多德", "ja") == "ja"  # kanji alone inside Japanese
+    assert detect_within("亚里士多德", "en") == "zh"

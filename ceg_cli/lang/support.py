@@ -43,7 +43,8 @@ def support(language: str) -> dict[str, Any]:
         "name": LANGUAGES.get(language, language),
         "sentences": "punkt" if language in PUNKT_LANGUAGES else "rules",
         "words": "character bigrams" if language in _BIGRAM_LANGUAGES else "words",
-        "stemmer": "snowball" if language in SNOWBALL else None,
+        # English's BM25 keeps the tokenizer ceg always had: no stemming.
+        "stemmer": "snowball" if language in SNOWBALL and language != "en" else None,
         "stopwords": stopword_source(language),
     }
 

@@ -7,8 +7,8 @@ Yi) and in Korean, a run of the script is one ``Word`` whose ``kind`` says so,
 and ``terms`` cuts it into overlapping pairs of characters (grapheme clusters,
 so a Thai vowel sign stays with its consonant). Character bigrams are what
 Lucene's CJK analyzer indexes; they need no dictionary, find a two-character
-Chinese word wherever it is written, and treat Thai, which has no spaces and
-no full stops, the same way. A segmenter with its dictionary in its wheel
+Chinese word wherever it is written, and treat Thai, whose spaces part phrases
+rather than words, the same way. A segmenter with its dictionary in its wheel
 (jieba, pythainlp) would give real words; bigrams were chosen for one rule
 across scripts and no extra download or dependency.
 
