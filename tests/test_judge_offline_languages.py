@@ -182,3 +182,33 @@ def test_real_sentences_pass_and_planted_numbers_and_dates_are_caught(lang: str)
             assert v.label == NONFACTUAL and f"'{new}" in v.reason, (c["text"], v.reason)
             checked += 1
     assert checked >= 2
+
+
+# --------------------------------------------------------------------------- through ceg check
+
+
+def test_the_chinese_answer_end_to_end_split_and_judged_sentence_by_sentence() -> None:
+    """Issue 39's first case through ``Checker``: three sentences, not one segment;
+    the first two supported by the record's context, the third flagged, quoting
+    what is missing in Chinese."""
+    from ceg_cli.api import Checker
+
+    answer = "亚里士多德出生于斯塔基拉。他是亚历山大大帝的老师。他在1900年获得了诺贝尔奖。"
+    for language in ("zh", "auto"):
+        with Checker(judge="offline", language=language) as checker:
+            result = checker.check(answer, contexts=[{"text": YALISHIDUODE, "title": "亚里士多德"}])
+        assert [s.text for s in result.segments] == [
+            "亚里士多德出生于斯塔基拉。", "他是亚历山大大帝的老师。", "他在1900年获得了诺贝尔奖。"
+        ]
+        assert [s.label for s in result.segments] == [FACTUAL, FACTUAL, NONFACTUAL]
+        assert "'1900'" in result.segments[2].reason
+
+
+def test_the_german_sentence_end_to_end() -> None:
+    from ceg_cli.api import Checker
+
+    with Checker(judge="offline", language="de") as checker:
+        good = checker.check("Er war der Lehrer Alexanders des Großen.", contexts=[ARISTOTELES])
+        bad = checker.check("Er war der Lehrer Caesars.", contexts=[ARISTOTELES])
+    assert good.label == FACTUAL, good.segments[0].reason
+    assert bad.label == NONFACTUAL and "'Caesars'" in bad.segments[0].reason
