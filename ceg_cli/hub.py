@@ -80,9 +80,36 @@ ALIASES: tuple[KnownModel, ...] = (
         "--judge nli:",
         "MIT",
     ),
+    # Multilingual NLI: MNLI and XNLI's 15 languages and machine-translated NLI in
+    # 27 (the card); id2label 0 entailment, 1 neutral, 2 contradiction.
+    KnownModel(
+        "mdeberta-v3-base-xnli",
+        "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7",
+        "--judge nli:",
+        "MIT",
+    ),
     KnownModel(
         "all-MiniLM-L6-v2",
         "sentence-transformers/all-MiniLM-L6-v2",
+        "index build --model",
+        "Apache-2.0",
+    ),
+    # Multilingual embedders (the packaged ones, use-multilingual-v3 and
+    # multilingual-e5-small-q4, need no pull). e5 takes "query: "/"passage: "
+    # prefixes, which ceg adds (index.embedding.model_prompts).
+    KnownModel(
+        "multilingual-e5-small", "intfloat/multilingual-e5-small", "index build --model", "MIT"
+    ),
+    KnownModel(
+        "multilingual-e5-base", "intfloat/multilingual-e5-base", "index build --model", "MIT"
+    ),
+    KnownModel(
+        "multilingual-e5-large", "intfloat/multilingual-e5-large", "index build --model", "MIT"
+    ),
+    KnownModel("bge-m3", "BAAI/bge-m3", "index build --model", "MIT"),
+    KnownModel(
+        "paraphrase-multilingual-MiniLM-L12-v2",
+        "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
         "index build --model",
         "Apache-2.0",
     ),

@@ -303,7 +303,9 @@ class ContextSearch:
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray | None:
         """The queries' vectors, or None where nothing is embedded."""
-        return self.embedder.embed(list(queries)) if self.embeds else None
+        from ..index.embedding import query_vectors
+
+        return query_vectors(self.embedder, list(queries)) if self.embeds else None
 
     def prepare(
         self, records: Sequence[Sequence[Context]],

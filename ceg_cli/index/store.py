@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
-from .embedding import Embedder, load_embedder, query_backend, resolve_model
+from .embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
 from .indexdir import sampled_digest
 from .layout import CHUNK_COLUMNS, CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, Hit
 from .lexical import LEXICAL_DIR, LexicalIndex, add_lexical_hint, check_lexical, check_method
@@ -189,7 +189,7 @@ class Index:
         hybrid on an index without a lexical part is dense. Scores are cosines.
         """
         check_method(retrieval)
-        vectors = self.embedder().embed(queries)
+        vectors = query_vectors(self.embedder(), queries)
         if retrieval == "dense" or (retrieval == "hybrid" and not self.has_lexical):
             return self.search_vectors(vectors, k)
         return search_lexical(self, queries, vectors, k, retrieval)

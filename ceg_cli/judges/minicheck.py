@@ -49,6 +49,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
@@ -141,6 +142,7 @@ class MiniCheckJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         family = str(getattr(model.config, "model_type", ""))
         if family not in MAX_LENGTH:
@@ -151,6 +153,8 @@ class MiniCheckJudge:
         if tokenizer.eos_token is None:
             raise UsageError(f"--judge minicheck:{name}: the tokenizer has no eos_token")
         self.name = f"minicheck:{name}"
+        # Trained and measured on English: other languages are said once.
+        self.english_only = EnglishOnly(self.name, on_warning)
         self.family = family
         self.seq2seq = family == "t5"
         self.tokenizer = tokenizer
@@ -233,6 +237,7 @@ class MiniCheckJudge:
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         """One verdict per item; every item's (chunk, claim) pairs run together."""
+        self.english_only.check(items)
         verdicts: list[Verdict | None] = [None] * len(items)
         rows: dict[tuple[str, str], int] = {}
         plan: list[tuple[int, list[DocChunk], list[int]]] = []
@@ -374,4 +379,7 @@ def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     location = locate_model(arg, "minicheck")
     kernels = kernels_option(options, f"minicheck:{arg}")
     tokenizer, model = _load(location, device, precision, kernels)
-    return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens)
+    return MiniCheckJudge(
+        arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens,
+        on_warning=options.get("on_warning"),
+    )
