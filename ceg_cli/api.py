@@ -164,6 +164,7 @@ class Checker:
         # As the CLI: --evidence contexts never reads the index.
         use_index = index is not None and self.settings.check.evidence != "contexts"
         self._run = _Run(self.settings, use_index=use_index)
+        self._closed = False
         self._judge_info = {"name": self._run.judge.name, "method": self._run.judge.method}
 
     @property
@@ -178,6 +179,7 @@ class Checker:
               contexts: Sequence[Any] | None = None) -> CheckResult:
         """Check one answer; ``contexts`` (strings, ``{"text", "title", "id", "url"}``
         objects or LangChain documents) are its own evidence, and need no index."""
+        self._refuse_closed()
         if not isinstance(response, str):
             raise UsageError(f"response: expected a string, got {type(response).__name__}")
         record: dict[str, Any] = {"response": response}
@@ -197,7 +199,15 @@ class Checker:
         a responses file holds it (``response``, ``question``, ``contexts``, or the
         fields the options name); a record that cannot be checked comes out with
         ``label == "error"``, as ``ceg check`` writes it."""
+        self._refuse_closed()
         return self._stream(items, field_names=True)
+
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise UsageError(
+                "this Checker is closed (close() or the end of its `with` block): "
+                "make a new Checker to check more answers"
+            )
 
     def _stream(self, items: Iterable[Any], *, field_names: bool) -> Iterator[CheckResult]:
         from .check.pipeline import check
@@ -211,6 +221,8 @@ class Checker:
 
         def inputs() -> Iterator[ResponseInput]:
             for line, item in enumerate(items, 1):
+                # A stream begun before close() stops at the next answer, not in sqlite.
+                self._refuse_closed()
                 obj = {"response": item} if isinstance(item, str) else item
                 try:
                     raw = json.dumps(obj).encode("utf-8")
@@ -226,8 +238,11 @@ class Checker:
             yield CheckResult(checked, record)
 
     def close(self) -> None:
-        """Close the index and the judge (an LLM judge's cache)."""
-        self._run.close()
+        """Close the index and the judge (an LLM judge's cache); a closed Checker
+        checks nothing more (``check`` raises ``UsageError``). Closing twice is fine."""
+        if not self._closed:
+            self._closed = True
+            self._run.close()
 
     def __enter__(self) -> Checker:
         return self

@@ -269,3 +269,24 @@ def test_langchain_documents_reach_the_parser_as_a_line_holds_them() -> None:
     [first, second] = parse_contexts(_plain_contexts(docs), "contexts")
     assert (first.position, first.text, first.title) == (1, "Paris is in France.", "Paris")
     assert (second.position, second.text) == (2, "A plain string.")
+
+
+@pytest.mark.parametrize("with_index", [True, False], ids=["index", "contexts"])
+def test_a_closed_checker_says_so_instead_of_failing_in_sqlite(
+    with_index: bool, hash_index: Path, hash_model: None
+) -> None:
+    from ceg_cli import Checker
+
+    checker = Checker(hash_index if with_index else None)
+    answer = {"response": "Aristotle was a philosopher.",
+              "contexts": ["Aristotle was a Greek philosopher."]}
+    stream = checker.check_many([answer] * 40)
+    assert next(stream).label == "factual"
+    with checker:  # the end of a `with` block closes it, as close() does
+        pass
+    checker.close()  # twice is fine
+    for call in (lambda: checker.check(answer["response"], contexts=answer["contexts"]),
+                 lambda: checker.check_many([answer]),
+                 lambda: list(stream)):  # a stream begun before close() stops too
+        with pytest.raises(UsageError, match="this Checker is closed"):
+            call()
