@@ -38,7 +38,6 @@ LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_
                "unparsable_as", "llm_prompt")
 #: Options for a checker model (minicheck:, hhem:, nli:).
 JUDGE_OPTIONS = ("judge_precision",)
-UNPARSABLE_AS = ("not_judged", "nonfactual")
 
 
 @dataclass(frozen=True)
@@ -138,8 +137,10 @@ class Checker:
     checks does not depend on the shell it runs in.
     """
 
-    def __init__(self, index: str | Path | None = None, judge: str = "offline",
+    def __init__(self, index: str | Path | None = None, judge: str | None = None,
                  **options: Any) -> None:
+        from .check.options import OPTIONS, check_options, llm_judge_options
+
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
                          - set(JUDGE_OPTIONS))
         if unknown:
@@ -147,17 +148,22 @@ class Checker:
                 f"Checker: unknown option {unknown[0]!r}; the options are "
                 f"{', '.join(RUN_OPTIONS + LLM_OPTIONS + JUDGE_OPTIONS)}"
             )
-        evidence = options.get("evidence")
+        # Every value checked as the CLI checks it (one table), before anything loads.
+        # None, as for every option, is "not given": the default.
+        given = check_options({**options, "judge": judge or OPTIONS["judge"].default}
+                              | ({"index": index} if index is not None else {}))
+        evidence = given.get("evidence")
         if index is None and evidence in ("index", "both"):
             raise UsageError(f"--evidence {evidence}: needs an index (Checker(index=...))")
-        run_options = {k: v for k, v in options.items() if k in RUN_OPTIONS}
+        run_options = {k: v for k, v in given.items() if k in RUN_OPTIONS and v is not None}
+        llm_options = {k: v for k, v in given.items() if k in LLM_OPTIONS and v is not None}
         self.settings = RunSettings.resolve(
             responses=SOURCE,
-            index=Path(index) if index is not None else Path(),
-            judge=judge,
-            judge_options=_judge_options(options) | {
-                "device": options.get("device", "cpu"),
-                "precision": options.get("judge_precision", "float32"),
+            index=given.get("index") or Path(),
+            judge=given["judge"],
+            judge_options=llm_judge_options(**llm_options) | {
+                "device": given.get("device") or "cpu",
+                "precision": given.get("judge_precision") or "float32",
             },
             **run_options,
         )
@@ -263,35 +269,6 @@ def _plain_contexts(contexts: Sequence[Any]) -> Any:
         else:
             out.append(c)
     return out
-
-
-def _judge_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The LLM judge's options, made and checked as the CLI makes them."""
-    from .cli.check_cmd import _judge_options as cli_judge_options
-
-    for name, low, high in (("concurrency", 1, None), ("temperature", 0.0, 2.0),
-                            ("max_attempts", 1, None)):
-        value = options.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low or (
-            high is not None and value > high
-        ):
-            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"
-            raise UsageError(
-                f"--{name.replace('_', '-')} {value!r}: not in the range {span}"
-            )
-    unparsable = options.get("unparsable_as", "not_judged")
-    if unparsable not in UNPARSABLE_AS:
-        raise UsageError(f"--unparsable-as {unparsable}: choose one of {', '.join(UNPARSABLE_AS)}")
-    # An unknown prompt is refused by the judge, with the CLI's message.
-    prompt = str(options.get("llm_prompt") or "ceg")
-    cache_dir = options.get("cache_dir")
-    return cli_judge_options(
-        options.get("llm_base_url"), int(options.get("concurrency", 4)),
-        float(options.get("temperature", 0.0)), bool(options.get("no_cache", False)),
-        Path(cache_dir) if cache_dir is not None else None, unparsable, prompt,
-    )
 
 
 __all__ = ["Checker", "CheckResult", "CheckedSegment", "SCHEMA_VERSION"]

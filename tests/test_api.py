@@ -107,7 +107,7 @@ def test_options_the_cli_does_not_have_and_misused_ones_are_usage_errors(tmp_pat
         Checker(topk=3)
     with pytest.raises(UsageError, match="--evidence both: needs an index"):
         Checker(evidence="both")
-    with pytest.raises(UsageError, match="--concurrency 0: not in the range x>=1"):
+    with pytest.raises(UsageError, match="--concurrency 0: must be at least 1"):
         Checker(concurrency=0)
     with pytest.raises(UsageError, match="--unparsable-as maybe: choose one of"):
         Checker(unparsable_as="maybe")
@@ -290,3 +290,4 @@ def test_a_closed_checker_says_so_instead_of_failing_in_sqlite(
                  lambda: list(stream)):  # a stream begun before close() stops too
         with pytest.raises(UsageError, match="this Checker is closed"):
             call()
+

@@ -9,14 +9,14 @@ import typer
 from .. import __version__
 from .cache_cmd import app as cache_app
 from .check_cmd import check_command
-from .common import set_debug
+from .common import CegTyper, set_debug
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
 from .models_cmd import app as models_app
 from .report_cmd import report_command
 
-app = typer.Typer(
+app = CegTyper(
     name="ceg",
     help="Check LLM output against your documents: cite what is supported, flag the rest.",
     no_args_is_help=True,

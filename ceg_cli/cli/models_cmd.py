@@ -6,9 +6,9 @@ import json
 
 import typer
 
-from .common import err_console, handle_errors
+from .common import CegTyper, err_console, handle_errors
 
-app = typer.Typer(
+app = CegTyper(
     help="Checker and embedding models: list what ceg knows and what is cached, pull one "
     "into the Hugging Face cache (the only command that downloads a model).",
     no_args_is_help=True,
@@ -76,7 +76,9 @@ def list_command(
 @app.command("pull")
 @handle_errors
 def pull_command(
-    name: str = typer.Argument(..., help="An alias from `ceg models list` or OWNER/NAME."),
+    name: str = typer.Argument(
+        ..., help="An alias from `ceg models list` or OWNER/NAME.", metavar="NAME"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Download a model and its tokenizer into the Hugging Face cache."""
