@@ -112,6 +112,12 @@ class RunSettings:
         index = checked["index"]
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
+        if device == "cuda":
+            # Refused wherever given, even where no model would load (offline judge,
+            # contexts ranked by BM25): a run never says it used what it could not.
+            from ..index.embedding import resolve_device
+
+            resolve_device(device)
         evidence = evidence or DEFAULT_EVIDENCE
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
         if contexts_field is not None and evidence == "index":

@@ -161,6 +161,10 @@ def eval_command(
         if not path.resolve().parent.is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
+    if device == "cuda":  # refused before any work, whether or not a model loads
+        from ..index.embedding import resolve_device
+
+        resolve_device(device)
     mode = evidence
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
