@@ -4,6 +4,7 @@ CLI's options and messages, against an index or an answer's own contexts."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -291,3 +292,25 @@ def test_a_closed_checker_says_so_instead_of_failing_in_sqlite(
         with pytest.raises(UsageError, match="this Checker is closed"):
             call()
 
+
+def test_a_checker_that_loads_a_model_prints_nothing(tmp_path: Path) -> None:
+    """A library prints nothing unless asked: no "Loading weights" bar from transformers
+    when a Checker loads its judge's model (the CLI turned it off only for itself)."""
+    from tiny_checkers import build
+
+    model = build("roberta", tmp_path / "tiny-minicheck")
+    code = (
+        "import os, sys\n"
+        "from ceg_cli import Checker\n"
+        f"checker = Checker(judge='minicheck:{model}')\n"
+        "result = checker.check('Paris is in France.', contexts=['Paris is in France.'])\n"
+        "assert result.segments, result\n"
+        "from transformers.utils import logging\n"
+        "assert logging.is_progress_bar_enabled()  # as the user had it\n"
+    )
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")

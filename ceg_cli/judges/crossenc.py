@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..progress import library_bars_off
 
 __all__ = ["encode", "first_line", "load_cross_encoder", "score_pairs", "weights_file"]
 
@@ -62,10 +63,11 @@ def load_cross_encoder(
 
     folder = Path(path)
     try:
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        model, info = AutoModelForSequenceClassification.from_pretrained(
-            str(path), local_files_only=True, dtype=torch.float32, output_loading_info=True
-        )
+        with library_bars_off():
+            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                str(path), local_files_only=True, dtype=torch.float32, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise

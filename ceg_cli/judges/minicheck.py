@@ -40,6 +40,7 @@ from typing import Any
 
 from ..claims import has_claim
 from ..errors import UsageError
+from ..progress import library_bars_off
 from ..types import (
     FACTUAL,
     NO_CLAIM,
@@ -312,6 +313,7 @@ def locate_model(arg: str, prefix: str) -> str:
     return str(snapshot)
 
 
+
 @lru_cache(maxsize=2)
 def _load(
     location: str, device: str, precision: str = "float32", kernels: str = "onednn"
@@ -324,16 +326,17 @@ def _load(
     )
 
     try:
-        config = AutoConfig.from_pretrained(location, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
-        auto = (
-            AutoModelForSeq2SeqLM
-            if config.model_type == "t5"
-            else AutoModelForSequenceClassification
-        )
-        model, info = auto.from_pretrained(
-            location, local_files_only=True, output_loading_info=True
-        )
+        with library_bars_off():
+            config = AutoConfig.from_pretrained(location, local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
+            auto = (
+                AutoModelForSeq2SeqLM
+                if config.model_type == "t5"
+                else AutoModelForSequenceClassification
+            )
+            model, info = auto.from_pretrained(
+                location, local_files_only=True, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..claims import has_claim
 from ..errors import UsageError
+from ..progress import library_bars_off
 from ..types import (
     CONTRADICTED,
     FACTUAL,
@@ -409,10 +410,11 @@ def _load(
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
-        model, info = AutoModelForSequenceClassification.from_pretrained(
-            location, local_files_only=True, output_loading_info=True
-        )
+        with library_bars_off():
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                location, local_files_only=True, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise
