@@ -59,6 +59,7 @@ __all__ = [
     "MiniCheckJudge",
     "create",
     "doc_chunks",
+    "hub_name",
     "locate_model",
     "sentences_with_newlines",
 ]
@@ -303,6 +304,12 @@ def locate_model(arg: str, prefix: str) -> str:
         return str(path.resolve())
     if path.exists():
         raise UsageError(f"--judge {prefix}:{arg}: a local model must be a directory")
+    if not hub_name(arg):
+        # A path (/abs/x, ./x, ~/x, a/b/c): pulling it is no advice, the hub has no such name.
+        raise UsageError(
+            f"--judge {prefix}:{arg}: no such directory (a local model is a folder with "
+            "config.json, the weights and the tokenizer's files)"
+        )
     snapshot = cached_snapshot(arg)
     if snapshot is None:
         raise UsageError(
@@ -312,6 +319,18 @@ def locate_model(arg: str, prefix: str) -> str:
         )
     return str(snapshot)
 
+
+def hub_name(arg: str) -> bool:
+    """Whether ``arg`` can name a model on the hub (an alias or OWNER/NAME), not a path."""
+    from ..hub import check_name
+
+    if arg.startswith((".", "~", "/", "\\")) or "\\" in arg:
+        return False
+    try:
+        check_name(arg)
+    except UsageError:
+        return False
+    return True
 
 
 @lru_cache(maxsize=2)
