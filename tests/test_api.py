@@ -235,6 +235,24 @@ def test_assert_grounded_counts_nonfactual_sentences_and_never_passes_unjudged_o
         assert_grounded("The answer.")
 
 
+def test_assert_grounded_says_no_similarity_where_none_was_computed() -> None:
+    """Contexts ranked by BM25 for a judge that reads no similarity have none (null):
+    the message said "similarity 0.00", as if the passage matched nothing."""
+    from ceg_cli.testing import grounding_failures
+
+    record = _record("nonfactual")
+    record["segments"][0]["evidence"] = [
+        {"source": "context", "context": 2, "title": None, "similarity": None,
+         "text": "Ranked first."},
+        {"source": "context", "context": 1, "title": None, "similarity": None,
+         "text": "Ranked second."},
+    ]
+    message = grounding_failures(record) or ""
+    assert "best evidence: context 2, ranked first by BM25 (no similarity computed): " \
+        "'Ranked first.'" in message
+    assert "similarity 0.00" not in message
+
+
 def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     """What docs/api.md promises; a change here is a change of SCHEMA_VERSION's contract."""
     import dataclasses

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..index.chunking import DEFAULT_MAX_WORDS, chunk_document
 from ..index.layout import Hit, embed_text
-from ..index.lexical import BM25_PARAMS, TOKENIZER
+from ..index.lexical import BM25_PARAMS, TOKENIZER, import_bm25s
 from ..index.lexical import search as search_lexical
 from ..types import Chunk, Context, Document, Evidence
 from .retrieve import RetrievalOptions, apply_threshold
@@ -87,15 +87,14 @@ class _Bm25:
     """BM25 over one record's passages, with the index's parameters and tokenizer."""
 
     def __init__(self, texts: Sequence[str]) -> None:
-        import bm25s
-
+        bm25s = import_bm25s()
         self._bm25 = bm25s.BM25(**BM25_PARAMS)
         self._bm25.index(bm25s.tokenize(list(texts), **TOKENIZER, show_progress=False),
                          show_progress=False)
         self._size = len(texts)
 
     def scores(self, query: str) -> np.ndarray:
-        import bm25s
+        bm25s = import_bm25s()
         import numpy as np
 
         tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]
