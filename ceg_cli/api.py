@@ -11,6 +11,7 @@ it changes only with the output's ``schema_version`` (docs/api.md).
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -139,7 +140,7 @@ class Checker:
 
     def __init__(self, index: str | Path | None = None, judge: str | None = None,
                  **options: Any) -> None:
-        from .check.options import OPTIONS, check_options, llm_judge_options
+        from .check.options import OPTIONS, check_options, ignored_options, llm_judge_options
 
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
                          - set(JUDGE_OPTIONS))
@@ -167,6 +168,9 @@ class Checker:
             },
             **run_options,
         )
+        for message in ignored_options(given):
+            # Python's channel for "you may not mean this": shown once, filterable.
+            warnings.warn(message, UserWarning, stacklevel=2)
         # As the CLI: --evidence contexts never reads the index.
         use_index = index is not None and self.settings.check.evidence != "contexts"
         self._run = _Run(self.settings, use_index=use_index)

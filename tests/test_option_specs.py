@@ -123,7 +123,8 @@ def test_the_messages_say_what_is_allowed() -> None:
     # The documented --unparsable-as factual is taken by the API too.
     from ceg_cli import Checker
 
-    checker = Checker(unparsable_as="factual", temperature=1, top_k=3)
+    with pytest.warns(UserWarning, match="ignored: only an llm: judge"):  # offline reads none
+        checker = Checker(unparsable_as="factual", temperature=1, top_k=3)
     assert checker.settings.judge_options["count_unparsable_as"] == "factual"
     assert checker.settings.judge_options["temperature"] == 1.0
     assert isinstance(OptionError("--x", "1", "why"), UsageError)
@@ -166,3 +167,48 @@ def test_usage_lines_name_the_arguments_in_capitals(run_cli: Any) -> None:
         assert "{" not in result.stdout.split("\n\n")[0]
     result = run_cli("check", "--help", env={"COLUMNS": "300"})
     assert r"'\[\^(\d+)\]'" in result.stdout
+
+
+def test_an_option_this_run_does_not_read_is_warned_of_once(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """Issue 44 item 24: options silently ignored with exit 0 now say so."""
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"response": "Paris is in France.", "contexts": ["Paris is in France."]}\n',
+                   encoding="utf-8")
+    result = run_cli("check", src, "-q", "--evidence", "contexts", "--llm-prompt", "minicheck",
+                     "--judge-precision", "bfloat16", "--temperature", "0.5", "--no-cache")
+    assert result.exit_code == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: --llm-prompt minicheck: ignored: only an llm: judge reads it (the judge is "
+        "offline)",
+        "warning: --temperature 0.5, --no-cache: ignored: only an LLM reads them (an llm: "
+        "judge, or --regenerate's rewriter), and this run uses none (the judge is offline)",
+        "warning: --judge-precision bfloat16: ignored: only a minicheck:, hhem: or nli: "
+        "checker reads it (the judge is offline)",
+    ]
+    for command in (["check", src, "--index", tmp_path / "none"], ["eval", src]):
+        result = run_cli(*command, "--evidence", "index", "--contexts-retrieval", "dense", "-q")
+        assert ("warning: --contexts-retrieval dense: ignored: it ranks a record's own "
+                "contexts, which --evidence index does not read") in result.stderr.splitlines()
+    # Options at their defaults, or read by this run, say nothing.
+    result = run_cli("check", src, "-q", "--judge-precision", "float32", "--evidence", "contexts",
+                     "--contexts-retrieval", "lexical")
+    assert result.exit_code == 0 and "warning" not in result.stderr
+
+
+def test_the_api_warns_of_the_same_options(recwarn: pytest.WarningsRecorder) -> None:
+    from ceg_cli import Checker
+    from ceg_cli.check.options import ignored_options
+
+    with pytest.warns(UserWarning, match=r"^--llm-prompt minicheck: ignored: only an llm: "):
+        Checker(llm_prompt="minicheck")
+    Checker(top_k=3, evidence="contexts")
+    assert not [w for w in recwarn if issubclass(w.category, UserWarning)]
+    # What the run reads is not warned of: an LLM judge's prompt, a rewriter's client.
+    assert ignored_options({"judge": "llm:gpt-4o-mini", "llm_prompt": "minicheck",
+                            "temperature": 0.7}) == []
+    assert ignored_options({"judge": "offline", "regenerate": True, "temperature": 0.7}) == []
+    assert ignored_options({"judge": "minicheck:x", "judge_precision": "bfloat16"}) == []
+    assert ignored_options({"evidence": "both", "contexts_retrieval": "dense"}) == []

@@ -345,3 +345,50 @@ def llm_judge_options(
     if checked["cache_dir"] is not None:
         options["cache_dir"] = str(checked["cache_dir"])
     return options
+
+
+#: Judges that read --judge-precision (checker models).
+_PRECISION_JUDGES = ("minicheck", "hhem", "nli")
+
+
+def ignored_options(values: Mapping[str, Any]) -> list[str]:
+    """What a run would silently not use: one warning for each option set away from its
+    default that nothing in this run reads (docs/cli.md, "Options a run does not read").
+
+    They are warned of, not refused: the setting is harmless, and a project file's
+    top-level keys apply to every command and judge a team runs.
+    """
+    def changed(key: str) -> bool:
+        value = values.get(key)
+        return value is not None and value != OPTIONS[key].default
+
+    def said(keys: list[str]) -> str:
+        return ", ".join(f"{OPTIONS[k].flag} {_shown(values[k])}".rstrip() for k in keys)
+
+    judge = str(values.get("judge") or OPTIONS["judge"].default)
+    prefix = judge.partition(":")[0]
+    llm_judge = prefix == "llm"
+    out = []
+    judge_only = [k for k in ("llm_prompt", "unparsable_as") if changed(k)]
+    if judge_only and not llm_judge:
+        out.append(f"{said(judge_only)}: ignored: only an llm: judge reads "
+                   f"{'it' if len(judge_only) == 1 else 'them'} (the judge is {judge})")
+    client = [k for k in ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir")
+              if changed(k)]
+    if client and not llm_judge and not values.get("regenerate"):
+        out.append(f"{said(client)}: ignored: only an LLM reads "
+                   f"{'it' if len(client) == 1 else 'them'} (an llm: judge, or --regenerate's "
+                   f"rewriter), and this run uses none (the judge is {judge})")
+    if changed("judge_precision") and prefix not in _PRECISION_JUDGES:
+        out.append(f"{said(['judge_precision'])}: ignored: only a minicheck:, hhem: or nli: "
+                   f"checker reads it (the judge is {judge})")
+    if changed("contexts_retrieval") and values.get("evidence") == "index":
+        out.append(f"{said(['contexts_retrieval'])}: ignored: it ranks a record's own "
+                   "contexts, which --evidence index does not read")
+    return out
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "" if value else "false"
+    return str(value)

@@ -76,7 +76,7 @@ def check_command(
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
-    from ..check.options import llm_judge_options
+    from ..check.options import ignored_options, llm_judge_options
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
     from ..report.html import ReportBuilder, write_report
@@ -112,6 +112,14 @@ def check_command(
         ) | {"device": device, "precision": judge_precision},
         device=device,
     )
+    for message in ignored_options({
+        "judge": judge, "judge_precision": judge_precision, "evidence": evidence,
+        "contexts_retrieval": contexts_retrieval, "regenerate": regenerate,
+        "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
+        "no_cache": no_cache, "cache_dir": cache_dir, "llm_prompt": llm_prompt,
+        "unparsable_as": unparsable_as,
+    }):
+        warn(message)
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")
     # Before anything is opened for writing: no output may be the input or another output.

@@ -142,6 +142,7 @@ def eval_command(
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
     from ..check.ctxsearch import context_search, reads_similarity
+    from ..check.options import ignored_options
     from ..check.pipeline import CheckOptions
     from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
@@ -166,6 +167,9 @@ def eval_command(
 
         resolve_device(device)
     mode = evidence
+    for message in ignored_options({"judge": judge, "judge_precision": judge_precision,
+                                    "evidence": mode, "contexts_retrieval": contexts_retrieval}):
+        warn(message)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
     data = load_dataset(
