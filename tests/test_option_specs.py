@@ -123,8 +123,10 @@ def test_the_messages_say_what_is_allowed() -> None:
     # The documented --unparsable-as factual is taken by the API too.
     from ceg_cli import Checker
 
-    with pytest.warns(UserWarning, match="ignored: only an llm: judge"):  # offline reads none
+    with pytest.warns(UserWarning) as warned:  # the offline judge reads neither
         checker = Checker(unparsable_as="factual", temperature=1, top_k=3)
+    assert [str(w.message).split(":")[0] for w in warned] == ["--unparsable-as factual",
+                                                              "--temperature 1.0"]
     assert checker.settings.judge_options["count_unparsable_as"] == "factual"
     assert checker.settings.judge_options["temperature"] == 1.0
     assert isinstance(OptionError("--x", "1", "why"), UsageError)
