@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .common import CegTyper, err_console, handle_errors, warn
+from .commands import CegTyper
+from .common import err_console, handle_errors, warn
 
 app = CegTyper(
     help="The cache of LLM replies, eval corpus indexes and ONNX model exports: show it, "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, TypeVar
@@ -95,23 +94,6 @@ def spec_option(key: str, default: Any = ..., **overrides: Any) -> Any:
         default, *decls, parser=_spec_text(spec), callback=_spec_check(spec),
         metavar=_metavar(spec), **settings,
     )
-
-
-class CegCommand(typer.core.TyperCommand):
-    """Every ``ceg`` command: Typer's, with a usage line that names its arguments as
-    ``--help`` does (``RESPONSES``, not ``{responses}``)."""
-
-    def collect_usage_pieces(self, ctx: Any) -> list[str]:
-        return [re.sub(r"^\{(.*)\}((?:\.\.\.)?)$", r"\1\2", piece)
-                for piece in super().collect_usage_pieces(ctx)]
-
-
-class CegTyper(typer.Typer):
-    """A command group whose commands are ``CegCommand``s."""
-
-    def command(self, *args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("cls", CegCommand)
-        return super().command(*args, **kwargs)
 
 
 IndexOption = spec_option("index")

@@ -15,8 +15,8 @@ from rich.text import Text
 
 from ..index.embedding import BACKENDS
 from ..index.layout import ENGINES
+from .commands import CegTyper
 from .common import (
-    CegTyper,
     EmbedDevice,
     EmbedPrecision,
     IndexOption,

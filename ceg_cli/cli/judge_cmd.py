@@ -10,8 +10,8 @@ from pathlib import Path
 
 import typer
 
+from .commands import CegTyper
 from .common import (
-    CegTyper,
     EmbedDevice,
     IndexOption,
     QuietOption,

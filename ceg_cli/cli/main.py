@@ -9,7 +9,9 @@ import typer
 from .. import __version__
 from .cache_cmd import app as cache_app
 from .check_cmd import check_command
-from .common import CegTyper, set_debug
+from .commands import CegTyper
+from .common import set_debug
+from .config_cmd import app as config_app
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
@@ -27,6 +29,7 @@ app.add_typer(index_app, name="index")
 app.add_typer(judge_app, name="judge")
 app.add_typer(cache_app, name="cache")
 app.add_typer(models_app, name="models")
+app.add_typer(config_app, name="config")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)

@@ -6,7 +6,8 @@ import json
 
 import typer
 
-from .common import CegTyper, err_console, handle_errors
+from .commands import CegTyper
+from .common import err_console, handle_errors
 
 app = CegTyper(
     help="Checker and embedding models: list what ceg knows and what is cached, pull one "
