@@ -132,14 +132,18 @@ class _Run(CheckRun):
 class Checker:
     """Checks answers against an index, their own contexts, or both.
 
-    ``Checker(index=None, judge="offline", **options)``: ``options`` are ``ceg check``'s,
-    by their keyword names (``top_k=5``, ``evidence="both"``, ``no_cache=True``); the
-    defaults are the CLI's. ``CEG_*`` environment variables are not read: what a test
-    checks does not depend on the shell it runs in.
+    ``Checker(index=None, judge=None, *, config=None, **options)``: ``options`` are
+    ``ceg check``'s, by their keyword names (``top_k=5``, ``evidence="both"``,
+    ``no_cache=True``); the defaults are the CLI's. The project file (``ceg.toml`` or
+    ``[tool.ceg]``, found as the CLI finds it) sets what the keywords leave out
+    (``None`` is "left out"): ``config=PATH`` names the file, ``config=False`` reads
+    none. ``CEG_*`` variables that set options are not read: what a test checks does
+    not depend on the shell it runs in (``CEG_CONFIG`` and ``CEG_NO_CONFIG``, which
+    say which file applies, are).
     """
 
-    def __init__(self, index: str | Path | None = None, judge: str | None = None,
-                 **options: Any) -> None:
+    def __init__(self, index: str | Path | None = None, judge: str | None = None, *,
+                 config: str | Path | bool | None = None, **options: Any) -> None:
         from .check.options import OPTIONS, check_options, ignored_options, llm_judge_options
 
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
@@ -149,6 +153,12 @@ class Checker:
                 f"Checker: unknown option {unknown[0]!r}; the options are "
                 f"{', '.join(RUN_OPTIONS + LLM_OPTIONS + JUDGE_OPTIONS)}"
             )
+        from_file = _project_values(config)
+        options = {**from_file, **{k: v for k, v in options.items() if v is not None}}
+        index = index if index is not None else from_file.get("index")
+        judge = judge if judge is not None else from_file.get("judge")
+        options.pop("index", None)
+        options.pop("judge", None)
         # Every value checked as the CLI checks it (one table), before anything loads.
         # None, as for every option, is "not given": the default.
         given = check_options({**options, "judge": judge or OPTIONS["judge"].default}
@@ -259,6 +269,33 @@ class Checker:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The keys of a project file a Checker reads: its keywords (the rest of ``[check]``
+#: is about a run's files and gate).
+CHECKER_KEYS = ("index", "judge", *RUN_OPTIONS, *LLM_OPTIONS, *JUDGE_OPTIONS)
+
+
+def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
+    """What the project file sets for ``ceg check`` that a Checker takes (checked, paths
+    relative to the file); ``config`` as ``Checker`` takes it."""
+    from . import config as project
+
+    if config is False:
+        return {}
+    if config is None or config is True:
+        path = project.find()
+    elif isinstance(config, (str, Path)) and str(config).strip():
+        path = Path(config)
+    else:
+        raise UsageError(f"Checker: config={config!r}: a path, False (no file) or None "
+                         "(the nearest ceg.toml or [tool.ceg])")
+    if path is None:
+        return {}
+    from .cli.projectfile import load_for_api
+
+    settings = load_for_api(path).values_for(("check",))
+    return {key: s.value for key, s in settings.items() if key in CHECKER_KEYS}
 
 
 def _plain_contexts(contexts: Sequence[Any]) -> Any:

@@ -35,8 +35,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("ceg_judge", "ceg judge for ceg_checker", type="string", default="")
 
 
-def _settings(config: pytest.Config) -> tuple[str | None, str, dict[str, str]]:
-    """The index and judge: the command line's, else the ini file's, else the defaults;
+def _settings(config: pytest.Config) -> tuple[str | None, str | None, dict[str, str]]:
+    """The index and judge: the command line's, else the ini file's, else None (the
+    project file's, else the defaults: the Checker reads the file as ``ceg check`` does);
     and for each, how the user named it (for messages)."""
     named = {"--index": "--ceg-index", "--judge": "--ceg-judge"}
     index = config.getoption("ceg_index")
@@ -51,7 +52,7 @@ def _settings(config: pytest.Config) -> tuple[str | None, str, dict[str, str]]:
     if judge is None and config.getini("ceg_judge"):
         judge = str(config.getini("ceg_judge"))
         named["--judge"] = "ceg_judge (ini)"
-    return index, judge or DEFAULT_JUDGE, named
+    return index, judge, named
 
 
 def _as_named(message: str, named: dict[str, str]) -> str:
@@ -64,7 +65,8 @@ def _as_named(message: str, named: dict[str, str]) -> str:
 
 @pytest.fixture(scope="session")
 def ceg_checker(pytestconfig: pytest.Config) -> Iterator[Checker]:
-    """A ``ceg_cli.Checker`` built from ``--ceg-index``/``--ceg-judge`` (or the ini keys)."""
+    """A ``ceg_cli.Checker`` built from ``--ceg-index``/``--ceg-judge``, else the ini keys,
+    else the project file (``ceg.toml`` or ``[tool.ceg]``), else the defaults."""
     from .api import Checker
     from .errors import CegError
 
@@ -85,10 +87,23 @@ def ceg_checker(pytestconfig: pytest.Config) -> Iterator[Checker]:
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    from . import config as project
+
     index, judge, _ = _settings(config)
-    if config.getoption("ceg_index") is None and config.getoption("ceg_judge") is None and (
-        not config.getini("ceg_index") and not config.getini("ceg_judge")
-    ):
+    path = project.find()
+    if index is None and judge is None and path is None:
         return None  # a suite that does not use ceg sees no ceg line
+    where = ""
+    if path is not None:
+        from .api import _project_values
+        from .errors import CegError
+
+        try:
+            values = _project_values(path)
+        except CegError as exc:  # the fixture fails with it; the header only says so
+            return [f"ceg: project file {path} cannot be used: {exc}"]
+        index = index if index is not None else values.get("index")
+        judge = judge if judge is not None else values.get("judge")
+        where = f" (project file {path})"
     return [f"ceg: index {index or '(none: answers checked against their contexts)'}, "
-            f"judge {judge}"]
+            f"judge {judge or DEFAULT_JUDGE}{where}"]

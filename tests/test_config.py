@@ -17,7 +17,7 @@ import pytest
 import typer
 
 from ceg_cli import config as project
-from ceg_cli.errors import UsageError
+from ceg_cli.errors import CegError, UsageError
 
 RECORD = {"id": "r1", "question": "When was the Eiffel Tower completed?",
           "response": "The Eiffel Tower was completed in 1925.",
@@ -251,6 +251,11 @@ def test_a_bad_file_is_one_line_naming_the_file_and_key_and_exit_2(
         line = _error(run_cli(*command))
         assert line.startswith(f"{path}: {said}"), line
     assert not out.exists()
+    with pytest.raises(UsageError) as caught:
+        from ceg_cli import Checker
+
+        Checker()
+    assert str(caught.value).startswith(f"{path}: {said}")
 
 
 def test_a_string_where_a_number_is_wanted_is_refused_for_every_key(repo: Path) -> None:
@@ -338,6 +343,61 @@ def test_config_show_names_one_command_before_its_options(repo: Path, run_cli: A
         "config show index --top-k 3: 'ceg index' is not one command")
     result = run_cli("config", "show", "check", "--top-k", "0")
     assert _error(result) == "--top-k 0: must be at least 1"
+
+
+# -- the API, the plugin, the Action --------------------------------------------------
+
+
+def test_a_checker_reads_the_file_and_its_keywords_win(repo: Path) -> None:
+    from ceg_cli import Checker
+
+    index = repo / "kb" / "index"
+    _write(repo / "ceg.toml", 'top_k = 3\n[check]\ncontexts_retrieval = "dense"\n'
+                              'max_nonfactual_rate = 0.1\n[eval]\nlimit = 4\n')
+    checker = Checker()
+    assert checker.settings.check.retrieval.top_k == 3
+    assert checker.settings.check.contexts_retrieval == "dense"
+    assert Checker(top_k=4).settings.check.retrieval.top_k == 4
+    assert Checker(config=False).settings.check.retrieval.top_k == 5
+    other = _write(repo / "elsewhere.toml", "top_k = 6\n")
+    assert Checker(config=other).settings.check.retrieval.top_k == 6
+    assert Checker(config=str(other)).settings.check.retrieval.top_k == 6
+    # The index of the file, relative to the file, is the Checker's index.
+    _write(repo / "ceg.toml", '[check]\nindex = "kb/index"\n')
+    with pytest.raises(CegError, match=f"no index at {index}"):
+        Checker()
+    assert Checker(evidence="contexts").index is None
+    with pytest.raises(UsageError, match="config=3: a path, False"):
+        Checker(config=3)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def plugin_repo(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    (pytester.path / ".git").mkdir()
+    monkeypatch.delenv("CEG_NO_CONFIG", raising=False)
+    return pytester
+
+
+pytest_plugins = ["pytester"]
+
+
+def test_the_pytest_plugin_reads_the_file(plugin_repo: pytest.Pytester) -> None:
+    plugin_repo.makefile(".toml", ceg='top_k = 2\n[check]\ncontexts_retrieval = "hybrid"\n')
+    plugin_repo.makepyfile(test_pinned='''
+def test_pinned(ceg_checker):
+    assert ceg_checker.settings.check.retrieval.top_k == 2
+    assert ceg_checker.settings.check.contexts_retrieval == "hybrid"
+''')
+    result = plugin_repo.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "ceg: index (none: answers checked against their contexts), judge offline "
+        f"(project file {plugin_repo.path / 'ceg.toml'})"])
+    plugin_repo.makefile(".toml", ceg="top_k = 0\n")
+    result = plugin_repo.runpytest_subprocess("-p", "no:cacheprovider", timeout=300)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*ceg_checker: {plugin_repo.path / 'ceg.toml'}: top_k = 0: "
+                                 "must be at least 1*"])
 
 
 def test_the_example_in_the_cli_reference_is_a_valid_file(tmp_path: Path) -> None:
