@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The steps of ceg's GitHub Action (action.yml), one subcommand each.
 
-    ceg_action.py key   --index DIR [--sources "A B"]   the cache key of the index
-    ceg_action.py build --index DIR --sources "A B"     build it, unless the cache restored it
-    ceg_action.py check --responses FILE --index DIR …  run ceg check; record its exit code
+    ceg_action.py key   [--index DIR] [--sources "A B"]   the cache key of the index
+    ceg_action.py build [--index DIR] --sources "A B"     build it, unless the cache restored it
+    ceg_action.py check --responses FILE [--index DIR] …  run ceg check; record its exit code
+
+An empty --index is the project file's (ceg.toml or [tool.ceg], as `ceg check` finds
+it), else ./index; an empty --judge or threshold is left out, so the project file's
+applies: the action judges as the team's CLI and tests do.
 
 Kept in one script, not in the YAML, so that a test runs what the action runs.
 Standard library only: it runs before and beside the installed ceg, which it calls
@@ -58,6 +62,23 @@ def write_output(name: str, value: str) -> None:
             fh.write(f"{name}={value}\n")
 
 
+def project_index() -> str:
+    """The index `ceg check` would read here: the project file's, else $CEG_INDEX, else
+    ./index (`ceg config show --json check` says it, with the CLI's own rules)."""
+    import json
+
+    done = subprocess.run([*ceg_command(), "config", "show", "--json", "check"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        # A bad project file: ceg's own one line, as the check step would print it.
+        fail(done.stderr.strip().removeprefix("error: ") or "ceg config show failed")
+    return str(json.loads(done.stdout)["commands"]["check"]["index"]["value"])
+
+
+def resolve_index(index: str) -> Path:
+    return Path(index) if index.strip() else Path(project_index())
+
+
 def split_sources(sources: str) -> list[Path]:
     return [Path(s) for s in shlex.split(sources)]
 
@@ -98,7 +119,12 @@ def index_key(index: Path, sources: Sequence[Path], build_args: str) -> str:
 
 def cmd_key(args: argparse.Namespace) -> int:
     sources = split_sources(args.sources)
-    write_output("key", index_key(Path(args.index), sources, args.build_args))
+    index = resolve_index(args.index)
+    write_output("index", str(index))
+    if args.if_any and not sources and not (index / "meta.json").is_file():
+        write_output("key", "")  # no index: the records check against their contexts
+        return 0
+    write_output("key", index_key(index, sources, args.build_args))
     return 0
 
 
@@ -106,7 +132,7 @@ def cmd_build(args: argparse.Namespace) -> int:
     sources = split_sources(args.sources)
     if not sources:
         fail("build: name the sources to build the index from")
-    index = Path(args.index)
+    index = resolve_index(args.index)
     if (index / "meta.json").is_file():
         # Restored from the cache, whose key is the digest of these very sources.
         print(f"index {index} is there (restored from the cache); not rebuilt")
@@ -131,8 +157,10 @@ THRESHOLDS = {
 
 def check_command(args: argparse.Namespace) -> list[str]:
     """``ceg check`` with the action's inputs; an empty input is an option left out."""
-    command = [*ceg_command(), "check", args.responses, "--index", args.index,
-               "--judge", args.judge or "offline"]
+    command = [*ceg_command(), "check", args.responses]
+    for option, value in (("--index", args.index), ("--judge", args.judge)):
+        if value.strip():
+            command += [option, value]
     for name, option in THRESHOLDS.items():
         value = getattr(args, name)
         if value:
@@ -162,15 +190,19 @@ def cmd_check(args: argparse.Namespace) -> int:
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="ceg_action.py", description=__doc__.split("\n\n")[0])
     sub = top.add_subparsers(dest="command", required=True)
+    index_help = "Empty: the project file's index, else ./index."
     for name in ("key", "build"):
         p = sub.add_parser(name)
-        p.add_argument("--index", required=True)
+        p.add_argument("--index", default="", help=index_help)
         p.add_argument("--sources", default="", help="Space-separated (shell quoting).")
         p.add_argument("--build-args", default="", help="More options of ceg index build.")
+        if name == "key":
+            p.add_argument("--if-any", action="store_true",
+                           help="An empty key where there is no index and no sources.")
     p = sub.add_parser("check")
     p.add_argument("--responses", required=True)
-    p.add_argument("--index", required=True)
-    p.add_argument("--judge", default="offline")
+    p.add_argument("--index", default="", help=index_help)
+    p.add_argument("--judge", default="", help="Empty: the project file's, else offline.")
     for name in THRESHOLDS:
         p.add_argument("--" + name.replace("_", "-"), default="")
     p.add_argument("--out", default="")

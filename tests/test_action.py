@@ -78,7 +78,9 @@ def test_the_action_is_composite_and_its_steps_use_its_inputs_safely() -> None:
     # The index and models are restored and saved under the key the script computes.
     restore, save = (s for s in steps if "actions/cache/" in s.get("uses", ""))
     assert restore["with"]["key"] == save["with"]["key"] == "${{ steps.key.outputs.key }}"
-    assert "${{ inputs.index }}" in restore["with"]["path"]
+    # The index is the input, else the project file's, as the key step resolves it.
+    assert "${{ steps.key.outputs.index }}" in restore["with"]["path"]
+    assert "${{ steps.key.outputs.index }}" in save["with"]["path"]
     # The report is uploaded even when the gate failed; the job fails last, by ceg's code.
     upload = next(s for s in steps if "upload-artifact" in s.get("uses", ""))
     assert upload["if"].startswith("always()")
@@ -157,10 +159,12 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     assert first.returncode == 0, first.stderr
     key = _outputs(outputs)["key"]
     assert re.fullmatch(r"ceg-index-v1-[0-9a-f]{40}", key)
-    assert _run_script("key", "--index", index, "--sources", docs).stdout == f"key={key}\n"
+    assert _outputs(outputs)["index"] == str(index)  # the cache and build steps use it
+    assert _run_script("key", "--index", index, "--sources", docs).stdout == (
+        f"index={index}\nkey={key}\n")
     other = _run_script("key", "--index", index, "--sources", docs, "--build-args",
                         "--chunk-words 50")
-    assert other.stdout != f"key={key}\n"  # another build, another cache entry
+    assert f"key={key}\n" not in other.stdout  # another build, another cache entry
 
     built = _run_script("build", "--index", index, "--sources", docs, env=env)
     assert built.returncode == 0, built.stderr
@@ -168,8 +172,8 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     again = _run_script("build", "--index", index, "--sources", docs, env=env)
     assert "not rebuilt" in again.stdout and _outputs(outputs)["built"] == "false"
     # A committed index is keyed by its own digest.
-    ready = _run_script("key", "--index", index).stdout
-    assert ready.startswith("key=ceg-index-v1-") and ready != f"key={key}\n"
+    ready = _run_script("key", "--index", index).stdout.splitlines()[-1]
+    assert ready.startswith("key=ceg-index-v1-") and ready != f"key={key}"
 
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")

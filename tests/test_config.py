@@ -400,6 +400,34 @@ def test_pinned(ceg_checker):
                                  "must be at least 1*"])
 
 
+def test_the_action_reads_the_file(repo: Path) -> None:
+    """The Action's script leaves out the inputs left empty, so the file's judge, index
+    and gate apply; its index is the file's (the cache and the build use it)."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parent.parent / "scripts" / "ceg_action.py"
+    _write(repo / "ceg.toml", '[check]\nindex = "kb/index"\nevidence = "contexts"\n'
+                              "max_nonfactual_responses = 0\n")
+    src = _write(repo / "r.jsonl", json.dumps(RECORD) + "\n")
+    outputs = repo / "github_output"
+    env = {**os.environ, "GITHUB_OUTPUT": str(outputs)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(script), *args], capture_output=True,
+                              text=True, env=env, timeout=300, cwd=repo)
+
+    key = run("key", "--if-any", "--index", "", "--sources", "")
+    assert key.returncode == 0, key.stderr
+    assert key.stdout.splitlines() == [f"index={repo / 'kb' / 'index'}", "key="]
+    checked = run("check", "--responses", str(src), "--index", "", "--judge", "",
+                  "--max-nonfactual-rate", "")
+    assert checked.returncode == 0, checked.stderr
+    command = next(line for line in checked.stdout.splitlines() if line.startswith("running:"))
+    assert "--judge" not in command and "--index" not in command
+    assert outputs.read_text().splitlines()[-1] == "exit-code=1"  # the file's gate failed
+
+
 def test_the_example_in_the_cli_reference_is_a_valid_file(tmp_path: Path) -> None:
     import re
 
