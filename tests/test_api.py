@@ -260,7 +260,7 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     import ceg_cli
     from ceg_cli import SCHEMA_VERSION, CheckedSegment, Checker, CheckResult
 
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     assert [f.name for f in dataclasses.fields(CheckedSegment)] == [
         "text", "label", "verdict", "score", "reason", "citations", "evidence", "start",
         "end", "citation_check"]
@@ -276,7 +276,7 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
 
 def test_langchain_documents_reach_the_parser_as_a_line_holds_them() -> None:
     from ceg_cli.api import _plain_contexts
-    from ceg_cli.check.contexts import parse_contexts
+    from ceg_cli.corpus.contexts import parse_contexts
 
     class Document:  # what langchain_core.documents.Document carries
         def __init__(self, page_content: str, metadata: dict[str, Any]) -> None:

@@ -4,7 +4,8 @@ Read with the standard library's ``ast`` (nothing is imported), every import
 counts: at module level, inside functions, under ``if TYPE_CHECKING``. Two
 rules hold:
 
-- **no circle**: no module reaches itself through the modules it imports;
+- **no circle**: no module reaches itself through the modules it imports, and no
+  part (a subpackage or a top-level module) through the parts it imports;
 - **imports point down** the floors of ``shared/DESIGN.md``: the ground
   (plain types, errors, progress, the cache root, sentence splitting) →
   ``corpus`` → ``index`` → ``judges`` and ``llm`` → ``check``, ``eval``,
@@ -142,8 +143,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def floor_of(module: str) -> int:
-    parts = module.split(".")
-    top = parts[1] if len(parts) > 1 else "__init__"
+    top = part_of(module)
     if top not in FLOORS:
         raise AssertionError(f"{module}: give ceg_cli.{top} a floor in FLOORS")
     return FLOORS[top]
@@ -151,6 +151,28 @@ def floor_of(module: str) -> int:
 
 def test_the_package_has_no_import_circle() -> None:
     assert cycles(import_graph()) == []
+
+
+def part_of(module: str) -> str:
+    """The top-level part of ``ceg_cli`` a module belongs to (``check``, ``types``...)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which part imports which other part, from the module graph."""
+    out: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        out.setdefault(part_of(name), set()).update(
+            part_of(d) for d in deps if part_of(d) != part_of(name))
+    return out
+
+
+def test_no_two_parts_import_each_other() -> None:
+    """Parts on one floor may import each other one way only: ``check`` writes its
+    records with ``report``, so ``report`` reads a record's contexts from ``corpus``,
+    a floor below both, not from ``check``."""
+    assert cycles(part_graph(import_graph())) == []
 
 
 def test_imports_point_down_the_floors() -> None:

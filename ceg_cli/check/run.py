@@ -122,6 +122,16 @@ class RunSettings:
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
         if contexts_field is not None and evidence == "index":
             raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
+        for option, least in (("--min-citation-recall", min_citation_recall),
+                              ("--min-citation-precision", min_citation_precision)):
+            if least is not None and evidence == "index":
+                # The gate would always fail "with nothing to measure", though the
+                # answers may well cite their contexts: the mode never reads them.
+                raise UsageError(
+                    f"{option}: citations are checked against each record's own contexts, "
+                    "which --evidence index does not read; use --evidence auto, contexts "
+                    "or both"
+                )
         if resume and out is None:
             raise UsageError("--resume needs --out FILE: there is no file to resume into")
         if out is not None and out.is_dir():
@@ -369,12 +379,13 @@ class CheckRun:
             return item
         where = f"{source}:{item.line}"
         found, problem = evidence_source(item, self.settings.check.evidence,
-                                         self.index is not None)
+                                         self.index is not None, self.settings.fields.contexts)
         if problem is not None:
             return replace(item, error=f"{where}: {problem}")
         if found == "none" and self.on_warning is not None:
+            holds = "is an empty list" if not item.contexts else "holds only blank text"
             self.on_warning(
-                f"{where}: field '{item.read.get('contexts', 'contexts')}' is an empty list: "
+                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
                 "its segments are judged on no evidence"
             )
         return item
@@ -446,9 +457,15 @@ def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
     ``--evidence index`` and ``both`` need it; ``contexts`` never reads it; by
     default (``auto``) an index that is there is used for the records without
     contexts, and one that is not is needed only when the first record has none:
-    a file of records without contexts and no index fails at once, as before.
+    a file of records without contexts and no index fails at once, as before. A
+    file with no readable record needs no index that is not there: its lines are
+    error records, and the gate says what was wrong with them.
     """
     mode = settings.check.evidence
+    if first is None and not settings.index.exists():
+        # No record can be read (an empty file, every line bad): nothing would be checked
+        # against an index, and what to report is the input's problem, not a missing index.
+        return False
     if mode in ("index", "both"):
         return True
     if mode == "contexts":

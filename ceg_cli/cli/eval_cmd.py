@@ -238,7 +238,7 @@ def _contexts_fields(
     mode: str, contexts_field: str | None, index: Path | None, build_corpus: bool | None
 ) -> tuple[str, ...] | None:
     """Where a jsonl item's contexts are read (None: not read); bad combinations refused."""
-    from ..check.contexts import CONTEXT_FIELDS
+    from ..corpus.contexts import CONTEXT_FIELDS
     from ..errors import UsageError
 
     if contexts_field is not None and not contexts_field.strip(". "):
