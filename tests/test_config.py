@@ -204,6 +204,23 @@ def test_the_keys_are_the_commands_declared_options() -> None:
             new["judge_threshold"].high) == ("float", 0, 1)
 
 
+def test_every_command_takes_config_and_no_config_and_nothing_else_new(run_cli: Any) -> None:
+    from ceg_cli.cli.commands import CegCommand
+    from ceg_cli.cli.main import app
+    from ceg_cli.cli.optkeys import leaf_commands
+
+    root = typer.main.get_command(app)
+    for words, command in leaf_commands(root).items():
+        assert isinstance(command, CegCommand), words  # made by CegTyper
+        names = [p.name for p in command.get_params(typer.Context(command))]
+        declared = [p.name for p in command.params]
+        expected = [] if words == ("config", "show") else ["config", "no_config"]
+        assert names == [*declared, *expected, "help"], words
+    help_text = run_cli("check", "--help", env={"COLUMNS": "200"}).stdout
+    assert "--config" in help_text and "--no-config" in help_text
+    assert "completion" not in help_text
+
+
 # -- bad files -----------------------------------------------------------------------
 
 

@@ -138,15 +138,15 @@ def install(ctx: typer.Context, path: Path | None) -> None:
 @lru_cache(maxsize=1)
 def config_params() -> tuple[Any, ...]:
     """``--config FILE`` and ``--no-config``, as typer makes them, for every command."""
-    holder = typer.Typer()
+    holder = typer.Typer(add_completion=False)
 
     @holder.command()
     def options(
         config: Path = typer.Option(
             None, "--config", envvar=project.CONFIG_VAR, is_eager=True, expose_value=False,
             callback=_on_config, show_default=False,
-            help="The project file to read (ceg.toml, or a pyproject.toml's [tool.ceg]), "
-            "instead of the nearest one from here up to the repository's root.",
+            help="The project file to read (a ceg.toml, or a pyproject.toml's tool.ceg "
+            "table), instead of the nearest one from here up to the repository's root.",
         ),
         no_config: bool = typer.Option(
             False, "--no-config", envvar=project.NO_CONFIG_VAR, is_eager=True,
@@ -156,6 +156,7 @@ def config_params() -> tuple[Any, ...]:
     ) -> None:
         """Never run: it only holds the two options."""
 
-    return tuple(typer.main.get_command(holder).params)
+    return tuple(p for p in typer.main.get_command(holder).params
+                 if p.name in ("config", "no_config"))
 
 
