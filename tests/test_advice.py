@@ -94,7 +94,7 @@ def _documented_judges() -> dict[str, list[str]]:
     api = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
     found = {
         "action.yml": re.search(r"description: The judge \(([^)]*)\)", action),
-        "docs/ci.md": re.search(r"\| `judge` \| `offline` \| (.*?) \(an LLM", ci),
+        "docs/ci.md": re.search(r"\| `judge` \| [^|]+ \| (.*?) \(an LLM", ci),
         "docs/api.md": re.search(r"The judge is a name as `--judge` takes it: (.*?)\.\n", api,
                                  re.S),
     }

@@ -436,7 +436,9 @@ def test_the_action_reads_the_file(repo: Path) -> None:
 
     key = run("key", "--if-any", "--index", "", "--sources", "")
     assert key.returncode == 0, key.stderr
-    assert key.stdout.splitlines() == [f"index={repo / 'kb' / 'index'}", "key="]
+    # The file's index, relative to the workspace (here the working directory), as the
+    # cache step's paths are.
+    assert key.stdout.splitlines() == ["index=kb/index", "key="]
     checked = run("check", "--responses", str(src), "--index", "", "--judge", "",
                   "--max-nonfactual-rate", "")
     assert checked.returncode == 0, checked.stderr
