@@ -93,7 +93,7 @@ def _documented_judges() -> dict[str, list[str]]:
     ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
     api = (REPO / "docs" / "api.md").read_text(encoding="utf-8")
     found = {
-        "action.yml": re.search(r"description: The judge \(([^)]*)\)", action),
+        "action.yml": re.search(r"The judge \(([^)]*)\)", action),
         "docs/ci.md": re.search(r"\| `judge` \| [^|]+ \| (.*?) \(an LLM", ci),
         "docs/api.md": re.search(r"The judge is a name as `--judge` takes it: (.*?)\.\n", api,
                                  re.S),
