@@ -309,9 +309,11 @@ def check_option(key: str, value: Any) -> Any:
 
 def check_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """Each value checked as its key's option takes it, in the table's order (so that
-    of two bad values the same one is named whoever calls)."""
+    of two bad values the same one is named whoever calls). A key the table does not
+    hold (``language``, checked by ``lang.codes.check_language``) passes as it is."""
     order = {key: n for n, key in enumerate(OPTIONS)}
-    return {key: check_option(key, values[key]) for key in sorted(values, key=order.__getitem__)}
+    return {key: check_option(key, values[key]) if key in OPTIONS else values[key]
+            for key in sorted(values, key=lambda k: order.get(k, len(order)))}
 
 
 def llm_judge_options(

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..errors import CegError, InputError, UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL, resolve_method
+from ..lang.codes import AUTO, UNDETERMINED, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
     RecordWriter,
@@ -32,6 +33,7 @@ from .pipeline import (
     CheckOptions,
     check,
     evidence_source,
+    response_language,
 )
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
@@ -84,6 +86,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        language: str = AUTO,
     ) -> RunSettings:
         """Checked settings (``check/options.py``'s table checks each value, as it
         checks the CLI's and a project file's); ``None`` takes the library's default
@@ -119,6 +122,7 @@ class RunSettings:
 
             resolve_device(device)
         evidence = evidence or DEFAULT_EVIDENCE
+        language = check_language(language)
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
         if contexts_field is not None and evidence == "index":
             raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
@@ -147,6 +151,7 @@ class RunSettings:
             check=CheckOptions(
                 RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
                 citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
+                language=language,
             ),
             fields=_field_names(response_field, question_field, contexts_field),
             gate=GateOptions(
@@ -261,6 +266,7 @@ class CheckRun:
                 self._rewriter_judge = create_judge(settings.rewriter, judge_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
+        self._said_language = False  # the language fallback is said once a run
         self._pending, first = self._peek(settings)
         self.index: Any = None
         if self._wants_index(settings, first):
@@ -382,6 +388,18 @@ class CheckRun:
                                          self.index is not None, self.settings.fields.contexts)
         if problem is not None:
             return replace(item, error=f"{where}: {problem}")
+        found_language = response_language(item, self.settings.check.language)
+        item = replace(item, language=found_language.language)
+        # Text with letters in a script no language is known for; none at all ("42",
+        # emoji) has no words to read either way.
+        if (found_language.language.startswith(f"{UNDETERMINED}-")
+                and not self._said_language and self.on_warning is not None):
+            self._said_language = True
+            self.on_warning(
+                f"{where}: cannot tell the response's language; it is read by the rules of "
+                f"its script ({found_language.language}); name the language with --language "
+                "CODE (said once: later such records are read the same way)"
+            )
         if found == "none" and self.on_warning is not None:
             holds = "is an empty list" if not item.contexts else "holds only blank text"
             self.on_warning(
@@ -414,6 +432,7 @@ class CheckRun:
 
         return context_search(self.index, self.settings.device,
                               method=self.settings.check.contexts_retrieval,
+                              language=self.settings.check.language,
                               similarity=reads_similarity(self.judge))
 
     def _count(self, checked: Any) -> None:

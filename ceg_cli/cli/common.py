@@ -111,6 +111,14 @@ DeviceOption = spec_option("device")
 JudgePrecisionOption = spec_option("judge_precision")
 JudgeOption = spec_option("judge")
 
+LanguageOption = typer.Option(
+    "auto",
+    "--language",
+    help="The language of the text: auto detects each record's (and each document's) "
+    "offline; a code (en, de, zh, ar, ...) names it for all. ceg languages lists the codes "
+    "and what ceg does for each.",
+)
+
 # `index build` and `judge train` keep their own device and precision options.
 EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
 EmbedPrecision = Enum(  # type: ignore[misc]

@@ -22,6 +22,7 @@ from .common import (
     DeviceOption,
     JudgeOption,
     JudgePrecisionOption,
+    LanguageOption,
     QueryOption,
     QuietOption,
     RetrievalOption,
@@ -126,6 +127,7 @@ def eval_command(
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
     contexts_retrieval: str = ContextsRetrievalOption,
+    language: str = LanguageOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
     ),
@@ -151,6 +153,7 @@ def eval_command(
     from ..index import open_index
     from ..index.lexical import resolve_method
     from ..judges import create_judge
+    from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
     # Before anything is read or written: no output may be the dataset, the
@@ -170,6 +173,7 @@ def eval_command(
     for message in ignored_options({"judge": judge, "judge_precision": judge_precision,
                                     "evidence": mode, "contexts_retrieval": contexts_retrieval}):
         warn(message)
+    language = check_language(language)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
     data = load_dataset(
@@ -211,11 +215,11 @@ def eval_command(
                 method = retrieval  # a record's passages always have BM25
             options = CheckOptions(
                 RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
-                contexts_retrieval=contexts_retrieval,
+                contexts_retrieval=contexts_retrieval, language=language,
             )
             contexts = None if mode == "index" else context_search(
                 idx, device, method=contexts_retrieval,
-                similarity=reads_similarity(checker),
+                similarity=reads_similarity(checker), language=language,
             )
             evaluation = run_evaluation(
                 data, idx, checker, options, contexts=contexts,

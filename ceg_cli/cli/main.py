@@ -15,6 +15,7 @@ from .config_cmd import app as config_app
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
+from .languages_cmd import languages_command
 from .models_cmd import app as models_app
 from .report_cmd import report_command
 
@@ -33,6 +34,7 @@ app.add_typer(config_app, name="config")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
+app.command("languages")(languages_command)
 
 
 def _version(value: bool) -> None:
