@@ -57,7 +57,7 @@ def one_passage_index(tmp_path: Path) -> Path:
 
 def item(setting: str, text: str = SEGMENT) -> JudgeItem:
     ev = (Evidence(0, "d1", "Stagira", EVIDENCE, 0.7),)
-    return JudgeItem(Segment(0, 0, len(text), text), ev, None, text, setting)
+    return JudgeItem(Segment(0, 0, len(text), text), ev, None, text, setting=setting)
 
 
 # -- the shipped cut reaches the verdicts, in both settings ----------------------------
@@ -134,7 +134,8 @@ def test_no_claim_and_no_evidence_are_decided_before_any_cut() -> None:
         judge = OfflineJudge(Cuts.same(cut, "test"))
         no_claim, no_evidence = judge.judge([
             item("index", "I hope this helps!"),
-            JudgeItem(Segment(0, 0, len(SEGMENT), SEGMENT), (), None, SEGMENT, "contexts"),
+            JudgeItem(Segment(0, 0, len(SEGMENT), SEGMENT), (), None, SEGMENT,
+                      setting="contexts"),
         ])
         assert (no_claim.label, no_claim.verdict, no_claim.score) == (FACTUAL, "no_claim", 1.0)
         assert (no_evidence.label, no_evidence.score) == (NONFACTUAL, 0.0)
@@ -241,7 +242,7 @@ def test_a_judge_threshold_outside_0_to_1_is_refused(run_cli: Any, tmp_path: Pat
         assert result.exit_code == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"error: --judge-threshold {value}"), lines
-        assert "between 0 and 1" in lines[0]
+        assert "between 0 and 1" in lines[0] or "from 0 to 1" in lines[0], lines
     assert not out.exists()
 
 

@@ -28,7 +28,7 @@ passage. Supported when the score is above 0.5.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ from ..types import (
     Verdict,
 )
 from .cuts import Cuts, one_cut
+from .english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = ["DEFAULT_PROMPT", "HhemJudge", "create", "load_hhem"]
@@ -74,8 +75,11 @@ class HhemJudge:
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
         threshold_source: str = AUTHORS_CUT,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.name = f"hhem:{name}"
+        # Trained and measured on English: other languages are said once.
+        self.english_only = EnglishOnly(self.name, on_warning)
         self.tokenizer = tokenizer
         self.model = model
         self.prompt = prompt
@@ -120,6 +124,7 @@ class HhemJudge:
         return [float(row[0]) for row in rows]
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
+        self.english_only.check(items)
         verdicts: list[Verdict | None] = [None] * len(items)
         rows: dict[tuple[str, str], int] = {}
         plan: list[tuple[int, int, int]] = []
@@ -239,4 +244,5 @@ def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     return HhemJudge(
         arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens,
         threshold=cut.value, threshold_source=cut.source,
+        on_warning=options.get("on_warning"),
     )
