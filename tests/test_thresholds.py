@@ -349,6 +349,33 @@ def test_the_run_says_which_cut_it_uses_and_where_it_came_from(run_cli: Any,
     assert "(protocol, index setting)" not in table  # no record was judged on an index
 
 
+def test_a_cut_the_project_file_sets_says_so(run_cli: Any, tmp_path: Path) -> None:
+    from ceg_cli import Checker
+
+    config = tmp_path / "ceg.toml"
+    config.write_text("judge_threshold = 0.5\n", encoding="utf-8")
+    responses = tmp_path / "r.jsonl"
+    responses.write_text(json.dumps({"response": SEGMENT, "contexts": [EVIDENCE]}) + "\n")
+    from_file = run_cli("check", responses, "--config", config)
+    assert from_file.exit_code == 0, from_file.stderr
+    source = f"judge_threshold in {config}"
+    assert from_file.stderr.splitlines()[0] == f"judge offline, threshold 0.5 ({source})"
+    record = json.loads(from_file.stdout)
+    assert (record["label"], record["judge"]["threshold_source"]) == (FACTUAL, source)
+    # The flag wins over the file, and says so.
+    flag = run_cli("check", responses, "--config", config, "--judge-threshold", "0.9")
+    assert flag.stderr.splitlines()[0] == "judge offline, threshold 0.9 (--judge-threshold)"
+    with Checker(config=config) as checker:
+        block = checker.check(SEGMENT, contexts=[EVIDENCE]).to_dict()["judge"]
+    assert (block["threshold"], block["threshold_source"]) == (0.5, source)
+    with Checker(config=config, judge_threshold=0.9) as checker:
+        block = checker.check(SEGMENT, contexts=[EVIDENCE]).to_dict()["judge"]
+    assert (block["threshold"], block["threshold_source"]) == (0.9, OVERRIDE)
+    config.write_text('judge_threshold = "0.8"\n', encoding="utf-8")
+    bad = run_cli("check", responses, "--config", config)
+    assert bad.exit_code == 2 and "judge_threshold" in bad.stderr, bad.stderr
+
+
 def test_eval_reports_the_cut_of_each_setting_it_judged_in(run_cli: Any, tmp_path: Path) -> None:
     cuts = shipped(OFFLINE_DIR)
     data = tmp_path / "labelled.jsonl"

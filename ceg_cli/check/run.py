@@ -17,6 +17,7 @@ from ..errors import CegError, InputError, UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL, resolve_method
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
+from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
 from ..lang.codes import AUTO, UNDETERMINED, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
@@ -90,6 +91,7 @@ class RunSettings:
         min_citation_precision: float | None = None,
         language: str = AUTO,
         judge_threshold: float | None = None,
+        judge_threshold_source: str | None = None,
     ) -> RunSettings:
         """Checked settings (``check/options.py``'s table checks each value, as it
         checks the CLI's and a project file's); ``None`` takes the library's default
@@ -121,6 +123,8 @@ class RunSettings:
         judge_options = dict(judge_options or {})
         if checked["judge_threshold"] is not None:
             judge_options[CUT_OPTION] = checked["judge_threshold"]
+            if judge_threshold_source is not None:  # a project file's, not the flag
+                judge_options[CUT_SOURCE_OPTION] = judge_threshold_source
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
         if device == "cuda":
@@ -274,7 +278,8 @@ class CheckRun:
             # A separate rewriter lets a cheap judge (offline) flag and an LLM repair;
             # it rewrites, it decides nothing: the judge's cut is not its option.
             if settings.rewriter is not None:
-                rewriter_options = {k: v for k, v in judge_options.items() if k != CUT_OPTION}
+                rewriter_options = {k: v for k, v in judge_options.items()
+                                    if k not in (CUT_OPTION, CUT_SOURCE_OPTION)}
                 self._rewriter_judge = create_judge(settings.rewriter, rewriter_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning

@@ -23,6 +23,7 @@ from .common import (
     TopKOption,
     err_console,
     handle_errors,
+    judge_threshold_source,
     spec_option,
     warn,
 )
@@ -31,6 +32,7 @@ from .progress import cli_progress
 
 @handle_errors
 def check_command(
+    ctx: typer.Context,
     responses: str = typer.Argument(
         ..., help="Responses file (JSONL), or - for stdin.", metavar="RESPONSES",
         show_default=False,
@@ -92,6 +94,7 @@ def check_command(
         out=out,
         judge=judge,
         judge_threshold=judge_threshold,
+        judge_threshold_source=judge_threshold_source(ctx),
         top_k=top_k,
         threshold=threshold,
         query=query,

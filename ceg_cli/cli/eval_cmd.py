@@ -31,6 +31,7 @@ from .common import (
     TopKOption,
     err_console,
     handle_errors,
+    judge_threshold_source,
     spec_option,
     warn,
 )
@@ -85,6 +86,7 @@ _COUNTS = {
 
 @handle_errors
 def eval_command(
+    ctx: typer.Context,
     dataset: Path = typer.Argument(
         ...,
         help="Labelled benchmark (JSONL): FELM, HaluEval QA, FEVER or generic.",
@@ -156,6 +158,7 @@ def eval_command(
     from ..index.lexical import resolve_method
     from ..judges import create_judge
     from ..judges.cuts import OPTION as CUT_OPTION
+    from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
     from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
@@ -200,6 +203,9 @@ def eval_command(
         judge_options: dict[str, Any] = {"device": device, "precision": judge_precision}
         if judge_threshold is not None:  # checked by the option table as it was parsed
             judge_options[CUT_OPTION] = judge_threshold
+            label = judge_threshold_source(ctx)
+            if label is not None:  # a project file's, not the flag
+                judge_options[CUT_SOURCE_OPTION] = label
         checker = create_judge(judge, judge_options)
         if not quiet:
             against = "each item's own contexts" if index_dir is None else f"index {index_dir}"

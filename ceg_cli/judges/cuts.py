@@ -32,8 +32,10 @@ THRESHOLDS_FILE = "thresholds.json"
 THRESHOLDS_FORMAT = 1
 #: The option that overrides a judge's cuts, and the source it gives them.
 OVERRIDE = "--judge-threshold"
-#: The judge option (``create_judge(name, {OPTION: T})``) that carries it.
+#: The judge option (``create_judge(name, {OPTION: T})``) that carries it, and the one
+#: that says where it came from when not the command line (a project file).
 OPTION = "judge_threshold"
+SOURCE_OPTION = "judge_threshold_source"
 
 
 def setting_of(evidence_source: str) -> str:
@@ -100,9 +102,12 @@ def check_threshold(value: Any, flag: str = OVERRIDE) -> float | None:
 
 
 def overridden(cuts: Cuts, options: Mapping[str, Any]) -> Cuts:
-    """``cuts``, or the one cut ``options`` carries (``judge_threshold``) in every setting."""
+    """``cuts``, or the one cut ``options`` carries (``judge_threshold``) in every setting,
+    from ``--judge-threshold`` or what ``judge_threshold_source`` names."""
     value = check_threshold(options.get(OPTION))
-    return cuts if value is None else Cuts.same(value, OVERRIDE)
+    if value is None:
+        return cuts
+    return Cuts.same(value, str(options.get(SOURCE_OPTION) or OVERRIDE))
 
 
 def one_cut(default: float, source: str, options: Mapping[str, Any]) -> Cut:
