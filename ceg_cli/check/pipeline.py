@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..errors import UsageError
 from ..judges import Judge
 from ..types import (
     FACTUAL,
@@ -138,6 +139,13 @@ def _segments(item: ResponseInput) -> tuple[Segment, ...]:
     return tuple(segment_response(item.response))
 
 
+def _mark(item: ResponseInput, pattern: str | None) -> Marked | None:
+    try:
+        return mark(item.response, item.contexts, pattern)
+    except UsageError as exc:  # a --citation-pattern that did not finish on this answer
+        raise UsageError(f"line {item.line}: {exc}") from None
+
+
 def check_batch(
     batch: Sequence[ResponseInput],
     index: Index | None,
@@ -157,7 +165,7 @@ def check_batch(
     # Citation markers the answers carry: removed from what the judge reads; the
     # segments keep offsets into the response as written.
     marked = [
-        mark(item.response, item.contexts, options.citation_pattern)
+        _mark(item, options.citation_pattern)
         if item.error is None and item.segments is None else None
         for item in batch
     ]
