@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from .common import (
     ContextsRetrievalMode,
@@ -35,6 +34,7 @@ from .common import (
     TopKOption,
     err_console,
     handle_errors,
+    out_console,
     warn,
 )
 from .progress import cli_progress
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
     from ..progress import Progress
 
-out_console = Console(highlight=False, soft_wrap=True)
 
 #: Rows of the table: (section, metric key, label); percentages unless in _COUNTS.
 _ROWS = [
