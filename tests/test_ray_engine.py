@@ -36,7 +36,8 @@ import ceg_cli.index.builder
 from ceg_cli.errors import InputError, UsageError
 from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.indexdir import work_path
-from ceg_cli.index.ray_engine import INSTALL_HINT, _placements, check_reachable
+from ceg_cli.index.ray_engine import INSTALL_HINT, _placements
+from ceg_cli.index.ray_session import check_reachable
 
 
 @pytest.fixture(scope="module", autouse=True)
