@@ -21,14 +21,14 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import ray
-from conftest import MINI_WIKI, HashEmbedder
+from conftest import MINI_WIKI, HashEmbedder, need_extra
 from multistream_fixture import make_multistream
 from ranged_builds import meta_of, mixed_sources, rows_of, same_index, vectors_of
-from ray_harness import TESTS_DIR, by_value, no_ray_auth
+from ray_harness import TESTS_DIR, by_value, no_ray_auth, short_ray_temp
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
@@ -39,13 +39,15 @@ from ceg_cli.index.indexdir import work_path
 from ceg_cli.index.ray_engine import INSTALL_HINT, _placements
 from ceg_cli.index.ray_session import check_reachable
 
+ray: Any = need_extra("ray", "ray")
+
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
     by_value(__name__)
-    with no_ray_auth():
+    with no_ray_auth(), short_ray_temp() as temp:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level="WARNING", object_store_memory=100_000_000)
+                 logging_level="WARNING", object_store_memory=100_000_000, _temp_dir=str(temp))
         yield
         ray.shutdown()
 

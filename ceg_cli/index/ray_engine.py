@@ -202,7 +202,7 @@ def fill_on_ray(
     """
     ray = require_ray()
     warn = on_warning or (lambda _message: None)
-    started = connect(ray, options.ray_address)
+    stop = connect(ray, options.ray_address)
     actors: list[Any] = []
     try:
         actors = _start_workers(ray, model, options.workers, report,
@@ -236,8 +236,7 @@ def fill_on_ray(
     finally:
         for actor in actors:
             ray.kill(actor)
-        if started:
-            ray.shutdown()
+        stop()
 
 
 def _in_order(

@@ -6,35 +6,74 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import socket
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 
-__all__ = ["check_reachable", "connect"]
+__all__ = ["check_reachable", "connect", "short_temp_dir"]
 
 
-def connect(ray: Any, address: str | None) -> bool:
-    """Join the cluster at ``address``, or start Ray on this machine; True if we started it.
+def connect(ray: Any, address: str | None) -> Callable[[], None]:
+    """Join the cluster at ``address``, or start Ray on this machine; returns what to call
+    when the build ends (nothing happens for a Ray this process was already connected to:
+    a test session, a notebook, used as it is).
 
-    A process already connected (a test session, a notebook) is used as it is.
+    Ray started here keeps its session in a folder ceg makes for it, ``/tmp/ceg-ray-XXXX``
+    (``short_temp_dir``), removed by the returned call after Ray has stopped.
     """
     if ray.is_initialized():
-        return False
+        return lambda: None
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     if not address:
-        with _token_notice_hidden(), _sigterm_kept():
-            ray.init(address="local", include_dashboard=False, **quiet)
-        return True
+        temp = short_temp_dir()
+        try:
+            with _token_notice_hidden(), _sigterm_kept():
+                ray.init(address="local", include_dashboard=False, _temp_dir=str(temp),
+                         **quiet)
+        except BaseException:
+            _remove(temp)
+            raise
+
+        def stop() -> None:
+            try:
+                ray.shutdown()
+            finally:
+                _remove(temp)
+
+        return stop
     try:
         with _token_notice_hidden(), _sigterm_kept():
             ray.init(address=address, **quiet)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise UsageError(f"--ray-address {address}: cannot join the Ray cluster: {first}") from None
-    return True
+    return ray.shutdown
+
+
+def short_temp_dir() -> Path:
+    """A new folder for a Ray session, private (0700) and with a short path.
+
+    Ray's default is ``$TMPDIR/ray``, and it puts Unix sockets at
+    ``TEMP/session_<date>_<time>_<pid>/sockets/plasma_store``: about 70 bytes under TEMP,
+    where a socket path may hold at most 107 (Linux; 103 on macOS). A ``TMPDIR`` of 40
+    characters (a CI runner's, pytest's) is enough for Ray not to start: "AF_UNIX path
+    length cannot exceed 107 bytes". ``/tmp`` is used where it exists, whatever ``TMPDIR``
+    says; the index's path plays no part.
+    """
+    root = "/tmp" if os.path.isdir("/tmp") and os.access("/tmp", os.W_OK | os.X_OK) else None
+    return Path(tempfile.mkdtemp(prefix="ceg-ray-", dir=root))
+
+
+def _remove(temp: Path) -> None:
+    """The session folder ceg made, with what Ray wrote in it (its logs, its sockets)."""
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 @contextmanager
