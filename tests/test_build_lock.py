@@ -139,3 +139,24 @@ def test_a_lock_name_that_is_a_link_is_followed_and_the_link_stays(tmp_path: Pat
     with indexdir.build_lock(target):
         assert held_elsewhere(elsewhere)
     assert indexdir.lock_path(target).is_symlink() and elsewhere.exists()
+
+
+def test_a_file_system_without_locks_is_one_usage_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hash_embedder: Any
+) -> None:
+    """Some network mounts refuse flock: one line naming the lock, no traceback."""
+    import errno
+
+    from ceg_cli.errors import UsageError
+
+    def no_locks(fd: int, operation: int) -> None:
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    with pytest.raises(UsageError) as info:
+        build_index([corpus(tmp_path / "docs.jsonl")], tmp_path / "idx", embedder=hash_embedder)
+    assert str(info.value) == (
+        f"{tmp_path / '.idx.lock'}: this file system cannot lock files (No locks available), "
+        "and a build holds a lock beside its index; build it on a local disk (--index)"
+    )
+    assert not (tmp_path / "idx").exists()

@@ -184,6 +184,14 @@ def _take_lock(path: Path) -> int | None:
         except BlockingIOError:
             os.close(fd)
             return None
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise UsageError(
+                    f"{path}: this file system cannot lock files ({exc.strerror}), and a "
+                    "build holds a lock beside its index; build it on a local disk (--index)"
+                ) from None
+            raise
         except BaseException:
             os.close(fd)
             raise
