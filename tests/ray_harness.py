@@ -50,6 +50,13 @@ def no_ray_auth() -> Iterator[None]:
             os.environ["RAY_AUTH_MODE"] = saved
 
 
+def session_folders_of(pid: int) -> list[Path]:
+    """The folders ceg made for the Ray that process ``pid`` started (``ray_session.connect``):
+    ``/tmp/ceg-ray-*`` holding Ray's ``session_<date>_<pid>``. A process killed with SIGKILL
+    cannot remove its own; its test does, knowing the pid."""
+    return sorted({p.parent for p in Path("/tmp").glob(f"ceg-ray-*/session_*_{pid}")})
+
+
 @contextmanager
 def short_ray_temp() -> Iterator[Path]:
     """A folder for a test's Ray sessions, with the short path ceg's own Ray start uses

@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -28,7 +29,7 @@ import pytest
 from conftest import MINI_WIKI, HashEmbedder, need_extra
 from multistream_fixture import make_multistream
 from ranged_builds import meta_of, mixed_sources, rows_of, same_index, vectors_of
-from ray_harness import TESTS_DIR, by_value, no_ray_auth, short_ray_temp
+from ray_harness import TESTS_DIR, by_value, no_ray_auth, session_folders_of, short_ray_temp
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
@@ -294,6 +295,8 @@ def test_a_killed_driver_leaves_shards_that_resume_finishes(
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
+        for folder in session_folders_of(driver.pid):  # what SIGKILL left no one to remove
+            shutil.rmtree(folder)
     assert committed >= 3 and not target.exists()
     report = build_index(sources, target,
                          BuildOptions(engine="ray", workers=2, shard_passages=20, resume=True),

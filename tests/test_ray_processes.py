@@ -10,6 +10,7 @@ SIGKILLed in its ``finally``, by id.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 from conftest import MINI_WIKI, HashEmbedder, need_extra
 from proc_harness import descendants, kill_all, wait_until_gone
-from ray_harness import by_value, no_ray_auth, short_ray_temp
+from ray_harness import by_value, no_ray_auth, session_folders_of, short_ray_temp
 from reliability_harness import documents
 
 import ceg_cli.corpus.ranges
@@ -131,6 +132,7 @@ def test_a_stopped_ray_build_leaves_no_process(tmp_path: Path, how: str) -> None
             assert code == 130, stderr_path.read_text()
             assert stderr_path.read_text().strip() == "interrupted"
             assert wait_until_gone(found, 30) == []
+            assert session_folders_of(proc.pid) == []  # ceg removed its Ray's folder
         else:
             assert wait_until_gone(found, 150) == []
     finally:
@@ -138,3 +140,5 @@ def test_a_stopped_ray_build_leaves_no_process(tmp_path: Path, how: str) -> None
             proc.kill()
         proc.wait(timeout=30)
         kill_all(found)
+        for folder in session_folders_of(proc.pid):  # what SIGKILL left no one to remove
+            shutil.rmtree(folder)
