@@ -176,16 +176,19 @@ def check_workdir(given: Path | None, option: str = "--workdir") -> None:
 
 
 @contextmanager
-def work_dir(given: Path | None, *, prefix: str, option: str = "--workdir") -> Iterator[Path]:
+def work_dir(
+    given: Path | None, *, prefix: str, option: str = "--workdir", parent: Path | None = None
+) -> Iterator[Path]:
     """A work folder ceg made and marked: ``given`` (checked by ``check_workdir``, kept at
-    the end for another run), else a temporary one removed however the script ends.
+    the end for another run), else a temporary one (in ``parent``, default the system's
+    temporary folder) removed however the script ends.
 
     SIGTERM is turned into ``SystemExit`` meanwhile, so that ``finally`` blocks (this
     one's, and the script's own) run on a kill as on Ctrl-C.
     """
     check_workdir(given, option)
     if given is None:
-        folder = Path(tempfile.mkdtemp(prefix=prefix))
+        folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     else:
         folder = given
         folder.mkdir(parents=True, exist_ok=True)

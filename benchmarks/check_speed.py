@@ -18,14 +18,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import REPO, command_line, environment, log, markdown_table, median, write_results
+from _common import (
+    REPO,
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    median,
+    work_dir,
+    write_results,
+)
 
 
 class Timed:
@@ -85,8 +93,8 @@ def main() -> None:
     judges = [j.strip() for j in args.judges.split(",") if j.strip()]
 
     rows = [json.loads(line) for line in (REPO / "sample_data" / "responses.jsonl").open()]
-    with tempfile.TemporaryDirectory() as tmp:
-        responses = Path(tmp) / "responses.jsonl"
+    with work_dir(None, prefix="ceg-check-speed-") as work:
+        responses = work / "responses.jsonl"
         with responses.open("w", encoding="utf-8") as fh:
             for copy in range(args.copies):
                 for row in rows:
@@ -95,7 +103,7 @@ def main() -> None:
         for n in range(args.repeats):
             for j in judges:
                 log(f"run {n + 1} of {args.repeats}, judge {j}")
-                runs[j].append(one_run(args.index, responses, Path(tmp) / f"out{n}.jsonl", j))
+                runs[j].append(one_run(args.index, responses, work / f"out{n}.jsonl", j))
 
     summaries = {j: summarize(r) for j, r in runs.items()}
     if len(judges) > 1:

@@ -32,7 +32,6 @@ import os
 import re
 import sqlite3
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from _common import (
     markdown_table,
     median,
     results_name,
+    work_dir,
     write_results,
 )
 from build_speed import read_embedded_texts
@@ -89,12 +89,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
     loads: dict[str, dict[str, float]] = {}
     embedders = {}
-    with tempfile.TemporaryDirectory() as empty:
+    with work_dir(None, prefix="ceg-embed-speed-") as work:
+        empty = work / "cache"  # beside the work folder's marker: a cache with nothing in it
+        empty.mkdir()
         for name in backends:
             loads[name] = {}
             if name != "torch":
                 # First load: export (and quantize) into an empty cache.
-                os.environ["CEG_CACHE_DIR"] = empty
+                os.environ["CEG_CACHE_DIR"] = str(empty)
                 t0 = time.perf_counter()
                 load_embedder(args.model, backend=name, device=args.device)
                 loads[name]["first_load_s"] = time.perf_counter() - t0

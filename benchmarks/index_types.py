@@ -23,7 +23,6 @@ import json
 import os
 import resource
 import sys
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -40,6 +39,7 @@ from _common import (  # noqa: E402
     environment,
     markdown_table,
     results_file,
+    work_dir,
     write_json,
 )
 
@@ -150,17 +150,19 @@ def main() -> None:
     import faiss
 
     rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(dir=cache_dir()) as tmp:
+    # In benchmarks/.cache, as before, not the system's temporary folder: a million
+    # vectors in each index type take gigabytes on disk.
+    with work_dir(None, prefix="ceg-index-types-", parent=cache_dir()) as work:
         if not args.no_real:
             if not args.real.exists():
                 sys.exit(f"{args.real} is missing: run benchmarks/retrieval_recall.py to build it")
             real = faiss.read_index(str(args.real))
             rows += bench(
-                "enwiki-sample", real.reconstruct_n(0, real.ntotal), Path(tmp), args.types
+                "enwiki-sample", real.reconstruct_n(0, real.ntotal), work, args.types
             )
         for n in args.sizes:
             vecs = synthetic(n)
-            rows += bench(f"synthetic-{n}", vecs, Path(tmp), args.types)
+            rows += bench(f"synthetic-{n}", vecs, work, args.types)
             del vecs
             gc.collect()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from _common import (
     log,
     markdown_table,
     results_name,
+    work_dir,
     write_results,
 )
 
@@ -172,8 +172,8 @@ def run_eval(dataset: Path, judge: str, query: str, extra: list[str]) -> dict[st
     def _root() -> None:
         """ceg"""
 
-    with tempfile.TemporaryDirectory() as tmp:
-        metrics_file = Path(tmp) / "metrics.json"
+    with work_dir(None, prefix="ceg-quality-") as work:
+        metrics_file = work / "metrics.json"
         argv = [
             "eval",
             str(dataset),

@@ -32,12 +32,20 @@ import copy
 import json
 import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from _common import REPO, cache_dir, command_line, environment, log, markdown_table, write_results
+from _common import (
+    REPO,
+    cache_dir,
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    work_dir,
+    write_results,
+)
 
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
@@ -138,14 +146,14 @@ def main() -> None:
 
     base = real_records(args.records, args.index)
     rows, results = [], []
-    with tempfile.TemporaryDirectory() as tmp, sync_playwright() as pw:
+    with work_dir(None, prefix="ceg-report-open-") as work, sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS,
                                      headless=True)
         for n in args.sizes:
             for mode in ("shared", "distinct"):
                 records = synthesize(base, n, distinct=mode == "distinct")
                 jsonl = sum(len(json.dumps(r, ensure_ascii=False)) + 1 for r in records)
-                path = Path(tmp) / f"report-{n}-{mode}.html"
+                path = work / f"report-{n}-{mode}.html"
                 started = time.perf_counter()
                 write_report(path, records)
                 write_s = time.perf_counter() - started

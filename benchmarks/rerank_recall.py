@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from _common import (
     log,
     markdown_table,
     results_name,
+    work_dir,
     write_results,
 )
 from retrieval_recall import (
@@ -142,8 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     embedder = load_embedder()
     judge = VerifierJudge(SHIPPED)
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="ceg-rerank-") as tmp:
-        work = Path(tmp)
+    with work_dir(None, prefix="ceg-rerank-") as work:
         enwiki = work / "enwiki"
         shutil.copytree(args.index, enwiki)
         with_lexical(enwiki, "title+text")

@@ -53,7 +53,6 @@ import json
 import math
 import re
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -71,6 +70,7 @@ from _common import (
     markdown_table,
     median,
     results_name,
+    work_dir,
     write_results,
 )
 
@@ -328,11 +328,11 @@ def lexical_cost(index_dir: Path) -> dict[str, Any]:
     from ceg_cli.index import CHUNKS_FILE, VECTORS_FILE, connect_readonly
     from ceg_cli.index.lexical import LEXICAL_DIR, build_lexical
 
-    with tempfile.TemporaryDirectory(prefix="ceg-lexical-") as tmp:
+    with work_dir(None, prefix="ceg-lexical-") as scratch:
         db = connect_readonly(index_dir / CHUNKS_FILE)
         try:
             started = time.perf_counter()
-            entry = build_lexical(db, Path(tmp), embed_mode(index_dir))
+            entry = build_lexical(db, scratch, embed_mode(index_dir))
             seconds = time.perf_counter() - started
         finally:
             db.close()
@@ -409,8 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     indexes: dict[str, str] = {}
     felm_info: dict[str, Any] = {}
     lexical: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="ceg-bench-") as tmp:
-        work = Path(tmp)
+    with work_dir(None, prefix="ceg-bench-") as work:
         felm_path, felm_tasks, felm_info = felm_corpus(work)
         halu_path, halu_tasks = halueval_corpus(work)
         for mode in variants:

@@ -2,7 +2,7 @@
 """The steps of ceg's GitHub Action (action.yml), one subcommand each.
 
     ceg_action.py key   --index DIR [--sources "A B"]   the cache key of the index
-    ceg_action.py build --index DIR --sources "A B"     build it, unless the cache restored it
+    ceg_action.py build --index DIR --sources "A B"     build it, unless it matches them
     ceg_action.py check --responses FILE --index DIR …  run ceg check; record its exit code
 
 Kept in one script, not in the YAML, so that a test runs what the action runs.
@@ -10,25 +10,42 @@ Standard library only: it runs before and beside the installed ceg, which it cal
 as a command (the one next to this Python, else the one on PATH). Outputs go to
 $GITHUB_OUTPUT as ``name=value`` lines when it is set; a bad argument is one line
 and exit 2, as ceg's own.
+
+An option's value is the word after it, whatever it looks like: ``--build-args
+--lexical`` and ``--extra-args "--evidence=both"`` give ``--lexical`` and
+``--evidence=both`` to ceg (argparse alone would take them for options of this
+script).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
+import platform
 import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 #: Part of every key: a cache written by another layout of this script is not read.
-KEY_PREFIX = "ceg-index-v1"
+#: v2: fields framed by length, the runner's OS and Python in the key.
+KEY_PREFIX = "ceg-index-v2"
+#: Beside the index (``.NAME.ceg-action``), cached with it: the key it was built
+#: under and a digest of its meta.json, so that an index left by anything else (an
+#: older cache entry, a checkout, a self-hosted runner's last job) is not taken
+#: for one built from these sources.
+STAMP_SUFFIX = ".ceg-action"
+#: What actions/cache and actions/upload-artifact read as more than a path in their
+#: ``path:`` lists: a newline starts another path, ``!`` excludes, the rest are globs.
+PATH_SPECIALS = ("\n", "\r", "\0", "*", "?", "[", "]")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     print(f"ceg-action: {message}", file=sys.stderr)
     raise SystemExit(2)
 
@@ -58,64 +75,164 @@ def write_output(name: str, value: str) -> None:
             fh.write(f"{name}={value}\n")
 
 
+def workspace() -> Path:
+    """The job's workspace (``GITHUB_WORKSPACE``), else the current folder."""
+    return Path(os.environ.get("GITHUB_WORKSPACE") or os.getcwd()).resolve()
+
+
+def checked_path(option: str, value: str) -> Path:
+    """An input that the action also hands to actions/cache or actions/upload-artifact,
+    refused unless it is one plain path inside the workspace."""
+    bad = next((c for c in PATH_SPECIALS if c in value), None)
+    if bad is not None or value.startswith("!"):
+        what = repr(bad) if bad is not None else "a leading '!'"
+        fail(f"{option} {value!r}: holds {what}, which the action's cache and upload "
+             "steps read as more than one path; name one file or folder")
+    root = workspace()
+    resolved = (root / value).resolve()
+    if resolved != root and root not in resolved.parents:
+        fail(f"{option} {value}: is outside the workspace ({root}); the action caches and "
+             "uploads only what is inside it")
+    return Path(value)
+
+
+def check_index_path(value: str) -> Path:
+    index = checked_path("--index", value)
+    if (workspace() / index).resolve() == workspace():
+        fail(f"--index {value}: is the workspace itself; name a folder inside it")
+    return index
+
+
 def split_sources(sources: str) -> list[Path]:
-    return [Path(s) for s in shlex.split(sources)]
+    try:
+        return [Path(s) for s in shlex.split(sources)]
+    except ValueError as exc:
+        fail(f"--sources {sources!r}: {exc} (shell quoting: a name with a space in quotes)")
 
 
-def _digest_path(path: Path, digest: hashlib._Hash) -> None:
-    """A file's bytes, or a folder's files in sorted order with their relative names."""
-    if path.is_dir():
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            digest.update(str(file.relative_to(path)).encode("utf-8", "surrogateescape") + b"\0")
-            _digest_path(file, digest)
-        return
+def _frame(digest: hashlib._Hash, tag: bytes, data: bytes) -> None:
+    """One field: a tag, its length and its bytes, so that no two different lists
+    of fields feed the hash the same bytes (a name cannot run into a content)."""
+    digest.update(tag + len(data).to_bytes(8, "big") + data)
+
+
+def _file_sha256(path: Path) -> bytes:
+    digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while block := fh.read(1 << 20):
             digest.update(block)
-    digest.update(b"\0")
+    return digest.digest()
+
+
+def _name(path: Path | str) -> bytes:
+    return str(path).encode("utf-8", "surrogateescape")
+
+
+def _digest_source(path: Path, digest: hashlib._Hash) -> None:
+    """A file's bytes, or a folder's files (sorted relative names, each with its bytes)."""
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        _frame(digest, b"D", str(len(files)).encode())
+        for file in files:
+            _frame(digest, b"N", _name(file.relative_to(path).as_posix()))
+            _frame(digest, b"F", _file_sha256(file))
+        return
+    _frame(digest, b"F", _file_sha256(path))
+
+
+def runner() -> str:
+    """What an index's cache entry is good for: OS, machine and Python (``Linux-x86_64-py3.11``)."""
+    return f"{platform.system()}-{platform.machine()}-py{sys.version_info[0]}.{sys.version_info[1]}"
 
 
 def index_key(index: Path, sources: Sequence[Path], build_args: str) -> str:
-    """What the cache is keyed by: the sources an index is built from (with ceg's
-    version and the build's options), or a ready index's own digest (its meta.json,
-    which records each source's digest, the model and the chunker)."""
+    """What the cache is keyed by: the runner, and the sources an index is built from
+    (names and bytes, with ceg's version and the build's options), or a ready index's
+    own digest (its meta.json, which records each source's digest, the model and the
+    chunker)."""
     digest = hashlib.sha256()
+    _frame(digest, b"R", runner().encode())
     if sources:
         missing = [str(s) for s in sources if not s.exists()]
         if missing:
             fail(f"sources: {missing[0]} does not exist")
-        digest.update(f"{ceg_version()}\n{build_args}\n".encode())
+        _frame(digest, b"V", ceg_version().encode())
+        _frame(digest, b"A", build_args.encode("utf-8", "surrogateescape"))
+        _frame(digest, b"n", str(len(sources)).encode())
         for source in sources:
-            digest.update(str(source).encode("utf-8", "surrogateescape") + b"\0")
-            _digest_path(source, digest)
+            _frame(digest, b"S", _name(source))
+            _digest_source(source, digest)
     else:
         meta = index / "meta.json"
         if not meta.is_file():
             fail(f"index: no index at {index} (no meta.json), and no sources to build one from")
-        digest.update(meta.read_bytes())
-    return f"{KEY_PREFIX}-{digest.hexdigest()[:40]}"
+        _frame(digest, b"M", meta.read_bytes())
+    return f"{KEY_PREFIX}-{runner()}-{digest.hexdigest()[:40]}"
+
+
+def stamp_path(index: Path) -> Path:
+    """``.NAME.ceg-action`` beside the index ``NAME``."""
+    resolved = (workspace() / index).resolve()
+    return resolved.parent / f".{resolved.name}{STAMP_SUFFIX}"
+
+
+def _meta_sha256(index: Path) -> str | None:
+    meta = index / "meta.json"
+    return hashlib.sha256(meta.read_bytes()).hexdigest() if meta.is_file() else None
+
+
+def stale_reason(index: Path, key: str) -> str | None:
+    """Why the index at ``index`` is not the one built under ``key`` (None: it is)."""
+    meta = _meta_sha256(index)
+    if meta is None:
+        return "no index there"
+    try:
+        stamp = json.loads(stamp_path(index).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"no readable {stamp_path(index).name} says what it was built from"
+    if not isinstance(stamp, dict) or stamp.get("key") != key:
+        return "it was built from other sources or options"
+    if stamp.get("meta_sha256") != meta:
+        return "it changed since it was built from them"
+    return None
+
+
+def write_stamp(index: Path, key: str) -> None:
+    stamp = stamp_path(index)
+    part = stamp.with_name(stamp.name + ".part")
+    part.write_text(json.dumps({"key": key, "meta_sha256": _meta_sha256(index)}) + "\n",
+                    encoding="utf-8")
+    os.replace(part, stamp)
 
 
 def cmd_key(args: argparse.Namespace) -> int:
+    index = check_index_path(args.index)
     sources = split_sources(args.sources)
-    write_output("key", index_key(Path(args.index), sources, args.build_args))
+    write_output("key", index_key(index, sources, args.build_args))
+    # Cached with the index (a path relative to the workspace, as the index's is).
+    write_output("stamp", Path(os.path.relpath(stamp_path(index), workspace())).as_posix())
     return 0
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    index = check_index_path(args.index)
     sources = split_sources(args.sources)
     if not sources:
         fail("build: name the sources to build the index from")
-    index = Path(args.index)
-    if (index / "meta.json").is_file():
-        # Restored from the cache, whose key is the digest of these very sources.
-        print(f"index {index} is there (restored from the cache); not rebuilt")
+    key = args.key or index_key(index, sources, args.build_args)
+    why = stale_reason(index, key)
+    if why is None:
+        print(f"index {index} was built from these sources and options; not rebuilt")
         write_output("built", "false")
         return 0
+    if why != "no index there":
+        print(f"index {index} is rebuilt: {why}")
     command = [*ceg_command(), "index", "build", *map(str, sources), "--index", str(index),
                *shlex.split(args.build_args)]
     print("running: " + shlex.join(command), flush=True)
     code = subprocess.run(command).returncode
+    if code == 0:
+        write_stamp(index, key)
     write_output("built", "true" if code == 0 else "false")
     return code
 
@@ -145,6 +262,15 @@ def check_command(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    checked_path("--index", args.index)
+    for option in ("report", "out", "junit"):
+        value = getattr(args, option)
+        if value:
+            checked_path(f"--{option}", value)
+    try:
+        shlex.split(args.extra_args)
+    except ValueError as exc:
+        fail(f"--extra-args {args.extra_args!r}: {exc}")
     if not Path(args.responses).is_file():
         fail(f"responses: {args.responses} is not a file")
     for value in (args.report, args.junit, args.out):
@@ -159,14 +285,24 @@ def cmd_check(args: argparse.Namespace) -> int:
     return code if args.exit_now else 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad argument is one line and exit 2, as ceg's own."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{self.prog.split()[-1]}: {message}")
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="ceg_action.py", description=__doc__.split("\n\n")[0])
-    sub = top.add_subparsers(dest="command", required=True)
+    top = _Parser(prog="ceg_action.py", description=__doc__.split("\n\n")[0])
+    sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for name in ("key", "build"):
         p = sub.add_parser(name)
         p.add_argument("--index", required=True)
         p.add_argument("--sources", default="", help="Space-separated (shell quoting).")
         p.add_argument("--build-args", default="", help="More options of ceg index build.")
+        if name == "build":
+            p.add_argument("--key", default="",
+                           help="The key step's key (default: computed again).")
     p = sub.add_parser("check")
     p.add_argument("--responses", required=True)
     p.add_argument("--index", required=True)
@@ -183,8 +319,35 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
+#: The options of this script that take no value.
+FLAGS = frozenset({"--exit-now", "-h", "--help"})
+
+
+def attach_values(argv: Sequence[str]) -> list[str]:
+    """``--option VALUE`` as ``--option=VALUE``: the word after an option is its value,
+    even one that starts with a dash (``--build-args --lexical``), which argparse
+    would take for an option."""
+    out: list[str] = []
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if (word.startswith("--") and word != "--" and "=" not in word and word not in FLAGS
+                and i + 1 < len(words)):
+            out.append(f"{word}={words[i + 1]}")
+            i += 2
+        else:
+            out.append(word)
+            i += 1
+    return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    return parser().parse_args(attach_values(sys.argv[1:] if argv is None else argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    args = parse_args(argv)
     return {"key": cmd_key, "build": cmd_build, "check": cmd_check}[args.command](args)
 
 

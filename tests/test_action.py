@@ -89,19 +89,98 @@ def test_the_action_is_composite_and_its_steps_use_its_inputs_safely() -> None:
     assert 'exit "$CEG_EXIT"' in last["run"]
 
 
-def test_every_script_call_of_the_action_parses_with_the_script() -> None:
-    """Each step's command line, with its variables filled in, is one the script takes."""
-    parser = _script_module().parser()
+@pytest.mark.parametrize("value", ["value", "", "--lexical", "--evidence=both", "-1"])
+def test_every_script_call_of_the_action_parses_with_the_script(value: str) -> None:
+    """Each step's command line, with its variables filled in, is one the script takes,
+    whatever an input holds: a value that starts with a dash is a value (issue 44
+    item 10: ``--build-args "--lexical"`` was "expected one argument")."""
+    module = _script_module()
     calls = []
     for step in _action()["runs"]["steps"]:
         script = step.get("run", "").replace("\\\n", " ")  # shell line continuations
         for line in re.findall(r'python "\$GITHUB_ACTION_PATH/scripts/ceg_action.py"([^\n]*)',
                                script):
             words = shlex.split(line)
-            filled = [re.sub(r"\$\w+", "value", w) for w in words]
-            parser.parse_args(filled)
+            filled = [re.sub(r"\$\w+", value, w) for w in words]
+            args = module.parse_args(filled)
+            if "build_args" in vars(args):
+                assert args.build_args == value
+            if "extra_args" in vars(args):
+                assert args.extra_args == value and args.judge == value
             calls.append(filled[0])
     assert sorted(calls) == ["build", "check", "key"]
+
+
+def _documented_forms(input_name: str) -> list[str]:
+    """The values of an input that action.yml's description and docs/ci.md show."""
+    text = _action()["inputs"][input_name]["description"]
+    ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    text += "".join(line for line in ci.splitlines() if line.startswith(f"| `{input_name}`"))
+    paragraph = ci.split("`build-args` and `extra-args` are split", 1)[1].split("\n\n", 1)[0]
+    text += paragraph.replace("\n", " ")
+    forms = [f.removeprefix(f"{input_name}: ") for f in re.findall(r"`([^`]+)`", text)]
+    return [f for f in forms if f.startswith("--") and f != "--option=value"]
+
+
+FORMS = {
+    "build-args": ["--lexical", "--chunk-words 80", "--chunk-words=80 --no-lexical"],
+    "extra-args": ["--quiet", "--evidence=both", "--top-k 3 --evidence both",
+                   "--citation-pattern '\\[(\\d+)\\]'"],
+}
+
+
+@pytest.mark.parametrize("input_name", sorted(FORMS))
+def test_every_form_the_docs_show_reaches_ceg_as_written(
+    input_name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build-args and extra-args in each form docs/ci.md and action.yml show (and the
+    forms issue 44 item 10 found refused) end the ceg command the script runs."""
+    module = _script_module()
+    documented = _documented_forms(input_name)
+    assert documented, "the docs show no form of " + input_name
+    ran: list[list[str]] = []
+    monkeypatch.setattr(module, "ceg_command", lambda: ["ceg"])
+    monkeypatch.setattr(module.subprocess, "run",
+                        lambda command, **_: ran.append(command) or subprocess.CompletedProcess(
+                            command, 0))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "a.md").write_text("A.", encoding="utf-8")
+    (tmp_path / "answers.jsonl").write_text('{"response": "A."}\n', encoding="utf-8")
+    for form in dict.fromkeys(documented + FORMS[input_name]):
+        ran.clear()
+        if input_name == "build-args":
+            (tmp_path / ".index.ceg-action").unlink(missing_ok=True)
+            code = module.main(["build", "--index", "index", "--sources", "kb", "--key", "k",
+                                "--build-args", form])
+        else:
+            code = module.main(["check", "--responses", "answers.jsonl", "--index", "index",
+                                "--extra-args", form])
+        assert code == 0
+        [command] = ran
+        words = shlex.split(form)
+        assert command[-len(words):] == words, (form, command)
+    # Each option shown is one of ceg's own.
+    from typer.testing import CliRunner
+
+    from ceg_cli.cli.main import app
+
+    group = ["index", "build"] if input_name == "build-args" else ["check"]
+    help_text = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "200"}).output
+    for form in documented + FORMS[input_name]:
+        for word in shlex.split(form):
+            if word.startswith("--"):
+                assert word.split("=")[0] in help_text, word
+
+
+def test_a_bad_argument_is_one_line(tmp_path: Path) -> None:
+    for args in (["key"], ["check", "--index", "i"], ["nope"], ["key", "--index"]):
+        done = _run_script(*args, cwd=tmp_path)
+        assert done.returncode == 2, args
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("ceg-action: "), done.stderr
 
 
 def _run_script(*args: str | Path, env: dict[str, str] | None = None,
@@ -111,14 +190,15 @@ def _run_script(*args: str | Path, env: dict[str, str] | None = None,
 
 
 def test_bad_arguments_are_one_line_and_exit_2(tmp_path: Path) -> None:
-    done = _run_script("key", "--index", tmp_path / "none")
+    done = _run_script("key", "--index", tmp_path / "none", cwd=tmp_path)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"ceg-action: index: no index at {tmp_path / 'none'} (no meta.json), and no sources "
         "to build one from"]
-    done = _run_script("check", "--responses", tmp_path / "none.jsonl", "--index", tmp_path)
+    done = _run_script("check", "--responses", tmp_path / "none.jsonl", "--index", tmp_path,
+                       cwd=tmp_path)
     assert done.returncode == 2 and "responses:" in done.stderr
-    done = _run_script("build", "--index", tmp_path / "i")
+    done = _run_script("build", "--index", tmp_path / "i", cwd=tmp_path)
     assert done.returncode == 2 and "name the sources" in done.stderr
 
 
@@ -153,23 +233,44 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     env = {"GITHUB_OUTPUT": str(outputs)}
     index = tmp_path / "index"
 
-    first = _run_script("key", "--index", index, "--sources", docs, env=env)
+    first = _run_script("key", "--index", index, "--sources", docs, env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     key = _outputs(outputs)["key"]
-    assert re.fullmatch(r"ceg-index-v1-[0-9a-f]{40}", key)
-    assert _run_script("key", "--index", index, "--sources", docs).stdout == f"key={key}\n"
+    assert re.fullmatch(r"ceg-index-v2-[A-Za-z]+-\w+-py3\.\d+-[0-9a-f]{40}", key)
+    assert _outputs(outputs)["stamp"] == ".index.ceg-action"
+    same = _run_script("key", "--index", index, "--sources", docs, cwd=tmp_path)
+    assert same.stdout.splitlines()[0] == f"key={key}"
     other = _run_script("key", "--index", index, "--sources", docs, "--build-args",
-                        "--chunk-words 50")
+                        "--chunk-words 50", cwd=tmp_path)
     assert other.stdout != f"key={key}\n"  # another build, another cache entry
 
-    built = _run_script("build", "--index", index, "--sources", docs, env=env)
+    built = _run_script("build", "--index", index, "--sources", docs, env=env, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert (index / "meta.json").is_file() and _outputs(outputs)["built"] == "true"
-    again = _run_script("build", "--index", index, "--sources", docs, env=env)
+    assert json.loads((tmp_path / ".index.ceg-action").read_text())["key"] == key
+    again = _run_script("build", "--index", index, "--sources", docs, "--key", key, env=env,
+                        cwd=tmp_path)
+    assert "not rebuilt" in again.stdout and _outputs(outputs)["built"] == "false"
+    # Issue 44 item 7: a source is added; the index there (restored under an older key)
+    # is not taken for the new sources' index, and the new one is stamped in its place.
+    (docs / "seine.md").write_text("# Seine\n\nThe Seine flows through Paris.\n",
+                                   encoding="utf-8")
+    _run_script("key", "--index", index, "--sources", docs, env=env, cwd=tmp_path)
+    new_key = _outputs(outputs)["key"]
+    assert new_key != key
+    rebuilt = _run_script("build", "--index", index, "--sources", docs, "--key", new_key,
+                          env=env, cwd=tmp_path)
+    assert rebuilt.returncode == 0, rebuilt.stderr
+    assert "is rebuilt: it was built from other sources or options" in rebuilt.stdout
+    assert _outputs(outputs)["built"] == "true"
+    meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
+    assert meta["counts"]["documents"] == 4, meta["counts"]
+    again = _run_script("build", "--index", index, "--sources", docs, "--key", new_key,
+                        env=env, cwd=tmp_path)
     assert "not rebuilt" in again.stdout and _outputs(outputs)["built"] == "false"
     # A committed index is keyed by its own digest.
-    ready = _run_script("key", "--index", index).stdout
-    assert ready.startswith("key=ceg-index-v1-") and ready != f"key={key}\n"
+    ready = _run_script("key", "--index", index, cwd=tmp_path).stdout
+    assert ready.startswith("key=ceg-index-v2-") and not ready.startswith(f"key={new_key}\n")
 
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
@@ -179,8 +280,7 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
         "--max-nonfactual-rate", "", "--max-nonfactual-responses", "0",
         "--report", report, "--out", tmp_path / "ceg-report" / "checked.jsonl",
         "--junit", tmp_path / "ceg-report" / "junit.xml", "--summary", summary,
-        "--extra-args", "--top-k 3", env=env,
-    )
+        "--extra-args", "--top-k 3", env=env, cwd=tmp_path)
     # The step itself succeeds; the exit code is its output, for the action's last step.
     assert gate.returncode == 0, gate.stderr
     assert _outputs(outputs)["exit-code"] == "1"
@@ -196,9 +296,10 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     assert (tmp_path / "ceg-report" / "junit.xml").is_file()
 
     now = _run_script("check", "--responses", responses, "--index", index, "--exit-now",
-                      "--max-nonfactual-responses", "0", env=env)
+                      "--max-nonfactual-responses", "0", env=env, cwd=tmp_path)
     assert now.returncode == 1  # outside the action: the step fails by ceg's code
-    passed = _run_script("check", "--responses", responses, "--index", index, env=env)
+    passed = _run_script("check", "--responses", responses, "--index", index, env=env,
+                         cwd=tmp_path)
     assert passed.returncode == 0 and _outputs(outputs)["exit-code"] == "0"
 
 
@@ -213,7 +314,8 @@ def test_the_action_script_on_the_sample_index(tmp_path: Path) -> None:
     index = tmp_path / "index"
     sample = repo / "sample_data" / "enwiki-sample.xml.bz2"
     # About four minutes alone on 2 cores; bounded generously for a busy machine.
-    built = _run_script("build", "--index", index, "--sources", sample, env=env, timeout=1800)
+    built = _run_script("build", "--index", index, "--sources", sample, env=env, timeout=1800,
+                        cwd=tmp_path)
     assert built.returncode == 0, built.stderr
     assert _outputs(outputs)["built"] == "true"
     meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
@@ -224,7 +326,7 @@ def test_the_action_script_on_the_sample_index(tmp_path: Path) -> None:
     gate = _run_script(
         "check", "--responses", repo / "sample_data" / "responses.jsonl", "--index", index,
         "--max-nonfactual-rate", "0.1", "--out", out, "--summary", summary,
-        "--report", tmp_path / "report" / "report.html", env=env, timeout=900)
+        "--report", tmp_path / "report" / "report.html", env=env, timeout=900, cwd=tmp_path)
     assert gate.returncode == 0, gate.stderr
     assert _outputs(outputs)["exit-code"] == "1"  # the planted errors fail a 10 % gate
     records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -235,3 +337,179 @@ def test_the_action_script_on_the_sample_index(tmp_path: Path) -> None:
     assert any("Julius Caesar" in t for t in flagged["aristotle"]), flagged["aristotle"]
     text = summary.read_text(encoding="utf-8")
     assert "nonfactual rate" in text.lower() and "lincoln" in text
+
+
+# --- issue 44 items 7 and 25: the cache key, the index it restores, the paths ---------
+
+
+@pytest.fixture
+def script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The script's module in a workspace at ``tmp_path``, with a stand-in for ceg
+    whose ``index build`` writes a meta.json (each build another) and is recorded."""
+    module = _script_module()
+    builds: list[list[str]] = []
+
+    def run(command: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        if command[1:3] == ["index", "build"]:
+            builds.append(command)
+            index = Path(command[command.index("--index") + 1])
+            index.mkdir(parents=True, exist_ok=True)
+            (index / "meta.json").write_text(json.dumps({"build": len(builds)}))
+        return subprocess.CompletedProcess(command, 0, "ceg 0.1.0\n", "")
+
+    monkeypatch.setattr(module, "ceg_command", lambda: ["ceg"])
+    monkeypatch.setattr(module.subprocess, "run", run)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_WORKSPACE", str(tmp_path))
+    monkeypatch.delenv("GITHUB_OUTPUT", raising=False)
+    module.builds = builds
+    return module
+
+
+def _key(script: Any, *sources: str, build_args: str = "") -> str:
+    return script.index_key(Path("index"), [Path(s) for s in sources], build_args)
+
+
+def test_a_restored_index_of_other_sources_is_rebuilt(
+    script: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 44 item 7: an index at the target is trusted only when its stamp says it
+    was built under this very key and it is unchanged since."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "a.md").write_text("Alpha.", encoding="utf-8")
+    first = _key(script, "kb")
+
+    def build(key: str) -> str:
+        capsys.readouterr()
+        assert script.main(["build", "--index", "index", "--sources", "kb", "--key", key]) == 0
+        return capsys.readouterr().out
+
+    assert "built=true" in build(first) and len(script.builds) == 1
+    assert "not rebuilt" in build(first) and len(script.builds) == 1
+    # A source added: the new key finds the old index (as a cache entry restored by
+    # an older key, a checkout or a self-hosted runner's workspace would leave it).
+    (kb / "b.md").write_text("Beta.", encoding="utf-8")
+    second = _key(script, "kb")
+    assert second != first
+    out = build(second)
+    assert "is rebuilt: it was built from other sources or options" in out
+    assert "built=true" in out and len(script.builds) == 2
+    assert "not rebuilt" in build(second) and len(script.builds) == 2
+    # The index changed behind the stamp (built again by hand): rebuilt.
+    (tmp_path / "index" / "meta.json").write_text('{"by": "hand"}')
+    assert "it changed since it was built from them" in build(second)
+    assert len(script.builds) == 3
+    # An index with no stamp beside it (committed, or cached by an older action).
+    (tmp_path / ".index.ceg-action").unlink()
+    assert "says what it was built from" in build(second) and len(script.builds) == 4
+    # A failed build leaves no stamp that would vouch for the index.
+    (tmp_path / ".index.ceg-action").unlink()
+    script.subprocess.run = lambda command, **_: subprocess.CompletedProcess(command, 3)
+    capsys.readouterr()
+    assert script.main(["build", "--index", "index", "--sources", "kb", "--key", second]) == 3
+    assert not (tmp_path / ".index.ceg-action").exists()
+
+
+def test_cache_keys_frame_names_and_contents(script: Any, tmp_path: Path) -> None:
+    """Issue 44 item 25: inputs that fed the old digest the same bytes get other keys."""
+    (tmp_path / "one" / "a").mkdir(parents=True)
+    (tmp_path / "one" / "a" / "f").write_bytes(b"X")
+    (tmp_path / "two").mkdir()
+    (tmp_path / "two" / "a").write_bytes(b"f\0X")
+    (tmp_path / "three").mkdir()
+    (tmp_path / "three" / "x").write_bytes(b"1")
+    (tmp_path / "three" / "y").write_bytes(b"2")
+    (tmp_path / "four").mkdir()
+    (tmp_path / "four" / "x").write_bytes(b"1\0y\x002")
+    os.chdir(tmp_path / "one")
+    folder = _key(script, "a")
+    os.chdir(tmp_path / "two")
+    assert _key(script, "a") != folder
+    os.chdir(tmp_path / "three")
+    both = _key(script, "x", "y")
+    os.chdir(tmp_path / "four")
+    assert _key(script, "x") != both
+    # The build's options and a source's name count apart from the contents.
+    assert _key(script, "x", build_args="--lexical") != _key(script, "x")
+
+
+def test_cache_keys_name_the_runners_os_and_python(
+    script: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a.md").write_text("Alpha.", encoding="utf-8")
+    key = _key(script, "a.md")
+    import platform
+
+    python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
+    assert key.startswith(f"ceg-index-v2-{platform.system()}-{platform.machine()}-{python}-")
+    monkeypatch.setattr(script.platform, "system", lambda: "Windows")
+    other = _key(script, "a.md")
+    assert other.startswith("ceg-index-v2-Windows-") and other[-40:] != key[-40:]
+
+
+@pytest.mark.parametrize("option", ["--index", "--report", "--out", "--junit"])
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ("ceg-report/report.html\n/home/runner/.ssh", "holds '\\n'"),
+        ("ceg-report/*.html", "holds '*'"),
+        ("!ceg-report", "a leading '!'"),
+        ("../elsewhere", "is outside the workspace"),
+        ("/etc/ceg", "is outside the workspace"),
+        ("link/x", "is outside the workspace"),
+    ],
+)
+def test_paths_the_cache_and_upload_steps_take_are_confined(
+    tmp_path: Path, option: str, value: str, says: str
+) -> None:
+    """Issue 44 item 25: index, report, out and junit also go into the multi-line
+    ``path:`` of actions/cache and actions/upload-artifact: one plain path inside the
+    workspace, or one line and exit 2 before anything runs."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "link").symlink_to(tmp_path)
+    (work / "answers.jsonl").write_text('{"response": "A."}\n', encoding="utf-8")
+    paths = {"--index": "index", "--report": "r.html", "--out": "o.jsonl", "--junit": "j.xml"}
+    paths[option] = value
+    calls = [["check", "--responses", "answers.jsonl", *(w for o, v in paths.items()
+                                                            for w in (o, v))]]
+    if option == "--index":
+        calls += [["key", "--index", value, "--sources", "answers.jsonl"],
+                  ["build", "--index", value, "--sources", "answers.jsonl"]]
+    for call in calls:
+        done = _run_script(*call, cwd=work, env={"GITHUB_WORKSPACE": str(work)})
+        assert done.returncode == 2, (call, done.stdout)
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"ceg-action: {option} ")
+        assert says in lines[0]
+    assert sorted(p.name for p in work.iterdir()) == ["answers.jsonl", "link"]
+
+
+def test_the_workspace_itself_is_no_index(tmp_path: Path) -> None:
+    done = _run_script("key", "--index", ".", "--sources", "x", cwd=tmp_path)
+    assert done.returncode == 2 and "is the workspace itself" in done.stderr
+
+
+def test_the_cache_steps_keep_the_stamp_with_the_index() -> None:
+    steps = _action()["runs"]["steps"]
+    for step in (s for s in steps if "actions/cache/" in s.get("uses", "")):
+        paths = step["with"]["path"].splitlines()
+        assert paths[:2] == ["${{ inputs.index }}", "${{ steps.key.outputs.stamp }}"]
+    build = next(s for s in steps if s["name"] == "Build the index")
+    assert build["env"]["CEG_KEY"] == "${{ steps.key.outputs.key }}"
+    assert '--key "$CEG_KEY"' in build["run"]
+
+
+def test_the_action_installs_the_torch_the_readme_pins() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    setup = (REPO / "scripts" / "setup").read_text(encoding="utf-8")
+    [pinned] = set(re.findall(r"torch==([\d.]+)", readme))
+    assert f'pip install "torch=={pinned}"' in setup
+    install = next(s for s in _action()["runs"]["steps"] if s["name"] == "Install ceg")
+    [line] = [w for w in install["run"].splitlines() if "torch" in w]
+    words = shlex.split(line)
+    assert f"torch=={pinned}" in words
+    assert words[words.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
+    ci = (REPO / "docs" / "ci.md").read_text(encoding="utf-8")
+    assert f"`torch=={pinned}`" in ci

@@ -241,13 +241,13 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     import ceg_cli
     from ceg_cli import SCHEMA_VERSION, CheckedSegment, Checker, CheckResult
 
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
     assert [f.name for f in dataclasses.fields(CheckedSegment)] == [
         "text", "label", "verdict", "score", "reason", "citations", "evidence", "start",
         "end", "citation_check"]
     public = {n for n in dir(CheckResult) if not n.startswith("_")}
     assert public == {"label", "error", "response", "question", "flagged", "annotated",
-                      "to_dict"}
+                      "language", "to_dict"}
     assert {n for n in dir(Checker) if not n.startswith("_")} == {
         "check", "check_many", "close", "judge", "index"}
     api_md = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
@@ -257,7 +257,7 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
 
 def test_langchain_documents_reach_the_parser_as_a_line_holds_them() -> None:
     from ceg_cli.api import _plain_contexts
-    from ceg_cli.check.contexts import parse_contexts
+    from ceg_cli.corpus.contexts import parse_contexts
 
     class Document:  # what langchain_core.documents.Document carries
         def __init__(self, page_content: str, metadata: dict[str, Any]) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ceg_cli.check.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
 from ceg_cli.check.ctxsearch import ContextSearch, VectorCache, cut_contexts, retrieve_in
 from ceg_cli.check.responses import parse_line
 from ceg_cli.check.retrieve import RetrievalOptions
+from ceg_cli.corpus.contexts import MAX_CONTEXT_CHARS, ContextsError, parse_contexts
 from ceg_cli.report.records import from_record, to_record
 from ceg_cli.types import Context
 
@@ -89,6 +89,54 @@ def test_langchain_documents_and_objects_keep_id_title_url() -> None:
         Context(2, SEINE, "17", "Seine", "https://example.org/seine"),
         Context(3, EIFFEL, "doc-3", None, None),  # a file path is not a url
     )
+
+
+def test_serialized_langchain_documents_are_read() -> None:
+    """LangChain's ``dumps`` form (langchain-core 1.8.3), as a tool that logs its
+    retriever's documents writes them: ``lc``, ``constructor``, ``kwargs``."""
+    lc_id = ["langchain", "schema", "document", "Document"]
+    docs = [
+        {"lc": 1, "type": "constructor", "id": lc_id,
+         "kwargs": {"page_content": PARIS, "type": "Document"}},
+        {"lc": 1, "type": "constructor", "id": lc_id,
+         "kwargs": {"id": "doc-2", "metadata": {"source": "https://example.org/seine",
+                                                "title": "Seine"},
+                    "page_content": SEINE, "type": "Document"}},
+        {"lc": 1, "type": "constructor", "id": lc_id,
+         "kwargs": {"metadata": {"__lc_escaped__": {"lc": 5, "id": "e", "title": "Eiffel"}},
+                    "page_content": EIFFEL, "type": "Document"}},
+    ]
+    item = parse({"response": "x", "retrieved_contexts": docs})
+    assert item.error is None
+    assert item.contexts == (
+        Context(1, PARIS),
+        Context(2, SEINE, "doc-2", "Seine", "https://example.org/seine"),
+        Context(3, EIFFEL, "e", "Eiffel", None),
+    )
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"],
+          "kwargs": {"content": "hi", "type": "ai"}},
+         "a serialized LangChain langchain.schema.messages.AIMessage, not a Document"),
+        ({"lc": 1, "type": "not_implemented", "id": ["__main__", "X"], "repr": "<X>"},
+         "a serialized LangChain __main__.X (not_implemented), not a Document"),
+        ({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"],
+          "kwargs": "Paris"},
+         "a serialized LangChain Document whose 'kwargs' is string, not an object"),
+        ({"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"],
+          "kwargs": {"metadata": {}}},
+         None),
+    ],
+)
+def test_serialized_langchain_objects_that_are_not_documents_are_bad_lines(
+    item: dict[str, Any], message: str | None
+) -> None:
+    got = parse({"response": "x", "contexts": [item]}).error
+    assert got == "r.jsonl:4: field 'contexts' item 1" + (
+        f": {message}" if message else " has no 'text' (nor LangChain's 'page_content')")
 
 
 def test_a_question_field_that_is_not_text_is_not_taken_for_the_question() -> None:
@@ -536,3 +584,94 @@ def test_the_verifier_gets_cosines_on_contexts_ranked_by_bm25(tmp_path: Path) ->
     (segment,) = record["segments"]
     assert segment["evidence"][0]["context"] == 3
     assert all(isinstance(e["similarity"], float) for e in segment["evidence"])
+
+
+# -- issue 44, items 17, 18 and 23: what is wrong with the input, said first -------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "args", "says"),
+    [
+        (['{"response": "Paris is in France.", "contexts": [5]}'], (),
+         "r.jsonl:1: field 'contexts' item 1 must be a text or an object with 'text', got number"),
+        (['{"response": "Paris is in France.", "ctx": {"a": 1}}'], ("--contexts-field", "ctx"),
+         "r.jsonl:1: field 'ctx' must be a list of texts or of objects with 'text', got object"),
+        (['{"response": "Paris is in France.", "contexts": ["' + "x" * 1_000_001 + '"]}'], (),
+         "r.jsonl:1: field 'contexts' holds more than 1,000,000 characters of contexts"),
+        ([], (), "no responses to check: the input has no lines"),
+    ],
+    ids=["number", "object", "over-the-cap", "empty-file"],
+)
+def test_no_readable_record_says_what_is_wrong_not_that_the_index_is_missing(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[str],
+    args: tuple[str, ...], says: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    result = run_cli("check", "r.jsonl", "--index", "none", "--out", "o.jsonl", *args)
+    assert result.exit_code == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "no index" not in said, said
+    assert says in said, said
+    assert not (tmp_path / "none").exists()
+
+
+def test_no_readable_record_on_standard_input_says_so(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    from typer.testing import CliRunner
+
+    from ceg_cli.cli.main import app
+
+    result = CliRunner().invoke(app, ["check", "-", "--index", "none"], input="")
+    assert result.exit_code == 2, result.stderr
+    assert "no responses to check: the input has no lines" in result.stderr
+    assert "no index" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "tried"),
+    [
+        (("--contexts-field", "retrieval.docs", "--evidence", "contexts"),
+         "--evidence contexts: the record has no contexts (field tried: retrieval.docs)"),
+        (("--contexts-field", "retrieval.docs"),
+         "the record has no contexts (field tried: retrieval.docs) and there is no index"),
+        (("--evidence", "contexts"),
+         "--evidence contexts: the record has no contexts (fields tried: contexts, "
+         "retrieved_contexts, retrieval_context; name another with --contexts-field)"),
+    ],
+)
+def test_the_warning_names_the_fields_that_were_tried(
+    run_cli: Any, tmp_path: Path, args: tuple[str, ...], tried: str
+) -> None:
+    rows = [{"response": "Paris is the capital of France.", "contexts": [PARIS]},
+            {"response": "Paris is in France.", "retrieval": {"query": "q"}}]
+    responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    if "--contexts-field" in args:
+        rows[0] = {"response": rows[0]["response"], "retrieval": {"docs": [PARIS]}}
+        responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", responses, "--index", tmp_path / "none", "--out", out, *args)
+    assert result.exit_code == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"warning: {responses}:2: {tried}" in said, said
+    assert read_jsonl(out)[1]["error"].startswith(f"{responses}:2: {tried}")
+
+
+@pytest.mark.parametrize("blank", [[""], ["   "], ["", " \n\t"]])
+def test_blank_contexts_are_judged_on_no_evidence_and_say_so(
+    run_cli: Any, tmp_path: Path, blank: list[str]
+) -> None:
+    rows = [{"response": "Paris is the capital of France.", "contexts": blank}]
+    responses = write_jsonl(tmp_path / "b.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", responses, "--index", tmp_path / "none", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert (f"{responses}:1: field 'contexts' holds only blank text: its segments are judged "
+            "on no evidence") in said
+    (record,) = read_jsonl(out)
+    assert record["evidence_source"] == "none"
+    assert record["label"] == "nonfactual"
+    assert record["segments"][0]["evidence"] == []

@@ -360,6 +360,60 @@ def test_jsonl_reads_good_lines_and_warns_about_bad_ones(tmp_path: Path) -> None
     assert "invalid JSON" in warnings[0]
 
 
+#: LangChain documents as ``langchain_core.load.dumps`` writes them (langchain-core
+#: 1.8.3): no metadata when it is empty, the document's id among the kwargs, a
+#: metadata dict holding an ``lc`` key escaped.
+LANGCHAIN_LINES = [
+    '{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"], '
+    '"kwargs": {"page_content": "Paris is the capital of France.", "type": "Document"}}',
+    '{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"], '
+    '"kwargs": {"id": "doc-1", "metadata": {"source": "https://en.wikipedia.org/wiki/Louvre", '
+    '"title": "Louvre"}, "page_content": "The Louvre is a museum.", "type": "Document"}}',
+    '{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "document", "Document"], '
+    '"kwargs": {"metadata": {"__lc_escaped__": {"lc": 5, "source": "https://x.org/seine", '
+    '"id": "s"}}, "page_content": "The Seine flows through Paris.", "type": "Document"}}',
+    # Document.model_dump(): the plain form, its id null and the metadata's read instead.
+    '{"id": null, "metadata": {"id": "m-4", "source": "notes/eiffel.txt"}, '
+    '"page_content": "The Eiffel Tower was finished in 1889.", "type": "Document"}',
+    # Not a document: a serialized message, an object LangChain could not serialize.
+    '{"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "AIMessage"], '
+    '"kwargs": {"content": "hi", "type": "ai", "tool_calls": [], "invalid_tool_calls": []}}',
+    '{"lc": 1, "type": "not_implemented", "id": ["__main__", "X"], "repr": "<X object>"}',
+    '{"page_content": "Bad metadata.", "metadata": "m"}',
+]
+
+
+def test_jsonl_reads_langchain_documents_plain_and_serialized(tmp_path: Path) -> None:
+    path = tmp_path / "docs.jsonl"
+    path.write_text("\n".join(LANGCHAIN_LINES) + "\n", encoding="utf-8")
+    warnings: list[str] = []
+    docs = list(iter_documents(path, on_warning=warnings.append))
+    assert [(d.id, d.title, d.text, d.url) for d in docs] == [
+        ("1", "1", "Paris is the capital of France.", None),
+        ("doc-1", "Louvre", "The Louvre is a museum.", "https://en.wikipedia.org/wiki/Louvre"),
+        ("s", "s", "The Seine flows through Paris.", "https://x.org/seine"),
+        ("m-4", "m-4", "The Eiffel Tower was finished in 1889.", None),
+    ]
+    assert warnings == [
+        f"{path}:5: a serialized LangChain langchain.schema.messages.AIMessage, not a "
+        "Document; line skipped",
+        f"{path}:6: a serialized LangChain __main__.X (not_implemented), not a Document; "
+        "line skipped",
+        f"{path}:7: 'metadata' must be an object, got string; line skipped",
+    ]
+
+
+def test_jsonl_names_langchains_text_field_when_it_is_bad(tmp_path: Path) -> None:
+    path = tmp_path / "docs.jsonl"
+    path.write_text(json.dumps({"page_content": "  ", "metadata": {}}) + "\n"
+                    + json.dumps({"text": "Kept.", "metadata": "another tool's"}) + "\n",
+                    encoding="utf-8")
+    warnings: list[str] = []
+    docs = list(iter_documents(path, on_warning=warnings.append))
+    assert [d.text for d in docs] == ["Kept."]  # ceg's own form: a foreign metadata is no matter
+    assert warnings == [f"{path}:1: field 'page_content' is empty; line skipped"]
+
+
 def test_jsonl_gzip_and_json_array(tmp_path: Path) -> None:
     path = tmp_path / "docs.jsonl.gz"
     path.write_bytes(gzip.compress(b'{"id": 1, "title": "A", "text": "Alpha."}\n'))

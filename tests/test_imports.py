@@ -4,9 +4,10 @@ Read with the standard library's ``ast`` (nothing is imported), every import
 counts: at module level, inside functions, under ``if TYPE_CHECKING``. Two
 rules hold:
 
-- **no circle**: no module reaches itself through the modules it imports;
+- **no circle**: no module reaches itself through the modules it imports, and no
+  part (a subpackage or a top-level module) through the parts it imports;
 - **imports point down** the floors of ``shared/DESIGN.md``: the ground
-  (plain types, errors, progress, the cache root, sentence splitting) →
+  (plain types, errors, progress, the cache root, languages, sentence splitting) →
   ``corpus`` → ``index`` → ``judges`` and ``llm`` → ``check``, ``eval``,
   ``report``, ``training`` (which retrieves as a check does) and the cache
   pruning → ``cli``. A module may import
@@ -34,6 +35,7 @@ FLOORS = {
     "progress": 0,
     "cachedir": 0,
     "sentences": 0,
+    "lang": 0,
     "claims": 0,
     "claimsplit": 0,
     "textio": 0,
@@ -141,8 +143,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def floor_of(module: str) -> int:
-    parts = module.split(".")
-    top = parts[1] if len(parts) > 1 else "__init__"
+    top = part_of(module)
     if top not in FLOORS:
         raise AssertionError(f"{module}: give ceg_cli.{top} a floor in FLOORS")
     return FLOORS[top]
@@ -150,6 +151,28 @@ def floor_of(module: str) -> int:
 
 def test_the_package_has_no_import_circle() -> None:
     assert cycles(import_graph()) == []
+
+
+def part_of(module: str) -> str:
+    """The top-level part of ``ceg_cli`` a module belongs to (``check``, ``types``...)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def part_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which part imports which other part, from the module graph."""
+    out: dict[str, set[str]] = {}
+    for name, deps in graph.items():
+        out.setdefault(part_of(name), set()).update(
+            part_of(d) for d in deps if part_of(d) != part_of(name))
+    return out
+
+
+def test_no_two_parts_import_each_other() -> None:
+    """Parts on one floor may import each other one way only: ``check`` writes its
+    records with ``report``, so ``report`` reads a record's contexts from ``corpus``,
+    a floor below both, not from ``check``."""
+    assert cycles(part_graph(import_graph())) == []
 
 
 def test_imports_point_down_the_floors() -> None:
@@ -192,7 +215,8 @@ def test_help_loads_no_model_vector_or_http_library(args: list[str]) -> None:
         "except SystemExit:\n"
         "    pass\n"
         "heavy = ('torch', 'transformers', 'sentence_transformers', 'faiss', 'numpy',\n"
-        "         'sklearn', 'scipy', 'bm25s', 'openai', 'onnxruntime', 'ray')\n"
+        "         'sklearn', 'scipy', 'bm25s', 'openai', 'onnxruntime', 'ray',\n"
+        "         'py3langid', 'Stemmer', 'stop_words', 'regex')\n"
         "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

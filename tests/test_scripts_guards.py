@@ -299,3 +299,60 @@ def test_gpu_build_refuses_before_any_work(tmp_path: Path, how: str) -> None:
     )
     refused(proc, f"--{how}")
     assert snapshot(tmp_path) == before
+
+
+# --- issue 44 item 28: benchmarks clean up what they made, on SIGTERM too ------------
+
+
+def test_benchmarks_make_their_temporary_folders_with_work_dir() -> None:
+    """A TemporaryDirectory is left behind when SIGTERM kills the script (Python runs
+    no ``finally`` on a signal it does not handle); ``work_dir`` turns SIGTERM into an
+    exit that removes its folder. A ``mkdtemp`` inside a work folder goes with it."""
+    import ast
+
+    offenders = []
+    for path in sorted(BENCH.glob("*.py")):
+        if path.name == "_common.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = node.func.attr
+                inside = any(k.arg == "dir" for k in node.keywords)
+                if name == "TemporaryDirectory" or (name == "mkdtemp" and not inside):
+                    offenders.append(f"{path.name}:{node.lineno} {name}")
+    assert offenders == []
+    for name in ("check_speed", "quality", "report_open", "rerank_recall", "retrieval_recall",
+                 "embed_speed", "index_types"):
+        assert "work_dir(" in (BENCH / f"{name}.py").read_text(encoding="utf-8"), name
+
+
+def test_a_sigtermed_benchmark_leaves_nothing(tmp_path: Path) -> None:
+    """check_speed, stopped by SIGTERM while it checks (its check held so that the
+    signal lands there): it exits 143 and its work folder, responses written, is gone."""
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    child = (
+        "import sys, time\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "sys.argv = ['check_speed.py', '--copies', '2', '--repeats', '1']\n"
+        "import check_speed\n"
+        "def held(index, responses, out, judge):\n"
+        "    print(responses, flush=True)\n"
+        "    time.sleep(60)\n"
+        "check_speed.one_run = held\n"
+        "check_speed.main()\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", child, str(BENCH)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "TMPDIR": str(temp)})
+    try:
+        assert proc.stdout is not None
+        responses = Path(proc.stdout.readline().strip())
+        assert responses.is_file() and responses.parent.parent == temp
+        assert len(responses.read_text(encoding="utf-8").splitlines()) == 16
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert list(temp.iterdir()) == []

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from ..corpus.contexts import CONTEXT_FIELDS, ContextsError, find_contexts
+from ..corpus.contexts import json_type_name as _type_name
 from ..errors import InputError
 from ..textio import MAX_LINE_BYTES, capped_lines
 from ..types import ResponseInput
-from .contexts import CONTEXT_FIELDS, ContextsError, find_contexts
-from .contexts import json_type_name as _type_name
 
 #: A response longer than this is refused as a bad line. 200,000 characters
 #: (some 2,000 sentences) is more than a chatbot answers at once; a 5 MB line

@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import CegError, InputError, UsageError
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
+from ..lang.codes import AUTO, UNDETERMINED, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
     RecordWriter,
@@ -35,6 +36,7 @@ from .pipeline import (
     CheckOptions,
     check,
     evidence_source,
+    response_language,
 )
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
@@ -87,6 +89,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        language: str = AUTO,
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
         ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
@@ -122,12 +125,23 @@ class RunSettings:
             from .markers import compile_pattern
 
             compile_pattern(citation_pattern)  # a bad one is a usage error, now
+        language = check_language(language)
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
         if contexts_retrieval not in CONTEXT_RETRIEVAL_MODES:
             raise UsageError(f"--contexts-retrieval {contexts_retrieval}: choose one of "
                              f"{', '.join(CONTEXT_RETRIEVAL_MODES)}")
         if contexts_field is not None and evidence == "index":
             raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
+        for option, least in (("--min-citation-recall", min_citation_recall),
+                              ("--min-citation-precision", min_citation_precision)):
+            if least is not None and evidence == "index":
+                # The gate would always fail "with nothing to measure", though the
+                # answers may well cite their contexts: the mode never reads them.
+                raise UsageError(
+                    f"{option}: citations are checked against each record's own contexts, "
+                    "which --evidence index does not read; use --evidence auto, contexts "
+                    "or both"
+                )
         # An empty name matches no field: every line would be a bad line, one warning
         # each, where the call itself is wrong.
         if not response_field.strip():
@@ -154,6 +168,7 @@ class RunSettings:
             check=CheckOptions(
                 RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
                 citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
+                language=language,
             ),
             fields=_field_names(response_field, question_field, contexts_field),
             gate=GateOptions(
@@ -268,6 +283,7 @@ class CheckRun:
                 self._rewriter_judge = create_judge(settings.rewriter, judge_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
+        self._said_language = False  # the language fallback is said once a run
         self._pending, first = self._peek(settings)
         self.index: Any = None
         if self._wants_index(settings, first):
@@ -386,12 +402,25 @@ class CheckRun:
             return item
         where = f"{source}:{item.line}"
         found, problem = evidence_source(item, self.settings.check.evidence,
-                                         self.index is not None)
+                                         self.index is not None, self.settings.fields.contexts)
         if problem is not None:
             return replace(item, error=f"{where}: {problem}")
-        if found == "none" and self.on_warning is not None:
+        found_language = response_language(item, self.settings.check.language)
+        item = replace(item, language=found_language.language)
+        # Text with letters in a script no language is known for; none at all ("42",
+        # emoji) has no words to read either way.
+        if (found_language.language.startswith(f"{UNDETERMINED}-")
+                and not self._said_language and self.on_warning is not None):
+            self._said_language = True
             self.on_warning(
-                f"{where}: field '{item.read.get('contexts', 'contexts')}' is an empty list: "
+                f"{where}: cannot tell the response's language; it is read by the rules of "
+                f"its script ({found_language.language}); name the language with --language "
+                "CODE (said once: later such records are read the same way)"
+            )
+        if found == "none" and self.on_warning is not None:
+            holds = "is an empty list" if not item.contexts else "holds only blank text"
+            self.on_warning(
+                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
                 "its segments are judged on no evidence"
             )
         return item
@@ -420,6 +449,7 @@ class CheckRun:
 
         return context_search(self.index, self.settings.device,
                               method=self.settings.check.contexts_retrieval,
+                              language=self.settings.check.language,
                               similarity=reads_similarity(self.judge))
 
     def _count(self, checked: Any) -> None:
@@ -463,9 +493,15 @@ def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
     ``--evidence index`` and ``both`` need it; ``contexts`` never reads it; by
     default (``auto``) an index that is there is used for the records without
     contexts, and one that is not is needed only when the first record has none:
-    a file of records without contexts and no index fails at once, as before.
+    a file of records without contexts and no index fails at once, as before. A
+    file with no readable record needs no index that is not there: its lines are
+    error records, and the gate says what was wrong with them.
     """
     mode = settings.check.evidence
+    if first is None and not settings.index.exists():
+        # No record can be read (an empty file, every line bad): nothing would be checked
+        # against an index, and what to report is the input's problem, not a missing index.
+        return False
     if mode in ("index", "both"):
         return True
     if mode == "contexts":

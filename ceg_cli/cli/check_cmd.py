@@ -18,6 +18,7 @@ from .common import (
     JudgeOption,
     JudgePrecision,
     JudgePrecisionOption,
+    LanguageOption,
     LlmPrompt,
     QueryMode,
     QueryOption,
@@ -68,6 +69,7 @@ def check_command(
         show_default=False,
     ),
     contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
+    language: str = LanguageOption,
     max_rate: float = typer.Option(
         None,
         "--max-nonfactual-rate",
@@ -166,6 +168,7 @@ def check_command(
         evidence=evidence.value,
         contexts_field=contexts_field,
         contexts_retrieval=contexts_retrieval.value,
+        language=language,
         citation_pattern=citation_pattern,
         min_citation_recall=min_citation_recall,
         min_citation_precision=min_citation_precision,

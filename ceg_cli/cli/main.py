@@ -15,6 +15,7 @@ from .common import quiet_stdout, set_debug, stdout_closed, stdout_is_null
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
+from .languages_cmd import languages_command
 from .models_cmd import app as models_app
 from .report_cmd import report_command
 
@@ -32,6 +33,7 @@ app.add_typer(models_app, name="models")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
+app.command("languages")(languages_command)
 
 
 def _version(value: bool) -> None:

@@ -1,5 +1,10 @@
 """JSONL documents: one JSON object a line with ``id``, ``title``, ``text``, ``url``.
 
+A LangChain document is read too, plain (``page_content`` and ``metadata``,
+whose ``id``, ``title``, ``url`` are read, and ``source`` as the url when it is
+a web address) or in LangChain's serialized ``lc`` form (``corpus.langchain``),
+as a record's contexts are.
+
 A bad line costs only itself: it is reported through ``on_warning`` with the
 file and line number, and the rest of the file is still read. Lines are guarded
 as a responses file's are (``ceg_cli.textio``): one longer than
@@ -16,6 +21,7 @@ from io import BufferedIOBase, BufferedReader
 from pathlib import Path
 from typing import Any
 
+from ceg_cli.corpus.langchain import NotADocument, document_fields
 from ceg_cli.corpus.mediawiki import CountingReader, open_dump
 from ceg_cli.errors import InputError
 from ceg_cli.textio import MAX_LINE_BYTES, capped_lines
@@ -93,23 +99,29 @@ def _parse_line(
     if not isinstance(record, dict):
         warn(f"{where}: expected a JSON object, got {type(record).__name__}; line skipped")
         return None
-    for key in ("id", "title", "text", "url"):
-        value = record.get(key)
+    try:
+        fields = document_fields(record)
+    except NotADocument as exc:
+        warn(f"{where}: {exc}; line skipped")
+        return None
+    text_key = fields.text_key or "text"
+    for key, value in (("id", fields.id), ("title", fields.title), (text_key, fields.text),
+                       ("url", fields.url)):
         if isinstance(value, str) and _SURROGATE.search(value):
             warn(f"{where}: field '{key}' holds an unpaired surrogate escape; line skipped")
             return None
 
-    text = record.get("text")
+    text = fields.text
     if not isinstance(text, str):
         got = "missing" if text is None else f"a {type(text).__name__}, not a string"
-        warn(f"{where}: field 'text' is {got}; line skipped")
+        warn(f"{where}: field '{text_key}' is {got}; line skipped")
         return None
     text = text.strip()
     if not text:
-        warn(f"{where}: field 'text' is empty; line skipped")
+        warn(f"{where}: field '{text_key}' is empty; line skipped")
         return None
 
-    raw_id = record.get("id")
+    raw_id = fields.id
     # bool is an int subclass, but `true` is no id anyone meant.
     if raw_id is None:
         doc_id = str(number)
@@ -119,11 +131,11 @@ def _parse_line(
         warn(f"{where}: field 'id' must be a string or an integer; line skipped")
         return None
 
-    title = record.get("title")
+    title = fields.title
     if title is not None and not isinstance(title, str):
         warn(f"{where}: field 'title' is not a string; using the id as title")
         title = None
-    url = record.get("url")
+    url = fields.url
     if url is not None and not isinstance(url, str):
         warn(f"{where}: field 'url' is not a string; ignored")
         url = None

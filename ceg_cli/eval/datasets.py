@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from ..check.contexts import CONTEXT_FIELDS, ContextsError, find_contexts
+from ..corpus.contexts import CONTEXT_FIELDS, ContextsError, find_contexts
 from ..errors import UsageError
 from ..types import Context, ResponseInput, Segment
 

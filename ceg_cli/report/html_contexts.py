@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from ..check.contexts import ContextsError, find_contexts
+from ..corpus.contexts import ContextsError, find_contexts
 from ..types import Context
 
 #: Citation statuses a sentence can fail with (``citation_check.status``).

@@ -154,8 +154,9 @@
     const problems = [];
     if (cc.st === "unsupported") problems.push(cc.refs ? "cited " + refList(cc.refs) + (cc.refs.length === 1 ? " does" : " do") + " not support it" : "its citations do not support it");
     else if (cc.st === "uncited") problems.push("no citation");
-    if (cc.un) problems.push(refList(cc.un) + " names no context");
-    if (cc.ir) problems.push("context " + cc.ir.join(", ") + " supports no part of it");
+    if (cc.un) problems.push(refList(cc.un) + (cc.un.length === 1 ? " names" : " name") + " no context");
+    if (cc.ir) problems.push(cc.ir.length === 1 ? "context " + cc.ir[0] + " supports no part of it"
+      : "contexts " + cc.ir.slice(0, -1).join(", ") + " and " + cc.ir[cc.ir.length - 1] + " support no part of it");
     const target = (cc.ir || cc.cx || [])[0];
     const open = target ? () => reveal(prefix + "-c" + target) : null;
     if (!problems.length) {
@@ -270,7 +271,7 @@
         out.push(text.slice(a, b));
         continue;
       }
-      const tip = "Supports: " + [...new Set(ms.map((m) => supports.get(m)))].join(" · ");
+      const tip = "Supports: " + [...new Set(ms.flatMap((m) => [...(supports.get(m) || [])]))].join(" · ");
       out.push(el("mark", { class: "hl", "data-m": ms.join(" "), title: tip }, [text.slice(a, b)]));
     }
     return out;
@@ -287,14 +288,15 @@
     }
     const supports = new Map();
     r.segs.forEach((seg, si) => {
-      for (const c of seg.c || []) if (!supports.has(c[0])) supports.set(c[0], "“" + segText(r, si) + "”");
+      // A citation's number is its context's: every sentence a context supports, once each.
+      for (const c of seg.c || []) supports.set(c[0], (supports.get(c[0]) || new Set()).add("“" + segText(r, si) + "”"));
     });
     const items = ctx.n.map((ci, at) => {
       const pos = at + 1;
       const [cid, title, url, text] = contexts[ci] || [null, null, null, ""];
       const spans = ctx.hl.filter((h) => h[0] === pos);
       const href = safeUrl(url);
-      const nCited = new Set(spans.map((h) => h[3])).size;
+      const nCited = new Set(spans.map((h) => h[1] + ":" + h[2])).size;
       return el("li", { id: prefix + "-c" + pos, class: "context" + (nCited ? " cited" : "") }, [
         el("details", { class: "passage" }, [
           el("summary", {}, [

@@ -8,7 +8,8 @@ shapes the evaluation tools export are read without options:
 - each a list whose items are strings, objects with ``text`` (and optional
   ``id``, ``title``, ``url``), or LangChain documents (``page_content`` and
   ``metadata``, whose ``id``, ``title``, ``url`` are read, and ``source`` as
-  the url when it is a web address);
+  the url when it is a web address), plain or in LangChain's serialized
+  ``lc`` form (``corpus.langchain``);
 - a single string is one context; ``null`` is read as no contexts at all (the
   field is absent), as pandas writes a missing value.
 
@@ -28,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..types import Context
+from .langchain import NotADocument, document_fields
 
 #: The fields tried, in order, when ``--contexts-field`` is not given.
 CONTEXT_FIELDS = ("contexts", "retrieved_contexts", "retrieval_context")
@@ -103,26 +105,22 @@ def _parse_item(item: Any, position: int, field: str) -> Context:
         raise ContextsError(
             f"{where} must be a text or an object with 'text', got {_type_name(item)}"
         )
-    metadata = item.get("metadata")
-    if metadata is None:
-        metadata = {}
-    elif not isinstance(metadata, dict):
-        raise ContextsError(f"{where}: 'metadata' must be an object, got {_type_name(metadata)}")
-    key = "text" if "text" in item else "page_content" if "page_content" in item else None
-    if key is None:
+    try:
+        fields = document_fields(item)
+    except NotADocument as exc:
+        raise ContextsError(f"{where}: {exc}") from None
+    if fields.text_key is None:
         raise ContextsError(f"{where} has no 'text' (nor LangChain's 'page_content')")
-    text = item[key]
+    text = fields.text
     if not isinstance(text, str):
-        raise ContextsError(f"{where}: '{key}' must be a string, got {_type_name(text)}")
-    rid = item.get("id", metadata.get("id"))
+        raise ContextsError(
+            f"{where}: '{fields.text_key}' must be a string, got {_type_name(text)}"
+        )
+    rid = fields.id
     if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
         raise ContextsError(f"{where}: 'id' must be a string or an integer, got {_type_name(rid)}")
-    title = _optional_text(item.get("title", metadata.get("title")), where, "title")
-    url = _optional_text(item.get("url", metadata.get("url")), where, "url")
-    if url is None:
-        source = metadata.get("source")
-        if isinstance(source, str) and source.startswith(("http://", "https://")):
-            url = source
+    title = _optional_text(fields.title, where, "title")
+    url = _optional_text(fields.url, where, "url")
     return Context(position, text, None if rid is None else str(rid), title, url)
 
 
