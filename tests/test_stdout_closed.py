@@ -65,6 +65,8 @@ def responses(tmp_path: Path) -> Path:
         ["index", "--help"],
         ["cache", "info"],
         ["cache", "info", "--json"],
+        ["languages"],
+        ["config", "show"],
     ],
     ids=" ".join,
 )
