@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from .common import (
     ContextsRetrievalOption,
@@ -32,6 +31,7 @@ from .common import (
     err_console,
     handle_errors,
     judge_threshold_source,
+    out_console,
     spec_option,
     warn,
 )
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 
     from ..progress import Progress
 
-out_console = Console(highlight=False, soft_wrap=True)
 
 #: Rows of the table: (section, metric key, label); percentages unless in _COUNTS.
 _ROWS = [
