@@ -8,6 +8,7 @@ from typing import Any
 
 import typer
 
+from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
@@ -23,7 +24,6 @@ from .common import (
     TopKOption,
     err_console,
     handle_errors,
-    judge_threshold_source,
     spec_option,
     warn,
 )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
@@ -30,7 +31,6 @@ from .common import (
     TopKOption,
     err_console,
     handle_errors,
-    judge_threshold_source,
     out_console,
     spec_option,
     warn,
