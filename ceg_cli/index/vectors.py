@@ -44,11 +44,14 @@ from .vectorsource import ArraySource, VectorSource
 
 _NO_COUNTER = NO_PROGRESS.counter("", "")
 
-INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
+INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq", "ivfpqfs")
 #: Passages from which ``auto`` builds an approximate index (see the module docstring).
 AUTO_THRESHOLD = 50_000
 #: The approximate type ``auto`` picks at or above the threshold.
 AUTO_APPROXIMATE = "ivfpq"
+#: Passages from which ``auto`` builds ``ivfpqfs`` instead (``fastscan``; measured:
+#: docs/measurements.md, "Search at scale").
+AUTO_LARGE_THRESHOLD = 1_000_000
 
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 40
@@ -63,13 +66,19 @@ IVFPQ_MIN = 16
 #: Training points per IVF list (FAISS warns below 39).
 TRAIN_PER_LIST = 64
 
-_FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat"}
+_FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat",
+               "ivfpqfs": "IndexRefineFlat"}
 
 
-def choose_type(requested: str, count: int, threshold: int = AUTO_THRESHOLD) -> tuple[str, str]:
+def choose_type(
+    requested: str, count: int, threshold: int = AUTO_THRESHOLD,
+    large: int = AUTO_LARGE_THRESHOLD,
+) -> tuple[str, str]:
     """The type to build for ``count`` vectors and why (recorded in meta.json)."""
     if requested != "auto":
         return requested, "user"
+    if count >= max(threshold, large):
+        return "ivfpqfs", f"auto: {count:,} passages >= {large:,}"
     if count >= threshold:
         return AUTO_APPROXIMATE, f"auto: {count:,} passages >= {threshold:,}"
     return "flat", f"auto: {count:,} passages < {threshold:,}"
@@ -177,18 +186,24 @@ def write_vectors(
     threshold: int = AUTO_THRESHOLD,
     seed: int = 0,
     progress: Progress = NO_PROGRESS,
+    large: int = AUTO_LARGE_THRESHOLD,
 ) -> dict[str, Any]:
     """Write ``source`` to ``path`` as the chosen type; the ``faiss`` entry of meta.json.
 
     The index is measured and tuned as ``ceg check`` opens it: memory-mapped
     from ``path``. ``progress`` counts the vectors added to an approximate
-    index (``indexed``) and those written to the file (``written``).
+    index (``indexed``) and those written to the file (``written``). The entry's
+    ``recall_at_10`` below ``target_recall`` means the widest search tried missed
+    the target (the builder warns).
     """
     import faiss
 
-    kind, why = choose_type(requested, source.count, threshold)
-    if kind == "ivfpq" and source.count < IVFPQ_MIN:
-        kind, why = "flat", f"{why}; {source.count} passages are too few to train ivfpq"
+    from . import fastscan, tuning
+
+    kind, why = choose_type(requested, source.count, threshold, large)
+    least = {"ivfpq": IVFPQ_MIN, "ivfpqfs": fastscan.FASTSCAN_MIN}.get(kind, 0)
+    if source.count < least:
+        kind, why = "flat", f"{why}; {source.count} passages are too few to train {kind}"
 
     def written() -> Counter:
         return progress.counter("written", "vectors", total=source.count)
@@ -200,27 +215,37 @@ def write_vectors(
         write_flat_file(source, path, written())
     elif kind == "hnsw":
         index, params = _hnsw(source, progress.counter("indexed", "vectors", source.count))
+    elif kind == "ivfpqfs":
+        ivf, prefix_len, trained_on, params = fastscan.build(source, path, seed, progress)
     else:
         ivf, params = _trained_ivfpq(source, seed)
         prefix = refine_prefix(ivf, source.count)  # while the lists are empty: a cheap clone
+        prefix_len = len(prefix)
         indexed = progress.counter("indexed", "vectors", total=source.count)
         for batch in source.batches():
             ivf.add(batch)
             indexed.update(len(batch))
         write_refine_file(prefix, ivf, REFINE_K_FACTOR, source, path, written())
     seconds = time.perf_counter() - t0
-    queries = sample_queries(source, MEASURE_QUERIES, seed)
-    exact = exact_neighbours(source, queries, min(RECALL_K, max(source.count, 1)))
-    if kind == "hnsw":
-        measured = tune(index, kind, params, queries, exact)
-        faiss.write_index(index, str(path))
+    if kind == "ivfpqfs":
+        measured = fastscan.calibrate(source, path, ivf, prefix_len, trained_on, params,
+                                      tuning.TARGET_RECALL, seed)
     else:
-        index = read_vectors(path)
-        measured = tune(index, kind, params, queries, exact)
-        if ivf is not None:
-            ivf.nprobe = faiss_ivf(index).nprobe
-            rewrite_search_width(path, len(prefix), ivf, index.k_factor)
-    del index
+        queries = sample_queries(source, MEASURE_QUERIES, seed)
+        exact = exact_neighbours(source, queries, min(RECALL_K, max(source.count, 1)))
+        if kind == "hnsw":
+            measured = tune(index, kind, params, queries, exact)
+            faiss.write_index(index, str(path))
+        else:
+            index = read_vectors(path)
+            measured = tune(index, kind, params, queries, exact)
+            if ivf is not None:
+                ivf.nprobe = faiss_ivf(index).nprobe
+                rewrite_search_width(path, prefix_len, ivf, index.k_factor)
+        del index
+        if kind != "flat":
+            measured["target_recall"] = tuning.TARGET_RECALL
+    del ivf
     _check_written(path, source, kind)
     return {
         "type": _FAISS_CLASS[kind],
