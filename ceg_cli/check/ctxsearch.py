@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -95,14 +95,20 @@ class _Bm25:
         self._size = len(texts)
 
     def scores(self, query: str) -> np.ndarray:
+        return next(self.scores_many([query]))
+
+    def scores_many(self, queries: Sequence[str]) -> Iterator[np.ndarray]:
         import bm25s
         import numpy as np
 
-        tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]
-        ids = self._bm25.get_tokens_ids(tokens)
-        if not ids:
-            return np.zeros(self._size, dtype=np.float32)
-        return np.asarray(self._bm25.get_scores_from_ids(ids))
+        tokens = bm25s.tokenize(list(queries), **TOKENIZER, return_ids=False,
+                                show_progress=False)
+        for words in tokens:
+            ids = self._bm25.get_tokens_ids(words)
+            if not ids:
+                yield np.zeros(self._size, dtype=np.float32)
+            else:
+                yield np.asarray(self._bm25.get_scores_from_ids(ids))
 
 
 class RecordPassages:
@@ -146,6 +152,11 @@ class RecordPassages:
         if self.vectors is None:
             raise RuntimeError("these passages were not embedded")
         return {int(i): float(self.vectors[int(i)] @ vector) for i in ids}
+
+    def cosines_many(
+        self, vectors: np.ndarray, ids: Sequence[Sequence[int]]
+    ) -> list[dict[int, float]]:
+        return [self.cosines(vector, row) for vector, row in zip(vectors, ids)]
 
     def ranked(self, query: str, vector: np.ndarray | None, ids: Sequence[int],
                k: int) -> list[Hit]:
