@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 from ..errors import CegError, InputError, UsageError
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
+from ..index.searchwidth import parse as parse_search_width
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
     RecordWriter,
@@ -58,6 +59,8 @@ class RunSettings:
     rewriter: str | None = None
     #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
     device: str = "cpu"
+    #: Search settings that replace the ones the index was built with (``--search-width``).
+    search_width: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def resolve(
@@ -87,6 +90,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        search_width: str | None = None,
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
         ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
@@ -167,6 +171,7 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
             device=device,
+            search_width=parse_search_width(search_width),
         )
 
 
@@ -277,6 +282,8 @@ class CheckRun:
                 # The index's model too: one that cannot be loaded, or gives another
                 # dimension, fails the run here, before --out is touched.
                 self.index.embedder(settings.device)
+                if settings.search_width:
+                    self.index.set_search_width(settings.search_width)
                 # hybrid on an index built before the lexical part: dense, with a warning.
                 method, warning = resolve_method(self.index, settings.check.retrieval.method)
             else:

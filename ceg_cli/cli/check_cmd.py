@@ -24,6 +24,7 @@ from .common import (
     QuietOption,
     RetrievalMode,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     UnparsableAs,
@@ -45,6 +46,7 @@ def check_command(
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
     retrieval: RetrievalMode = RetrievalOption,
+    search_width: str = SearchWidthOption,
     response_field: str = typer.Option(
         "response", "--response-field", help="The field holding the text to check."
     ),
@@ -180,6 +182,7 @@ def check_command(
             llm_prompt.value,
         ) | {"device": device.value, "precision": judge_precision.value},
         device=device.value,
+        search_width=search_width,
     )
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")

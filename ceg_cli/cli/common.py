@@ -80,6 +80,14 @@ RetrievalOption = typer.Option(
     help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, fused); "
     "the threshold applies to the cosine in every case.",
 )
+SearchWidthOption = typer.Option(
+    None,
+    "--search-width",
+    help="Search an approximate index with other settings than its build chose, e.g. "
+    "nprobe=256,k_factor=16 (ivfpq, ivfpqfs), efSearch=256 (hnsw; ivfpqfs's list "
+    "graph): wider for recall, narrower for speed (docs/index-format.md, Index types).",
+    show_default=False,
+)
 ContextsRetrievalMode = Enum(  # type: ignore[misc]
     "ContextsRetrievalMode", {name: name for name in CONTEXT_RETRIEVAL_MODES}, type=str
 )

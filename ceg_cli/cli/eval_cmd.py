@@ -31,6 +31,7 @@ from .common import (
     QuietOption,
     RetrievalMode,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -133,6 +134,7 @@ def eval_command(
     threshold: float = ThresholdOption,
     query: QueryMode = QueryOption,
     retrieval: RetrievalMode = RetrievalOption,
+    search_width: str = SearchWidthOption,
     contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
@@ -157,9 +159,11 @@ def eval_command(
     from ..eval.evaluate import prediction_record, run_evaluation
     from ..index import open_index
     from ..index.lexical import resolve_method
+    from ..index.searchwidth import parse
     from ..judges import create_judge
     from ..report.output import refuse_index_files, refuse_same_files
 
+    width = parse(search_width)
     # Before anything is read or written: no output may be the dataset, the
     # other output, or a file of an index (the given one, or any ceg index).
     outputs = [(flag, path) for flag, path in (("--out", out), ("--json", json_out)) if path]
@@ -205,6 +209,8 @@ def eval_command(
             idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
             if idx is not None:
                 idx.embedder(device.value)
+                if width:
+                    idx.set_search_width(width)
                 method, warning = resolve_method(idx, retrieval.value)
                 if warning is not None:
                     warn(warning)

@@ -20,7 +20,8 @@ Search settings (``nprobe``, the quantizer's ``efSearch``, ``k_factor``) are
 calibrated after the index is written, on passages of the index held out of
 training, each searched for its neighbours other than itself: the cheapest
 setting (``search_cost``) whose recall@10 reaches the target is written into
-the file; when none does, the widest tried is, and the build says so.
+the file; when none does, the one of the best recall tried is, and the build
+says so.
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ TRAIN_PER_LIST = 30
 QUANTIZER_M = 32
 QUANTIZER_EF_CONSTRUCTION = 40
 #: The quantizer's efSearch while vectors are added (their list is chosen once).
-ADD_EF_SEARCH = 128
-#: PQ parts of 4 bits: 384 dimensions in 48 parts of 8, 24 bytes a passage.
-PQ_M = 48
+ADD_EF_SEARCH = 64
+#: PQ parts of 4 bits: 384 dimensions in 96 parts of 4, 48 bytes a passage. At 1 M
+#: real-like vectors (docs/measurements.md, "Search at scale") the codes alone found
+#: 0.47 of the exact top 10 against 0.30 with 48 parts, and recall@10 0.97 needed
+#: 16 candidates re-ranked per result against 32: half the reads of stored vectors.
+PQ_M = 96
 #: Vectors the product quantizer is trained on.
 PQ_TRAIN = 65_536
 #: Fewer vectors than this are indexed flat (no lists or codes worth training).
@@ -61,10 +65,12 @@ CALIBRATION_QUERIES = 1000
 #: The settings tried: candidates re-ranked per result, lists probed.
 K_FACTORS = (2, 4, 8, 16, 32, 64)
 MAX_NPROBE = 4096
-#: Nanoseconds of search work (measured on this project's 2-core machine,
-#: docs/measurements.md, "search_scale"): a 4-bit code scanned, a step of the
-#: quantizer's graph search, an exact re-ranking of one candidate.
-COST_NS = {"code": 0.6, "graph": 900.0, "refine": 250.0}
+#: Recall gained by doubling nprobe below which probing more is not tried.
+PLATEAU = 0.001
+#: Nanoseconds of search work, rough estimates that rank settings by cost: a code
+#: of 96 4-bit parts scanned, a step of the quantizer's graph search, an exact
+#: re-ranking of one candidate (a stored vector read from the page cache).
+COST_NS = {"code": 1.0, "graph": 500.0, "refine": 250.0}
 
 
 def nlist_for(n: int) -> int:
@@ -109,13 +115,14 @@ def build(
     quantizer = faiss.IndexHNSWFlat(d, QUANTIZER_M, faiss.METRIC_INNER_PRODUCT)
     quantizer.hnsw.efConstruction = QUANTIZER_EF_CONSTRUCTION
     quantizer.add(centroids)
-    pq_m = PQ_M if d % PQ_M == 0 else (d if d % 2 == 0 else 1)
+    # The most parts up to PQ_M that divide the dimension (another model's 512: 64).
+    pq_m = max([m for m in range(1, PQ_M + 1) if d % m == 0])
     ivf = faiss.IndexIVFPQFastScan(quantizer, d, nlist, pq_m, 4, faiss.METRIC_INNER_PRODUCT)
     ivf.by_residual = True
     ivf.pq.cp.min_points_per_centroid = 1  # tiny indexes: no FAISS warning
     pq_sample = np.sort(rng.choice(n, min(n, PQ_TRAIN), replace=False))
     with one_thread():
-        # 48 k-means of 16 centroids: little work in many parallel steps, whose
+        # PQ_M k-means of 16 centroids: little work in many parallel steps, whose
         # thread barriers cost more than the work when the cores are busy (4 s on
         # one thread against 109 s on two, measured on this project's machine).
         ivf.train(np.ascontiguousarray(source.take(pq_sample)))
@@ -175,18 +182,22 @@ def calibrate(
     probes.append(min(nlist, MAX_NPROBE))
     reached: list[tuple[float, int, int, float]] = []
     for k_factor in K_FACTORS:
+        before = -1.0
         for nprobe in probes:
             value = recall(nprobe, k_factor) if len(queries) else 1.0
             if value >= target:
                 reached.append((search_cost(n, nlist, nprobe, k_factor), nprobe, k_factor, value))
                 break
+            if value - before < PLATEAU:
+                break  # more lists find nothing more: the codes' order is the limit
+            before = value
         if reached and reached[-1][1] == probes[0]:
             break  # wider re-ranking cannot make the narrowest probe cheaper
     if reached:
         _, nprobe, k_factor, value = min(reached)
-    else:  # the widest tried, and the build says that the target was missed
-        nprobe, k_factor = probes[-1], K_FACTORS[-1]
-        value = tried[-1][3] if tried else 1.0
+    else:  # the best tried (the cheapest of equals), and the build says it missed
+        best = max(tried, key=lambda r: (r[3], -search_cost(n, nlist, int(r[0]), int(r[2]))))
+        nprobe, k_factor, value = int(best[0]), int(best[2]), best[3]
     _set(index, nprobe, k_factor)
     _set(ivf, nprobe, None)
     rewrite_search_width(path, prefix, ivf, float(k_factor))

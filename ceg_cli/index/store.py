@@ -160,6 +160,18 @@ class Index:
         self._embedder = embedder
 
     @property
+    def index_type(self) -> str:
+        """``flat``, ``hnsw``, ``ivfpq`` or ``ivfpqfs`` (an index built before types: flat)."""
+        return str((self.meta.get("faiss") or {}).get("index_type", "flat"))
+
+    def set_search_width(self, width: dict[str, int]) -> dict[str, int]:
+        """Search wider or narrower than the build chose (``--search-width``: ``searchwidth``);
+        the settings now in force. The index files are not touched."""
+        from .searchwidth import apply
+
+        return apply(self._vectors, self.index_type, width, self.path)
+
+    @property
     def has_lexical(self) -> bool:
         """Whether the index has its BM25 part (one built before it existed has not)."""
         return "lexical" in self.meta

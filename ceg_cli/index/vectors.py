@@ -290,13 +290,35 @@ def read_vectors(path: Path, mmap: bool = True) -> Any:
     return faiss.read_index(str(path), flags)
 
 
+def recall_missed(entry: dict[str, Any]) -> str | None:
+    """What to say when a build's widest search tried fell short of the target recall."""
+    recall, target = entry.get("recall_at_10"), entry.get("target_recall")
+    if recall is None or target is None or recall >= target:
+        return None
+    settings = ", ".join(f"{name} {entry['params'][name]}"
+                         for name in ("nprobe", "efSearch", "k_factor")
+                         if name in entry.get("params", {}))
+    return (
+        f"the {entry['index_type']} index reaches recall@10 {recall:.3f} against exact "
+        f"search, below the {target} target, at the widest search tried ({settings}): "
+        "checks will miss some passages exact search finds; search wider with "
+        "--search-width, or build another --index-type"
+    )
+
+
 def describe(meta: dict[str, Any]) -> dict[str, Any]:
-    """Type, why and measured recall of an index's vectors; older indexes are flat."""
+    """Type, why, search settings and measured recall of an index's vectors; older indexes
+    are flat."""
     entry = meta.get("faiss") or {}
+    params = entry.get("params", {})
     return {
         "index_type": entry.get("index_type", "flat"),
         "chosen": entry.get("chosen", "built before index types were recorded"),
-        "params": entry.get("params", {}),
+        "params": params,
+        "search": {name: params[name] for name in ("nprobe", "efSearch", "k_factor")
+                   if name in params},
         "recall_at_10": entry.get("recall_at_10"),
+        "target_recall": entry.get("target_recall"),
         "search_ms": entry.get("search_ms"),
+        "batch_queries_per_s": entry.get("batch_queries_per_s"),
     }
