@@ -42,12 +42,15 @@ from _common import REPO, check_workdir, log, work_dir  # noqa: E402
 from _reallike import RealLike, base_vectors  # noqa: E402
 
 SHARD = 250_000
-SEED = 7
+#: search_scale.py's: with ``--reuse`` its files of these vectors are taken as they are.
+SEED = 0
 
 
 def write(base_index: Path, n: int, types: list[str], out: Path,
-          sigma: float | None = None) -> dict[str, Any]:
-    """Write ``out/TYPE`` for each type; what was made."""
+          sigma: float | None = None, reuse: Path | None = None) -> dict[str, Any]:
+    """Write ``out/TYPE`` for each type; what was made. With ``reuse`` (a ``search_scale.py
+    --keep`` work folder), a type's file written there from the same vectors is linked
+    instead of written again."""
     from ceg_cli.index.indexdir import sampled_digest
     from ceg_cli.index.vectors import write_vectors
     from ceg_cli.index.vectorsource import ShardFiles
@@ -91,8 +94,15 @@ def write(base_index: Path, n: int, types: list[str], out: Path,
         target.mkdir()
         os.link(store, target / "chunks.sqlite")
         t0 = time.perf_counter()
-        entry = write_vectors(source, target / "vectors.faiss", kind)
-        seconds = time.perf_counter() - t0
+        kept = None if reuse is None else reuse / f"{kind}-{n}.faiss"
+        if kept is not None and kept.exists():
+            os.link(kept, target / "vectors.faiss")
+            built = json.loads((reuse / f"{kind}-{n}.build.json").read_text())
+            entry, seconds = built["entry"], built["build_s"]
+            _same_vectors(target / "vectors.faiss", source)
+        else:
+            entry = write_vectors(source, target / "vectors.faiss", kind)
+            seconds = time.perf_counter() - t0
         entry["file_size"] = (target / "vectors.faiss").stat().st_size
         entry["file_digest"] = sampled_digest(target / "vectors.faiss")
         meta = {key: value for key, value in meta0.items() if key != "lexical"}
@@ -112,6 +122,17 @@ def write(base_index: Path, n: int, types: list[str], out: Path,
     return made
 
 
+def _same_vectors(path: Path, source: Any) -> None:
+    """A reused file must hold these vectors (a sample of rows compared)."""
+    from ceg_cli.index.vectors import read_vectors
+
+    index = read_vectors(path)
+    ids = np.unique(np.random.default_rng(3).integers(0, source.count, 64))
+    if int(index.ntotal) != source.count or not np.array_equal(
+            np.vstack([index.reconstruct(int(i)) for i in ids]), source.take(ids)):
+        raise SystemExit(f"{path}: not these vectors (another size, sigma or seed)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--passages", type=int, default=1_000_000)
@@ -119,12 +140,15 @@ def main() -> None:
                         choices=["flat", "hnsw", "ivfpq", "ivfpqfs"])
     parser.add_argument("--base-index", type=Path, default=REPO / "index")
     parser.add_argument("--sigma", type=float, default=None)
+    parser.add_argument("--reuse", type=Path, default=None,
+                        help="a search_scale.py --keep work folder whose files to link")
     parser.add_argument("--out", type=Path, required=True,
                         help="a new or empty folder (kept: check_speed.py --indexes reads it)")
     args = parser.parse_args()
     check_workdir(args.out, "--out")
     with work_dir(args.out, prefix="", option="--out") as out:
-        print(json.dumps(write(args.base_index, args.passages, args.types, out, args.sigma),
+        print(json.dumps(write(args.base_index, args.passages, args.types, out, args.sigma,
+                               args.reuse),
                          indent=2))
 
 

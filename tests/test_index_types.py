@@ -21,8 +21,9 @@ from ceg_cli.index.indexdir import sampled_digest
 from ceg_cli.index.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 from ceg_cli.types import FACTUAL, SUPPORTED, JudgeItem, Verdict
 
-APPROXIMATE = ("hnsw", "ivfpq")
-FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat"}
+APPROXIMATE = ("hnsw", "ivfpq", "ivfpqfs")
+FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat",
+               "ivfpqfs": "IndexRefineFlat"}
 
 
 class CiteFirst:
@@ -305,6 +306,8 @@ def test_writing_the_index_file_shows_progress(tmp_path: Path, kind: str) -> Non
         assert progress.counters == {"indexed": [1000, 1000]}  # FAISS writes the graph
     else:
         expected = {"written": [1000, 1000]}
-        if kind == "ivfpq":
+        if kind in ("ivfpq", "ivfpqfs"):
             expected["indexed"] = [1000, 1000]
+        if kind == "ivfpqfs":  # level-1 cells of the two-level k-means, sqrt(32 lists)
+            expected["trained"] = [None, 6]
         assert progress.counters == expected
