@@ -64,10 +64,11 @@ class HashedWords:
 
 def install() -> None:
     """Make ``NAME`` load ``HashedWords`` wherever ceg loads a model by name."""
-    import ceg_cli.index
     import ceg_cli.index.builder
+    import ceg_cli.index.store
 
-    for module in (ceg_cli.index, ceg_cli.index.builder):
+    # The modules that load a model by name (ceg_cli.index no longer re-exports it).
+    for module in (ceg_cli.index.store, ceg_cli.index.builder):
         real = module.load_embedder
 
         def load(name: str | None = None, *args: object, _real: object = real,
