@@ -19,9 +19,9 @@
 Search settings (``nprobe``, the quantizer's ``efSearch``, ``k_factor``) are
 calibrated after the index is written, on passages of the index held out of
 training, each searched for its neighbours other than itself: the cheapest
-setting (``search_cost``) whose recall@10 reaches the target is written into
-the file; when none does, the one of the best recall tried is, and the build
-says so.
+setting (``search_cost``) whose recall@10 reaches the target by two standard
+errors of its estimate is written into the file; when none does, the one of
+the best recall tried is, and the build says so.
 """
 
 from __future__ import annotations
@@ -172,6 +172,10 @@ def calibrate(
 
     def recall(nprobe: int, k_factor: int) -> float:
         _set(index, nprobe, k_factor)
+        # k + 1 found, the query's own passage dropped: it must cost one candidate
+        # re-ranked, not k_factor of them, or recall reads higher than a search for k
+        # (at 1 M real-like vectors, 0.952 against 0.936 for queries not indexed).
+        index.k_factor = (k * k_factor + 1.5) / (k + 1)  # FAISS takes int(k * k_factor)
         _, found = index.search(queries, k + 1)
         value = recall_of(_without(found, own, k), exact)
         tried.append([nprobe, quantizer_ef(nprobe), k_factor, value])
@@ -181,11 +185,16 @@ def calibrate(
     probes = [p for p in (2 ** i for i in range(3, 13)) if p < min(nlist, MAX_NPROBE)]
     probes.append(min(nlist, MAX_NPROBE))
     reached: list[tuple[float, int, int, float]] = []
+    # Reached when it is by two standard errors of the estimate, so that the
+    # setting holds for queries calibration has not seen: 0.9544 for 0.95 on
+    # 1,000 queries of 10 neighbours.
+    spread = max(target * (1 - target), 0.0) / max(len(queries) * k, 1)
+    needed = target + 2 * math.sqrt(spread)
     for k_factor in K_FACTORS:
         before = -1.0
         for nprobe in probes:
             value = recall(nprobe, k_factor) if len(queries) else 1.0
-            if value >= target:
+            if value >= min(needed, 1.0):
                 reached.append((search_cost(n, nlist, nprobe, k_factor), nprobe, k_factor, value))
                 break
             if value - before < PLATEAU:
@@ -203,11 +212,12 @@ def calibrate(
     rewrite_search_width(path, prefix, ivf, float(k_factor))
     params.update(nprobe=nprobe, efSearch=quantizer_ef(nprobe), k_factor=k_factor,
                   calibration={"queries": int(len(queries)), "held_out": True,
-                               "target": target, "tried": tried})
+                               "target": target, "needed": round(needed, 4),
+                               "tried": tried})
     return {
         "recall_at_10": round(float(value), 4),
         "target_recall": target,
-        "recall_reached": bool(reached),
+        "recall_reached": bool(value >= target),
         "measured_queries": int(len(queries)),
         **latency(index, queries, k),
     }
