@@ -95,12 +95,12 @@ def test_each_sentence_gets_its_citation_verdict(
         "supported", "supported", "unsupported", "supported", "unsupported"]
     assert checks[1] == {
         "refs": ["1", "2"], "contexts": [1, 2], "unresolved": [], "status": "supported",
-        "irrelevant": [2], "reason": "supported by contexts 1, 2; context 2 adds nothing to it",
+        "irrelevant": [2], "reason": "supported by contexts 1 and 2; context 2 adds nothing to it",
     }
     assert checks[2]["irrelevant"] == [1]  # a citation that does not support is imprecise
     # [7] of three: reported on its sentence, never a crash.
     assert checks[4]["unresolved"] == ["7"] and checks[4]["contexts"] == []
-    assert checks[4]["reason"] == "cites [7], naming no context (the record has 3)"
+    assert checks[4]["reason"] == "cites [7], naming no context (the record has 3 contexts)"
     assert cited["citation_check"] == {
         "sentences": 5, "supported": 3, "uncited": 0, "citations": 6, "relevant": 3,
         "unresolved": 1, "recall": 0.6, "precision": 0.5,
@@ -137,8 +137,29 @@ def test_a_citation_gate_with_nothing_to_measure_fails(run_cli: Any, tmp_path: P
     result = run_cli("check", plain, "--index", tmp_path / "none", "--min-citation-precision",
                      "0.5")
     assert result.exit_code == 1
-    assert ("--min-citation-precision 0.5: no response cited its contexts, so there was "
-            "nothing to measure") in " ".join(result.stderr.split())
+    assert ("--min-citation-precision 0.5: no citation was checked (no record both carried "
+            "citation markers and had contexts for them to name), so there was nothing to "
+            "measure") in " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize("option", ["--min-citation-recall", "--min-citation-precision"])
+def test_a_citation_gate_with_evidence_index_is_a_usage_error(
+    run_cli: Any, tmp_path: Path, hash_index: Path, hash_model: None, option: str
+) -> None:
+    # Issue 44, item 8: the answer's markers were found, the gate said "no response cited
+    # its contexts" at the end of the run. --evidence index never reads the contexts
+    # citations name: refused before anything runs.
+    rows = [{"response": "Paris is the capital of France [1].", "contexts": [PARIS]}]
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", write_jsonl(tmp_path / "r.jsonl", rows), "--index", hash_index,
+                     "--evidence", "index", option, "0.5", "--out", out)
+    assert result.exit_code == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0] == (
+        f"error: {option}: citations are checked against each record's own contexts, which "
+        "--evidence index does not read; use --evidence auto, contexts or both")
+    assert not out.exists()
 
 
 def test_a_claim_without_citation_is_reported_as_uncited(run_cli: Any, tmp_path: Path) -> None:
@@ -177,6 +198,28 @@ def test_a_bad_citation_pattern_is_one_line(run_cli: Any, tmp_path: Path) -> Non
     assert result.exit_code == 2
     assert result.stderr.startswith("error: --citation-pattern '[(' is not a valid regular ")
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_a_citation_pattern_that_backtracks_without_end_is_one_line(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44, item 9: it ran past 60 s; now the answer's matching stops at the timeout
+    (shortened here) and the run ends with exit 2 and one line naming the answer's line."""
+    import ceg_cli.check.markers
+
+    monkeypatch.setattr(ceg_cli.check.markers, "MATCH_TIMEOUT_S", 0.25)
+    rows = write_jsonl(tmp_path / "r.jsonl", [
+        {"response": "Paris is the capital of France [1].", "contexts": [PARIS]},
+        {"response": "Paris is the capital of France [1]. " + "a" * 20_000 + "b",
+         "contexts": [PARIS]},
+    ])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", rows, "--index", tmp_path / "none", "--out", out,
+                     "--citation-pattern", "(a+)+$", "-q")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: line 2: --citation-pattern '(a+)+$' did not finish within "
+                           "0.25 s on an answer of 20,037 characters: it backtracks too much")
 
 
 def test_markers_with_no_contexts_are_removed_and_not_checked(
@@ -323,3 +366,75 @@ def test_the_rewrite_of_a_citing_answer_is_asked_to_cite_its_contexts() -> None:
     assert "cite the documents it relies on by their numbers in square brackets" in cite
     assert 'number="2"' in cite and 'number="3"' in cite  # the contexts' own numbers
     assert "without tags, citations or comments" in plain and 'number="1"' in plain
+
+
+# -- issue 44, items 6 and 21: groups that name no context, shared ids, one numbering -------
+
+
+def test_reference_shaped_groups_are_never_claims(run_cli: Any, tmp_path: Path) -> None:
+    # "[0]" stayed in the judged text: "'0' not in the evidence", and the gate said no
+    # response cited its contexts.
+    rows = [{"id": f"r{n}", "response": f"Paris is the capital of France {group}.",
+             "contexts": [PARIS, SEINE, EIFFEL]}
+            for n, group in enumerate(["[0]", "[-1]", "[1-25]", "[1000]", "[^1]"])]
+    responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", responses, "--out", out, "--index", tmp_path / "none",
+                     "--max-nonfactual-rate", "0", "--min-citation-recall", "0")
+    assert result.exit_code == 0, result.stderr
+    assert "no response cited its contexts" not in result.stderr
+    for row, record in zip(rows, read_jsonl(out)):
+        [segment] = record["segments"]
+        assert segment["text"] == "Paris is the capital of France.", record["id"]
+        assert segment["verdict"] == "supported", segment["reason"]
+        group = row["response"].split()[-1].rstrip(".")
+        check = segment["citation_check"]
+        assert check["status"] == "unsupported"
+        assert check["unresolved"] == [group[1:-1]]
+        hint = (r"; to read [^n] as context n, pass --citation-pattern '\[\^(\d+)\]'"
+                if group == "[^1]" else "")
+        assert check["reason"] == (
+            f"cites {group}, naming no context (the record has 3 contexts){hint}")
+        assert record["citation_check"]["unresolved"] == 1
+
+
+def test_an_id_two_contexts_share_names_both(run_cli: Any, tmp_path: Path) -> None:
+    rows = [{"id": "dup", "response": "Paris is the capital of France [a].",
+             "contexts": [{"id": "a", "text": PARIS}, {"id": "a", "text": SEINE}]}]
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", write_jsonl(tmp_path / "r.jsonl", rows), "--out", out,
+                     "--index", tmp_path / "none")
+    assert result.exit_code == 0, result.stderr
+    check = read_jsonl(out)[0]["segments"][0]["citation_check"]
+    assert (check["refs"], check["contexts"], check["unresolved"]) == (["a"], [1, 2], [])
+    assert check["status"] == "supported"
+    assert check["reason"].startswith("supported by contexts 1 and 2")
+
+
+def test_annotated_text_numbers_citations_as_the_answer_does(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    mona = "The Mona Lisa hangs in the Louvre, a museum in Paris."
+    response = "Paris is the capital of France [2]. The Mona Lisa is in the Louvre [1]."
+    rows = [{"id": "mix", "response": response, "contexts": [mona, PARIS]}]
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", write_jsonl(tmp_path / "r.jsonl", rows), "--out", out,
+                     "--index", tmp_path / "none")
+    assert result.exit_code == 0, result.stderr
+    record = read_jsonl(out)[0]
+    # Was "...France [2]. [1] The Mona Lisa is in the Louvre [1]. [2]".
+    assert record["annotated"] == (
+        "Paris is the capital of France [2]. [2] The Mona Lisa is in the Louvre [1]. [1]")
+    assert [[c["marker"] for c in s["citations"]] for s in record["segments"]] == [[2], [1]]
+    assert [[c["context"] for c in s["citations"]] for s in record["segments"]] == [[2], [1]]
+
+
+def test_reasons_read_as_english() -> None:
+    from ceg_cli.check.citecheck import _contexts, _naming_none
+
+    assert _contexts([2]) == "context 2"
+    assert _contexts([1, 2]) == "contexts 1 and 2"
+    assert _contexts([1, 2, 3]) == "contexts 1, 2 and 3"
+    assert _naming_none(["7"]) == "; [7] names no context"
+    assert _naming_none(["7", "8"]) == "; [7][8] name no context"
+    assert _naming_none([]) == ""

@@ -584,3 +584,94 @@ def test_the_verifier_gets_cosines_on_contexts_ranked_by_bm25(tmp_path: Path) ->
     (segment,) = record["segments"]
     assert segment["evidence"][0]["context"] == 3
     assert all(isinstance(e["similarity"], float) for e in segment["evidence"])
+
+
+# -- issue 44, items 17, 18 and 23: what is wrong with the input, said first -------------
+
+
+@pytest.mark.parametrize(
+    ("lines", "args", "says"),
+    [
+        (['{"response": "Paris is in France.", "contexts": [5]}'], (),
+         "r.jsonl:1: field 'contexts' item 1 must be a text or an object with 'text', got number"),
+        (['{"response": "Paris is in France.", "ctx": {"a": 1}}'], ("--contexts-field", "ctx"),
+         "r.jsonl:1: field 'ctx' must be a list of texts or of objects with 'text', got object"),
+        (['{"response": "Paris is in France.", "contexts": ["' + "x" * 1_000_001 + '"]}'], (),
+         "r.jsonl:1: field 'contexts' holds more than 1,000,000 characters of contexts"),
+        ([], (), "no responses to check: the input has no lines"),
+    ],
+    ids=["number", "object", "over-the-cap", "empty-file"],
+)
+def test_no_readable_record_says_what_is_wrong_not_that_the_index_is_missing(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lines: list[str],
+    args: tuple[str, ...], says: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "r.jsonl").write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    result = run_cli("check", "r.jsonl", "--index", "none", "--out", "o.jsonl", *args)
+    assert result.exit_code == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "no index" not in said, said
+    assert says in said, said
+    assert not (tmp_path / "none").exists()
+
+
+def test_no_readable_record_on_standard_input_says_so(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    from typer.testing import CliRunner
+
+    from ceg_cli.cli.main import app
+
+    result = CliRunner().invoke(app, ["check", "-", "--index", "none"], input="")
+    assert result.exit_code == 2, result.stderr
+    assert "no responses to check: the input has no lines" in result.stderr
+    assert "no index" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "tried"),
+    [
+        (("--contexts-field", "retrieval.docs", "--evidence", "contexts"),
+         "--evidence contexts: the record has no contexts (field tried: retrieval.docs)"),
+        (("--contexts-field", "retrieval.docs"),
+         "the record has no contexts (field tried: retrieval.docs) and there is no index"),
+        (("--evidence", "contexts"),
+         "--evidence contexts: the record has no contexts (fields tried: contexts, "
+         "retrieved_contexts, retrieval_context; name another with --contexts-field)"),
+    ],
+)
+def test_the_warning_names_the_fields_that_were_tried(
+    run_cli: Any, tmp_path: Path, args: tuple[str, ...], tried: str
+) -> None:
+    rows = [{"response": "Paris is the capital of France.", "contexts": [PARIS]},
+            {"response": "Paris is in France.", "retrieval": {"query": "q"}}]
+    responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    if "--contexts-field" in args:
+        rows[0] = {"response": rows[0]["response"], "retrieval": {"docs": [PARIS]}}
+        responses = write_jsonl(tmp_path / "r.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", responses, "--index", tmp_path / "none", "--out", out, *args)
+    assert result.exit_code == 2, result.stderr
+    said = " ".join(result.stderr.split())
+    assert f"warning: {responses}:2: {tried}" in said, said
+    assert read_jsonl(out)[1]["error"].startswith(f"{responses}:2: {tried}")
+
+
+@pytest.mark.parametrize("blank", [[""], ["   "], ["", " \n\t"]])
+def test_blank_contexts_are_judged_on_no_evidence_and_say_so(
+    run_cli: Any, tmp_path: Path, blank: list[str]
+) -> None:
+    rows = [{"response": "Paris is the capital of France.", "contexts": blank}]
+    responses = write_jsonl(tmp_path / "b.jsonl", rows)
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", responses, "--index", tmp_path / "none", "--out", out, "-q")
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert (f"{responses}:1: field 'contexts' holds only blank text: its segments are judged "
+            "on no evidence") in said
+    (record,) = read_jsonl(out)
+    assert record["evidence_source"] == "none"
+    assert record["label"] == "nonfactual"
+    assert record["segments"][0]["evidence"] == []

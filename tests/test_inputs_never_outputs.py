@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -366,3 +367,73 @@ def test_empty_field_names_are_usage_errors(
                      "-q")
     refused(result, option)
     assert digests(idx.parent) == before
+
+
+# -- issue 44, item 4: a hard link to a file of an index the command does not read ----------
+
+#: Every file an index holds, and where a hard link to it is made (outside any index folder).
+INDEX_FILES = ["meta.json", "vectors.faiss", "chunks.sqlite", "lexical/params.index.json",
+               "lexical/vocab.index.json", "lexical/data.csc.index.npy"]
+
+
+@pytest.mark.parametrize("name", INDEX_FILES)
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check", "r.jsonl", "--out", "{link}"],
+        ["check", "r.jsonl", "--index", "other", "--out", "{link}"],
+        ["check", "r.jsonl", "--report", "{link}"],
+        ["check", "r.jsonl", "--junit", "{link}"],
+        ["check", "r.jsonl", "--summary", "{link}"],
+        ["report", "rr.jsonl", "--out", "{link}"],
+        ["eval", "ev.jsonl", "--index", "other", "--out", "{link}"],
+        ["eval", "ev.jsonl", "--index", "other", "--json", "{link}"],
+    ],
+    ids=["check-out", "check-out-other-index", "check-report", "check-junit", "check-summary",
+         "report", "eval-out", "eval-json"],
+)
+def test_an_output_that_is_a_hard_link_to_any_index_file_is_refused(
+    idx: Path, records: Path, run_cli: Any, name: str, command: list[str]
+) -> None:
+    # The issue's case: meta_link.json, a hard link to idx/meta.json, with --index naming
+    # another index (or none: ./index is absent), was overwritten; `ceg index info` then
+    # said "unreadable (Extra data ...)".
+    here = idx.parent
+    shutil.copytree(idx, here / "other")
+    write_jsonl(here / "ev.jsonl", LABELLED)
+    link = here / "links" / name.replace("/", "-")
+    link.parent.mkdir()
+    os.link(idx / name, link)
+    before = digests(idx, here / "other", link, records)
+    args = [str(link) if a == "{link}" else a for a in command]
+    result = run_cli(*args, "-q") if command[0] != "report" else run_cli(*args)
+    line = refused(result, f"{command[command.index('{link}') - 1]} {link}",
+                   "is a ceg index's", "by its content")
+    assert name.split("/")[-1].split(".")[0] in line or "lexical" in line, line
+    assert digests(idx, here / "other", link, records) == before
+    info = run_cli("index", "info", "--index", "idx")
+    assert info.exit_code == 0 and "unreadable" not in info.stdout, info.stdout
+
+
+def test_a_copy_of_a_meta_json_is_refused_and_an_ordinary_json_is_not(
+    idx: Path, run_cli: Any
+) -> None:
+    here = idx.parent
+    write_jsonl(here / "r.jsonl", RESPONSES)
+    shutil.copy(idx / "meta.json", here / "meta-copy.json")
+    refused(run_cli("check", "r.jsonl", "--index", "idx", "--out", "meta-copy.json", "-q"),
+            "--out meta-copy.json: is a ceg index's meta.json")
+    # An output ceg wrote before, and a JSON file of the user's, are written over as ever.
+    (here / "mine.json").write_text('{"format_version": "x", "notes": [1, 2]}\n')
+    for target in ("rr.jsonl", "rr.jsonl", "mine.json"):
+        result = run_cli("check", "r.jsonl", "--index", "idx", "--out", target, "-q")
+        assert result.exit_code == 0, result.stderr
+        assert (here / target).read_text(encoding="utf-8").startswith('{"schema_version": ')
+
+
+def test_a_fifo_output_is_never_read_to_be_sniffed(idx: Path) -> None:
+    from ceg_cli.report.indexfiles import index_file_kind
+
+    os.mkfifo(idx.parent / "pipe")
+    assert index_file_kind(idx.parent / "pipe") is None  # returns at once, reads nothing
+    assert index_file_kind(idx.parent / "missing") is None

@@ -51,7 +51,10 @@ def test_user_pattern_footnotes() -> None:
     p = compile_pattern(r"\[\^(\d+)\]")
     text = "Paris is the capital[^1]. It is large[^2][^3].\n\n[^1]: Wikipedia, Paris"
     assert refs(text, pattern=p) == [("1",), ("2",), ("3",)]
-    assert clean(text) == text  # the default style sees no marker in [^1]
+    # The default style reads [^1] at a sentence's end as a reference it cannot resolve:
+    # gone from the judged text all the same (issue 44, item 6).
+    assert refs(text) == [("^1",), ("^2",), ("^3",)]
+    assert clean(text).startswith("Paris is the capital. It is large.\n")
     assert strip_markers(text, find_markers(text, p))[0].startswith(
         "Paris is the capital. It is large.\n"
     )
@@ -101,6 +104,36 @@ def test_bad_user_pattern_is_one_usage_line(pattern: str, says: str) -> None:
     assert says in message
     assert "\n" not in message
     assert info.value.exit_status == ExitStatus.USAGE
+
+
+def test_a_pattern_that_backtracks_without_end_stops_with_one_usage_line() -> None:
+    """Issue 44, item 9: '(a+)+$' on a long run of a's backtracks exponentially; with
+    ``re`` the run never ended. Each answer gets the timeout, then one line."""
+    import ceg_cli.check.markers as markers
+
+    limit = markers.MATCH_TIMEOUT_S
+    text = "Paris is the capital [1]. " + "a" * 50_000 + "b"
+    pattern = compile_pattern(r"(a+)+$")
+    with pytest.raises(UsageError) as info:
+        find_markers(text, pattern)
+    message = str(info.value)
+    assert message == (
+        f"--citation-pattern '(a+)+$' did not finish within {limit:g} s on an answer of "
+        "50,027 characters: it backtracks too much (a repeat inside a repeat, like "
+        "'(a+)+'); write it without nested repeats"
+    )
+    assert info.value.exit_status == ExitStatus.USAGE
+    # The same pattern on an answer it does not backtrack on is an ordinary pattern.
+    assert find_markers("Paris. aaa", pattern) == []
+
+
+def test_a_user_pattern_reads_as_re_reads_it() -> None:
+    """The regex package (version 0) takes re's syntax with re's meaning."""
+    text = "Paris[^1][^2]. Lyon [^12^] [x] `[^3]` [^4]: def"
+    for source in (r"\[\^(\d+)\]", r"\[\^(\d+)\^?\]", r"(?i)\[\^([0-9]+)\]"):
+        mine = [(m.start, m.end, m.refs) for m in find_markers(text, compile_pattern(source))]
+        plain = [(m.start, m.end, m.refs) for m in find_markers(text, re.compile(source))]
+        assert mine == plain and mine
 
 
 # --- find_markers: what is a marker ------------------------------------------------------
@@ -160,6 +193,50 @@ def test_reference_lists_and_ranges(group: str, expected: tuple[str, ...]) -> No
 )
 def test_not_markers(group: str) -> None:
     assert refs(f"Some claim {group} here.") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "cleaned"),
+    [
+        ("Paris is the capital of France [0].", ("0",), "Paris is the capital of France."),
+        ("Paris is the capital of France [-1].", ("-1",), "Paris is the capital of France."),
+        ("Paris is the capital of France [1-25].", ("1-25",), "Paris is the capital of France."),
+        ("Paris is the capital of France [3-1].", ("3-1",), "Paris is the capital of France."),
+        ("Paris is the capital of France [1000].", ("1000",),
+         "Paris is the capital of France."),
+        ("Paris is the capital of France[^1].", ("^1",), "Paris is the capital of France."),
+        ("Paris is the capital of France [0, 1].", ("0", "1"),
+         "Paris is the capital of France."),
+        ("Paris is the capital of France.[0] It is big.", ("0",),
+         "Paris is the capital of France. It is big."),
+        ("Paris is the capital of France [1][1000]\nNext.", ("1000",),
+         "Paris is the capital of France\nNext."),
+        ("It is big [2020]", ("2020",), "It is big"),
+    ],
+)
+def test_reference_shaped_groups_at_a_sentence_end_are_markers(
+    text: str, expected: tuple[str, ...], cleaned: str
+) -> None:
+    # Issue 44, item 6: these stayed in the judged text, and "[0]" became a number claim.
+    found = find_markers(text, DEFAULT)
+    assert found[-1].refs == expected
+    assert strip_markers(text, found)[0] == cleaned
+    assert all(not any(c.isdigit() for c in s.text) for s in segment_response(cleaned))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "In [2020], the city grew.",  # a year in the middle of a sentence
+        "The range [0, 1] holds it.",
+        "He wrote [sic] it.",
+        "Pay [12,500]. Then go.",  # thousands
+        "It is [1.5].",
+        "Some claim [citation needed].",
+    ],
+)
+def test_mid_sentence_or_non_reference_groups_stay_text(text: str) -> None:
+    assert find_markers(text, DEFAULT) == []
 
 
 def test_code_blocks_and_spans_hide_markers() -> None:
@@ -382,31 +459,40 @@ def test_end_to_end_with_the_segmenter() -> None:
 
 
 def test_resolve_by_position() -> None:
-    assert [resolve(r, 3) for r in ("1", "3", "01", " 2 ")] == [0, 2, 0, 1]
-    assert [resolve(r, 3) for r in ("0", "4", "7", "doc-1", "")] == [None] * 5
-    assert resolve("1", 0) is None
+    assert [resolve(r, 3) for r in ("1", "3", "01", " 2 ")] == [(0,), (2,), (0,), (1,)]
+    assert [resolve(r, 3) for r in ("0", "4", "7", "doc-1", "", "-1", "^1", "1-25")] == [()] * 8
+    assert resolve("1", 0) == ()
 
 
 def test_resolve_by_id() -> None:
     ids = ["doc-a", "doc-b", "doc-c"]
-    assert resolve("doc-b", 3, ids) == 1
-    assert resolve("2", 3, ids) == 1  # no id is a number: a number is a position
-    assert resolve("doc-z", 3, ids) is None
-    assert resolve(" doc-c ", 3, [" doc-a", "doc-b", "doc-c "]) == 2
+    assert resolve("doc-b", 3, ids) == (1,)
+    assert resolve("2", 3, ids) == (1,)  # no id is a number: a number is a position
+    assert resolve("doc-z", 3, ids) == ()
+    assert resolve(" doc-c ", 3, [" doc-a", "doc-b", "doc-c "]) == (2,)
 
 
 def test_resolve_numeric_ids_are_ids_only() -> None:
     ids = ["7", "12", "3"]
-    assert resolve("3", 3, ids) == 2
-    assert resolve("12", 3, ids) == 1
-    assert resolve("2", 3, ids) is None  # not the second context
-    assert resolve("1", 3, ["0", "1", "2"]) == 1  # 0-based ids: the id wins
+    assert resolve("3", 3, ids) == (2,)
+    assert resolve("12", 3, ids) == (1,)
+    assert resolve("2", 3, ids) == ()  # not the second context
+    assert resolve("1", 3, ["0", "1", "2"]) == (1,)  # 0-based ids: the id wins
+
+
+def test_resolve_a_shared_id_names_every_context_that_has_it() -> None:
+    # Issue 44, item 21: two chunks of one document carry its id; [a] gave "naming no
+    # context (the record has 2)". The answer cites the document: both chunks.
+    assert resolve("a", 2, ["a", "a"]) == (0, 1)
+    assert resolve("doc-7", 3, ["doc-7", "doc-9", "doc-7"]) == (0, 2)
+    assert resolve("doc-9", 3, ["doc-7", "doc-9", "doc-7"]) == (1,)
+    assert resolve("2", 3, ["a", "a", "b"]) == (1,)  # no id is a number: positions still
+    assert resolve("2", 3, ["7", "7", "3"]) == ()  # numeric ids: numbers are ids only
 
 
 @pytest.mark.parametrize(
     "ids",
     [
-        ["a", "a", "b"],  # duplicates
         ["a", None, "b"],  # one missing
         ["a", "", "b"],  # one empty
         ["a", "b"],  # fewer ids than contexts
@@ -414,9 +500,9 @@ def test_resolve_numeric_ids_are_ids_only() -> None:
     ],
 )
 def test_resolve_falls_back_to_positions(ids: list[str | None]) -> None:
-    assert resolve("2", 3, ids) == 1
-    assert resolve("a", 3, ids) is None
-    assert resolve("4", 3, ids) is None
+    assert resolve("2", 3, ids) == (1,)
+    assert resolve("a", 3, ids) == ()
+    assert resolve("4", 3, ids) == ()
 
 
 # --- the module stays light ----------------------------------------------------------------

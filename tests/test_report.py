@@ -28,6 +28,7 @@ from ceg_cli.types import (
     NOT_ENOUGH_EVIDENCE,
     NOT_JUDGED,
     SUPPORTED,
+    Context,
     Evidence,
     Segment,
     Verdict,
@@ -75,7 +76,7 @@ def checked(**fields: Any) -> CheckedResponse:
     inp = ResponseInput("r1", 3, RESPONSE, "Who was Aristotle?",
                         {"id": "r1", "response": RESPONSE, "question": "Who was Aristotle?",
                          **fields})
-    return CheckedResponse(inp, results, NONFACTUAL)
+    return CheckedResponse(inp, results, NONFACTUAL, language="en")
 
 
 def error_response(**fields: Any) -> CheckedResponse:
@@ -98,6 +99,7 @@ RECORD_KEYS = {
     "read": dict,
     "evidence_source": str,
     "citation_check": (dict, type(None)),
+    "language": str,
 }
 ERROR_RECORD_KEYS = {
     **RECORD_KEYS,
@@ -107,6 +109,7 @@ ERROR_RECORD_KEYS = {
     "error": str,
     "evidence_source": type(None),
     "citation_check": type(None),
+    "language": type(None),
 }
 SEGMENT_KEYS = {
     "index": int,
@@ -151,10 +154,10 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_3() -> None:
-    assert SCHEMA_VERSION == 3
-    assert to_record(checked(), JUDGE)["schema_version"] == 3
-    assert to_record(error_response(), JUDGE)["schema_version"] == 3
+def test_schema_version_is_4() -> None:
+    assert SCHEMA_VERSION == 4
+    assert to_record(checked(), JUDGE)["schema_version"] == 4
+    assert to_record(error_response(), JUDGE)["schema_version"] == 4
 
 
 def test_record_keys_and_types() -> None:
@@ -276,6 +279,40 @@ def test_citation_numbers_follow_first_citation() -> None:
     assert number_citations(results) == {(0, 10): 1, (0, 20): 2, (0, 30): 3}
     # The same passages cited in another order get other numbers.
     assert number_citations(results[1:]) == {(0, 20): 1, (0, 10): 2, (0, 30): 3}
+
+
+def test_citation_numbers_are_the_contexts_own_then_the_index_after_them() -> None:
+    # Issue 44, item 21: "...France [2]. [1] ... Lisa [1]. [2]" mixed the answer's numbers
+    # (contexts) with ceg's (order of citation). Now ceg cites context n as [n], and numbers
+    # the index's passages after the record's contexts.
+    response = "Paris is the capital of France [2]. The Mona Lisa is in the Louvre [1]."
+    mona = Evidence(0, "ctx-1", "", "The Mona Lisa hangs in the Louvre.", None, context=1,
+                    start=0, end=34)
+    paris = Evidence(1, "ctx-2", "", "Paris is the capital of France.", None, context=2,
+                     start=0, end=31)
+    paris_too = Evidence(2, "ctx-2", "", "It is on the Seine.", None, context=2, start=32,
+                         end=51)
+    wiki = Evidence(7, "doc-p", "Paris", "Paris is a city.", 0.7)
+    first = response.index("The Mona")
+    results = (
+        SegmentResult(Segment(0, 0, first - 1, response[: first - 1]),
+                      Verdict(FACTUAL, SUPPORTED, 0.9, (0, 1, 2)), (paris, paris_too, wiki)),
+        SegmentResult(Segment(1, first, len(response), response[first:]),
+                      Verdict(FACTUAL, SUPPORTED, 0.9, (0,)), (mona,)),
+    )
+    numbers = number_citations(results, 3)
+    assert numbers == {paris.key: 2, paris_too.key: 2, wiki.key: 4, mona.key: 1}
+    assert annotate(response, results, numbers) == (
+        "Paris is the capital of France [2]. [2][4] The Mona Lisa is in the Louvre [1]. [1]")
+    record = to_record(CheckedResponse(
+        ResponseInput("r", 1, response, contexts=(Context(1, mona.text), Context(2, "x"),
+                                                   Context(3, "y"))),
+        results, FACTUAL, "both"), JUDGE)
+    assert record["annotated"] == annotate(response, results, numbers)
+    assert [c["marker"] for c in record["segments"][0]["citations"]] == [2, 2, 4]
+    # Read back without its contexts (ceg report), the index passage still follows them.
+    assert number_citations(results) == {paris.key: 2, paris_too.key: 2, wiki.key: 3,
+                                         mona.key: 1}
 
 
 def test_annotate_leaves_a_response_without_verdict_markers_unchanged() -> None:

@@ -79,16 +79,22 @@ def _pattern(pattern: str | None) -> re.Pattern[str]:
 
 
 def mark(
-    response: str, contexts: Sequence[Context] | None, pattern: str | None = None
+    response: str,
+    contexts: Sequence[Context] | None,
+    pattern: str | None = None,
+    references: Sequence[tuple[int, int]] = (),
+    language: str | None = None,
 ) -> Marked | None:
-    """The response's markers found and removed, or None when it carries none."""
+    """The response's markers found and removed, or None when it carries none; groups in
+    the spans ``references`` (its references list) are no markers (``language``: the
+    response's, for its sentences)."""
     ids = [c.id for c in contexts or () if c.id]
-    markers = find_markers(response, _pattern(pattern), ids)
+    markers = find_markers(response, _pattern(pattern), ids, references)
     if not markers:
         return None
     clean, offsets = strip_markers(response, markers)
     segments = []
-    for s in segment_response(clean):
+    for s in segment_response(clean, language):
         start, end = map_span(offsets, s.start, s.end)
         segments.append(Segment(s.index, start, end, s.text))
     per_segment = attach(markers, [(s.start, s.end) for s in segments], len(response))
@@ -98,17 +104,16 @@ def mark(
     return Marked(clean, tuple(segments), refs)
 
 
-def _resolved(refs: Sequence[str], contexts: Sequence[Context]) -> tuple[list[int], list[str]]:
+def resolved(refs: Sequence[str], contexts: Sequence[Context]) -> tuple[list[int], list[str]]:
     """The 1-based positions ``refs`` name (each once), and the refs that name none."""
     ids = [c.id for c in contexts]
     positions: list[int] = []
     unresolved: list[str] = []
     for ref in refs:
-        at = resolve(ref, len(contexts), ids)
-        if at is None:
+        named = resolve(ref, len(contexts), ids)
+        if not named:
             unresolved.append(ref)
-        elif at + 1 not in positions:
-            positions.append(at + 1)
+        positions.extend(at + 1 for at in named if at + 1 not in positions)
     return positions, unresolved
 
 
@@ -151,7 +156,7 @@ def check_citations(judge: Judge, work: Sequence[Work]) -> list[CitationCheck]:
     out: list[CitationCheck | None] = [None] * len(work)
     open_: dict[int, _Sentence] = {}
     for n, (item, verdict, refs, contexts, passages, query) in enumerate(work):
-        cited, unresolved = _resolved(refs, contexts)
+        cited, unresolved = resolved(refs, contexts)
         if verdict.verdict == NO_CLAIM:
             out[n] = CitationCheck(refs, tuple(cited), tuple(unresolved), CITE_NO_CLAIM,
                                    reason="no claim to cite for")
@@ -162,7 +167,7 @@ def check_citations(judge: Judge, work: Sequence[Work]) -> list[CitationCheck]:
             out[n] = CitationCheck(
                 refs, (), tuple(unresolved), CITE_UNSUPPORTED, (),
                 f"cites {_refs(unresolved)}, naming no context (the record has "
-                f"{len(contexts)})",
+                f"{_count(len(contexts), 'context')})" + _footnote_hint(unresolved),
             )
         else:
             open_[n] = _Sentence(item, query, passages, refs, cited, unresolved)
@@ -212,8 +217,8 @@ def _verdict_of(s: _Sentence) -> CitationCheck:
     if not s.joint:
         return CitationCheck(
             s.refs, tuple(s.cited), tuple(s.unresolved), CITE_UNSUPPORTED, tuple(s.cited),
-            f"{_contexts(s.cited)} {'does' if len(s.cited) == 1 else 'do'} not support it"
-            + (f"; {_refs(s.unresolved)} names no context" if s.unresolved else ""),
+            f"{_contexts(s.cited)} {_verb(s.cited, 'does', 'do')} not support it"
+            + _naming_none(s.unresolved),
         )
     irrelevant = tuple(
         c for c in s.cited
@@ -221,9 +226,8 @@ def _verdict_of(s: _Sentence) -> CitationCheck:
     )
     reason = f"supported by {_contexts(s.cited)}"
     if irrelevant:
-        reason += f"; {_contexts(irrelevant)} adds nothing to it"
-    if s.unresolved:
-        reason += f"; {_refs(s.unresolved)} names no context"
+        reason += f"; {_contexts(irrelevant)} {_verb(irrelevant, 'adds', 'add')} nothing to it"
+    reason += _naming_none(s.unresolved)
     return CitationCheck(s.refs, tuple(s.cited), tuple(s.unresolved), CITE_SUPPORTED,
                          irrelevant, reason)
 
@@ -232,7 +236,31 @@ def _refs(refs: Sequence[str]) -> str:
     return "".join(f"[{r}]" for r in refs)
 
 
+def _footnote_hint(unresolved: Sequence[str]) -> str:
+    """For ``[^1]`` read by the default pattern: how to read footnotes as context numbers."""
+    if not any(r.startswith("^") for r in unresolved):
+        return ""
+    return r"; to read [^n] as context n, pass --citation-pattern '\[\^(\d+)\]'"
+
+
+def _naming_none(unresolved: Sequence[str]) -> str:
+    """"; [7] names no context", "; [7][8] name no context", or nothing."""
+    if not unresolved:
+        return ""
+    return f"; {_refs(unresolved)} {_verb(unresolved, 'names', 'name')} no context"
+
+
+def _verb(things: Sequence[object], one: str, several: str) -> str:
+    return one if len(things) == 1 else several
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _contexts(positions: Sequence[int]) -> str:
+    """"context 2", "contexts 1 and 3", "contexts 1, 2 and 3"."""
     if len(positions) == 1:
         return f"context {positions[0]}"
-    return "contexts " + ", ".join(str(p) for p in positions)
+    shown = [str(p) for p in positions]
+    return f"contexts {', '.join(shown[:-1])} and {shown[-1]}"

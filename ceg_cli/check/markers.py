@@ -14,6 +14,15 @@ What is a marker (default pattern: a bracket group on one line, ``[...]``):
   ``[1.5]``, ``[0, 1]`` (0 is no 1-based position), ``[12,500]`` (thousands separators),
   ``[]``, ``[citation needed]``, ``[sic]``, ``[^1]``. Refs keep their spelling, in order,
   without repeats.
+- In marker position, at the end of a sentence (the group is followed, after blanks and
+  other groups, by ``.``, ``!``, ``?``, ``。``, a line break or the end of the text, or it
+  follows one of those sentence ends), a group that *looks like* a reference is a marker
+  too, though no context can answer to it: whole numbers of any size, ``0`` and ``-1``
+  included, ``^1`` (a Markdown footnote), and ranges of any width or order (``[1-25]``,
+  ``[3-1]``, kept as written, not expanded). Its refs then name no context (``resolve``
+  gives None and the citation check reports them), but its digits never reach the judge
+  as a claim: "Paris is the capital of France [0]." is judged as "Paris is the capital of
+  France.". Mid-sentence the strict rules above hold: "In [2020], x" keeps its year.
 - Adjacent groups ``[1][3]`` or ``[1] [3]`` are separate ``Marker`` objects.
 - Never a marker: inside fenced code (``` or ~~~, unclosed runs to the end) or inline code
   spans; inside a URL (``scheme://...`` or ``www....``, cut at an unbalanced ``)``); a
@@ -30,14 +39,17 @@ What is a marker (default pattern: a bracket group on one line, ``[...]``):
 before it, or after it when the run opens a line, and ``([1])`` with its parentheses:
 "France [1]." -> "France.", "France. [1] Next" -> "France. Next", "[1] Paris" -> "Paris".
 
-``resolve`` (0-based context index, or None):
+``resolve`` (the 0-based indexes of the contexts a ref names; empty: it names none):
 
-- Id mode, when there are ``count`` ids, none missing or empty, all distinct: a ref equal
-  to an id (both stripped) names that context. If any id is numeric (``[0-9]+``), numbers
-  are ids only: ``[2]`` with ids 7, 12, 3 names nothing, never the second context. Else a
-  numeric ref falls back to its position (ids doc-a, doc-b: ``[2]`` names the second).
-- Otherwise (no ids, some missing, or duplicates): positions only; ``n`` names context
-  ``n - 1`` for 1 <= n <= count; anything else names none (``[7]`` of 3).
+- Id mode, when there are ``count`` ids, none missing or empty: a ref equal to an id (both
+  stripped) names the context with that id, or every context with it where several share
+  it (a RAG system that retrieves several chunks of one document gives each the document's
+  id: ``[doc-7]`` cites the document, so all its chunks). If any id is numeric
+  (``[0-9]+``), numbers are ids only: ``[2]`` with ids 7, 12, 3 names nothing, never the
+  second context. Else a numeric ref falls back to its position (ids doc-a, doc-b: ``[2]``
+  names the second).
+- Otherwise (no ids, or some missing): positions only; ``n`` names context ``n - 1`` for
+  1 <= n <= count; anything else names none (``[7]`` of 3).
 
 How this differs from ALCE (princeton-nlp/ALCE ``eval.py``), which runs
 ``re.findall(r"\\[\\d+", sent)`` on each NLTK sentence and strips with
@@ -53,8 +65,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ceg_cli.errors import UsageError
 
@@ -70,6 +83,9 @@ __all__ = [
 ]
 
 DEFAULT_PATTERN = r"\[([^\[\]\r\n]{1,100})\]"
+#: Seconds a ``--citation-pattern`` may take on one answer: ample for a pattern that does
+#: not backtrack (60,000 markers in a 1 MB answer take well under one).
+MATCH_TIMEOUT_S = 2.0
 _DEFAULT_RE = re.compile(DEFAULT_PATTERN)
 
 _NUMBER_RE = re.compile(r"[0-9]{1,3}")
@@ -77,6 +93,13 @@ _DIGITS_RE = re.compile(r"[0-9]+")
 _RANGE_RE = re.compile(r"([0-9]{1,3})\s*[-–]\s*([0-9]{1,3})")
 _THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+")
 _SPLIT_RE = re.compile(r"[,;]")
+# What looks like a reference though it names no context: checked only in marker position.
+_LOOSE_RE = re.compile(r"\^?[-−]?[0-9]+|[0-9]+\s*[-–]\s*[0-9]+")
+# Where a sentence ends: a group just before or after one of these is in marker position.
+_SENTENCE_END = frozenset(".!?。！？")
+# How many neighbouring groups (and characters) the marker-position test looks past, so that
+# a line full of groups stays linear.
+_NEIGHBOURS = 8
 _MAX_RANGE = 20
 # The same line breaks as str.splitlines(), so "a line" means what Python (and segment.py) mean.
 _BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
@@ -97,34 +120,53 @@ class Marker:
     refs: tuple[str, ...]
 
 
+def _quoted(pattern: str) -> str:
+    """The pattern as the user typed it, quoted (``repr`` would double its backslashes)."""
+    return f'"{pattern}"' if "'" in pattern else f"'{pattern}'"
+
+
 def compile_pattern(pattern: str | None) -> re.Pattern[str]:
-    """The default marker pattern, or the user's ``--citation-pattern``, checked."""
+    """The default marker pattern, or the user's ``--citation-pattern``, checked.
+
+    A user's pattern is compiled by the ``regex`` package (``re``'s syntax, and its
+    meaning: version 0), whose matching takes a timeout: ``find_markers`` gives each
+    answer ``MATCH_TIMEOUT_S``, so a pattern that backtracks without end (``(a+)+$``) on
+    a long answer is a one-line error, not a run that never ends.
+    """
     if pattern is None:
         return _DEFAULT_RE
+    import regex
+
     try:
-        compiled = re.compile(pattern)
-    except (re.error, ValueError, OverflowError, RecursionError) as exc:
+        compiled = regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
         reason = " ".join(str(exc).split())
         raise UsageError(
-            f"--citation-pattern {pattern!r} is not a valid regular expression: {reason}"
+            f"--citation-pattern {_quoted(pattern)} is not a valid regular expression: {reason}"
         ) from None
     if compiled.groups != 1:
         raise UsageError(
-            f"--citation-pattern {pattern!r} has {compiled.groups} capture groups; it needs "
+            f"--citation-pattern {_quoted(pattern)} has {compiled.groups} capture groups; it needs "
             r"exactly one, holding the references (e.g. '\[\^(\d+)\]' for [^1])"
         )
     if compiled.search("") is not None:
-        raise UsageError(f"--citation-pattern {pattern!r} matches the empty string")
+        raise UsageError(f"--citation-pattern {_quoted(pattern)} matches the empty string")
     return compiled
 
 
-def find_markers(text: str, pattern: re.Pattern[str], ids: Sequence[str] = ()) -> list[Marker]:
-    """Every marker group in ``text``, in order (see the module docstring for the rules)."""
+def find_markers(
+    text: str,
+    pattern: re.Pattern[str],
+    ids: Sequence[str] = (),
+    skip: Sequence[tuple[int, int]] = (),
+) -> list[Marker]:
+    """Every marker group in ``text``, in order (see the module docstring for the rules);
+    none inside the spans ``skip`` (an answer's references list: ``references``)."""
     known = frozenset(s for s in (str(i).strip() for i in ids if i is not None) if s)
-    blocked = _merge(_code_spans(text) + _url_spans(text))
+    blocked = _merge(_code_spans(text) + _url_spans(text) + list(skip))
     starts = [s for s, _ in blocked]
     markers: list[Marker] = []
-    for m in pattern.finditer(text):
+    for m in _matches(pattern, text):
         start, end = m.span()
         body = m.group(1)
         if start == end or body is None:
@@ -136,9 +178,30 @@ def find_markers(text: str, pattern: re.Pattern[str], ids: Sequence[str] = ()) -
         if _is_link_syntax(text, start, end, adjacent):
             continue
         refs = _parse_refs(body, known)
+        if not refs:
+            refs = _loose_refs(body, known)
+            if refs and not _in_marker_position(text, start, end):
+                refs = ()
         if refs:
             markers.append(Marker(start, end, refs))
     return markers
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``pattern``'s matches in ``text``; a user's pattern gets ``MATCH_TIMEOUT_S`` in all."""
+    if isinstance(pattern, re.Pattern):  # the default pattern: linear, no timeout needed
+        yield from pattern.finditer(text)
+        return
+    user: Any = pattern  # the regex package's: its finditer takes a timeout
+    try:
+        yield from user.finditer(text, timeout=MATCH_TIMEOUT_S)
+    except TimeoutError:
+        raise UsageError(
+            f"--citation-pattern {pattern.pattern!r} did not finish within "
+            f"{MATCH_TIMEOUT_S:g} s on an answer of {len(text):,} characters: it backtracks "
+            "too much (a repeat inside a repeat, like '(a+)+'); write it without nested "
+            "repeats"
+        ) from None
 
 
 def strip_markers(text: str, markers: Sequence[Marker]) -> tuple[str, list[int]]:
@@ -182,19 +245,21 @@ def attach(
     return out
 
 
-def resolve(ref: str, count: int, ids: Sequence[str | None] = ()) -> int | None:
-    """The 0-based index of the context ``ref`` names, or None (rules in the module docstring)."""
+def resolve(ref: str, count: int, ids: Sequence[str | None] = ()) -> tuple[int, ...]:
+    """The 0-based indexes of the contexts ``ref`` names, in order; empty when it names none
+    (rules in the module docstring)."""
     ref = ref.strip()
     norm = [None if i is None else str(i).strip() or None for i in ids]
-    if count > 0 and len(norm) == count and None not in norm and len(set(norm)) == count:
-        if ref in norm:
-            return norm.index(ref)
+    if count > 0 and len(norm) == count and None not in norm:
+        named = tuple(n for n, i in enumerate(norm) if i == ref)
+        if named:
+            return named
         if any(_DIGITS_RE.fullmatch(i) for i in norm if i is not None):
-            return None
+            return ()
     if _DIGITS_RE.fullmatch(ref):
         n = int(ref)
-        return n - 1 if 1 <= n <= count else None
-    return None
+        return (n - 1,) if 1 <= n <= count else ()
+    return ()
 
 
 def _parse_refs(body: str, known: frozenset[str]) -> tuple[str, ...]:
@@ -215,6 +280,56 @@ def _parse_refs(body: str, known: frozenset[str]) -> tuple[str, ...]:
             continue
         return ()
     return tuple(dict.fromkeys(refs))
+
+
+def _loose_refs(body: str, known: frozenset[str]) -> tuple[str, ...]:
+    """The refs of a group that looks like a reference but names no context by the strict
+    rules (``[0]``, ``[-1]``, ``[1000]``, ``[^1]``, ``[1-25]``), or ()."""
+    body = body.strip()
+    if _THOUSANDS_RE.fullmatch(body):
+        return ()
+    refs: list[str] = []
+    for token in (t.strip() for t in _SPLIT_RE.split(body)):
+        strict = _parse_refs(token, known)
+        if strict:
+            refs.extend(strict)
+        elif _LOOSE_RE.fullmatch(token):
+            refs.append(token)
+        else:
+            return ()
+    return tuple(dict.fromkeys(refs))
+
+
+def _in_marker_position(text: str, start: int, end: int) -> bool:
+    """Whether the group ``text[start:end]`` sits at the end of a sentence: followed, past
+    blanks and other bracket groups, by a sentence end, a line break or the end of the text,
+    or following a sentence end the same way ("France [0].", "France.[0] Next")."""
+    n = len(text)
+    at = end
+    for _ in range(_NEIGHBOURS):
+        while at < n and _hspace(text[at]):
+            at += 1
+        if at < n and text[at] == "[":
+            close = text.find("]", at, at + 102)
+            if close > at and not any(c in _BREAKS for c in text[at:close]):
+                at = close + 1
+                continue
+        break
+    if at >= n or text[at] in _BREAKS or (
+        text[at] in _SENTENCE_END and (at + 1 >= n or text[at + 1].isspace())
+    ):
+        return True
+    at = start
+    for _ in range(_NEIGHBOURS):
+        while at > 0 and _hspace(text[at - 1]):
+            at -= 1
+        if at > 0 and text[at - 1] == "]":
+            opening = text.rfind("[", max(0, at - 102), at - 1)
+            if opening >= 0 and not any(c in _BREAKS for c in text[opening:at]):
+                at = opening
+                continue
+        break
+    return at > 0 and text[at - 1] in _SENTENCE_END
 
 
 def _is_link_syntax(text: str, start: int, end: int, adjacent: bool) -> bool:

@@ -7,14 +7,21 @@ judge can batch or parallelize), and results come out in input order.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import islice
 from typing import TYPE_CHECKING
 
+from ..corpus.contexts import CONTEXT_FIELDS
+from ..errors import UsageError
 from ..judges import Judge
+from ..lang.codes import AUTO
+from ..lang.detect import Detection, detect
 from ..types import (
+    CITE_NO_CLAIM,
     FACTUAL,
+    NO_CLAIM,
     NONFACTUAL,
     NOT_JUDGED,
     CheckedResponse,
@@ -28,6 +35,7 @@ from ..types import (
 )
 from .citecheck import Marked, mark
 from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
+from .references import REFERENCE_REASON, find_references
 from .retrieve import RetrievalOptions, retrieve, retrieve_vectors
 from .segment import segment_response
 
@@ -67,33 +75,46 @@ class CheckOptions:
     #: How a record's own passages are ranked (``--contexts-retrieval``):
     #: ``ctxsearch.CONTEXT_RETRIEVAL_MODES``.
     contexts_retrieval: str = DEFAULT_CONTEXT_RETRIEVAL
+    #: The responses' language (``--language``): ``auto`` detects each one's, a code
+    #: names it for all.
+    language: str = AUTO
 
 
-def evidence_source(item: ResponseInput, mode: str, has_index: bool) -> tuple[str, str | None]:
+def evidence_source(
+    item: ResponseInput, mode: str, has_index: bool, fields: Sequence[str] = CONTEXT_FIELDS
+) -> tuple[str, str | None]:
     """What ``item``'s segments are checked against, and why they cannot be, if so.
 
     The source is ``contexts``, ``index``, ``both`` or ``none`` (an empty list of
-    contexts: judged on no evidence). The problem, a message without the file
-    and line, makes the line an error record.
+    contexts, or contexts that are all blank text: judged on no evidence). The
+    problem, a message without the file and line, makes the line an error record;
+    it names ``fields``, the fields that were tried for the contexts.
     """
     has_contexts = item.contexts is not None
+    # A list of blank texts ([""], ["   "]) gives the judge nothing, as an empty one does.
+    has_text = any(c.text.strip() for c in item.contexts or ())
     if mode == "index" or (mode == "auto" and not has_contexts):
         if has_index:
             return "index", None
         return "index", (
-            "the record has no contexts (fields tried: contexts, retrieved_contexts, "
-            "retrieval_context) and there is no index to check it against"
+            f"the record has no contexts ({_tried(fields)}) and there is no index to check "
+            "it against"
         )
     if mode == "both":
         if not has_index:
             return "both", "--evidence both needs an index"
-        return ("both" if item.contexts else "index"), None
+        return ("both" if has_text else "index"), None
     if not has_contexts:  # --evidence contexts
+        hint = "; name another with --contexts-field" if fields == CONTEXT_FIELDS else ""
         return "contexts", (
-            "--evidence contexts: the record has no contexts (fields tried: contexts, "
-            "retrieved_contexts, retrieval_context; name another with --contexts-field)"
+            f"--evidence contexts: the record has no contexts ({_tried(fields)}{hint})"
         )
-    return ("contexts" if item.contexts else "none"), None
+    return ("contexts" if has_text else "none"), None
+
+
+def _tried(fields: Sequence[str]) -> str:
+    """"fields tried: contexts, retrieved_contexts, ..." or "field tried: retrieval.docs"."""
+    return f"field{'s' if len(fields) > 1 else ''} tried: {', '.join(fields)}"
 
 
 def response_label(verdicts: Sequence[Verdict]) -> str:
@@ -130,12 +151,35 @@ def check(
         yield from check_batch(batch, index, judge, options, contexts)
 
 
-def _segments(item: ResponseInput) -> tuple[Segment, ...]:
+def response_language(item: ResponseInput, option: str) -> Detection:
+    """The language ``item`` is read in: ``option`` when it names one, else the
+    response's detected language, with the question's words too where the
+    response alone does not settle it (``Detection.sure``: a short answer, a name)."""
+    if option != AUTO:
+        return Detection(option, "", 1.0, "given")
+    found = detect(item.response)
+    if not found.sure and item.question:
+        with_question = detect(f"{item.question}\n{item.response}")
+        if with_question.method != "fallback":
+            return with_question
+    return found
+
+
+def _segments(item: ResponseInput, language: str | None) -> tuple[Segment, ...]:
     if item.error is not None:
         return ()
     if item.segments is not None:
         return item.segments
-    return tuple(segment_response(item.response))
+    return tuple(segment_response(item.response, language))
+
+
+def _mark(
+    item: ResponseInput, pattern: str | None, references: Sequence[tuple[int, int]]
+) -> Marked | None:
+    try:
+        return mark(item.response, item.contexts, pattern, references, item.language)
+    except UsageError as exc:  # a --citation-pattern that did not finish on this answer
+        raise UsageError(f"line {item.line}: {exc}") from None
 
 
 def check_batch(
@@ -145,7 +189,11 @@ def check_batch(
     options: CheckOptions,
     contexts: ContextSearch | None = None,
 ) -> list[CheckedResponse]:
-    batch = list(batch)
+    batch = [
+        item if item.error is not None or item.language is not None
+        else replace(item, language=response_language(item, options.language).language)
+        for item in batch
+    ]
     sources: list[str] = []
     for n, item in enumerate(batch):
         source, problem = evidence_source(item, options.evidence, index is not None)
@@ -154,15 +202,27 @@ def check_batch(
         if item.error is None and problem is not None:
             batch[n] = replace(item, error=f"line {item.line}: {problem}")
         sources.append(source)
+    # An answer's references list ("Sources:" and its lines) makes no claim: its segments
+    # are neither judged nor cited, and its bracket groups are no citation markers.
+    listed = [
+        find_references(item.response) if item.error is None and item.segments is None
+        else [] for item in batch
+    ]
     # Citation markers the answers carry: removed from what the judge reads; the
     # segments keep offsets into the response as written.
     marked = [
-        mark(item.response, item.contexts, options.citation_pattern)
+        _mark(item, options.citation_pattern, spans)
         if item.error is None and item.segments is None else None
-        for item in batch
+        for item, spans in zip(batch, listed)
     ]
-    segmented = [m.segments if m is not None else _segments(item)
-                 for item, m in zip(batch, marked)]
+    every = [m.segments if m is not None else _segments(item, item.language)
+             for item, m in zip(batch, marked)]
+    # What is judged: every segment but the references list's (with its markers' refs).
+    keep = [_outside(segs, spans) for segs, spans in zip(every, listed)]
+    segmented = [tuple(seg for seg, kept in zip(segs, ks) if kept)
+                 for segs, ks in zip(every, keep)]
+    cited_refs = [None if m is None else tuple(r for r, kept in zip(m.refs, ks) if kept)
+                  for m, ks in zip(marked, keep)]
     queries = [
         build_query(seg, item.question, options.query)
         for item, segs in zip(batch, segmented)
@@ -175,29 +235,69 @@ def check_batch(
     for item, segs, m in zip(batch, segmented, marked):
         said = m.clean if m is not None else item.response
         for seg in segs:
-            items.append(JudgeItem(seg, evidence[at], item.question, said))
+            items.append(JudgeItem(seg, evidence[at], item.question, said, item.language))
             at += 1
     verdicts = judge.judge(items) if items else []
     if len(verdicts) != len(items):
         raise RuntimeError(
             f"judge {judge.name} returned {len(verdicts)} verdicts for {len(items)} segments"
         )
-    citations = _citations(batch, segmented, sources, marked, items, verdicts, queries,
-                           vectors, prepared, judge, contexts)
+    citations = _citations(batch, segmented, sources, marked, cited_refs, items, verdicts,
+                           queries, vectors, prepared, judge, contexts)
     out = []
     at = 0
-    for item, segs, source in zip(batch, segmented, sources):
+    for item, all_segs, ks, source, m in zip(batch, every, keep, sources, marked):
         if item.error is not None:
             out.append(CheckedResponse(item, (), "error"))
             continue
-        results = tuple(
-            SegmentResult(seg, verdicts[at + i], evidence[at + i], citations.get(at + i))
-            for i, seg in enumerate(segs)
-        )
-        at += len(segs)
+        cites = m if _cites_checked(item, m, source) else None
+        results = []
+        for n, (seg, kept) in enumerate(zip(all_segs, ks)):
+            if not kept:
+                results.append(_reference(seg, n, item, cites))
+            else:
+                results.append(SegmentResult(seg, verdicts[at], evidence[at],
+                                             citations.get(at)))
+                at += 1
         label = response_label([r.verdict for r in results])
-        out.append(CheckedResponse(item, results, label, source))
+        out.append(CheckedResponse(item, tuple(results), label, source, item.language))
     return out
+
+
+def _outside(segments: Sequence[Segment], spans: Sequence[tuple[int, int]]) -> list[bool]:
+    """For each segment, whether it lies outside every span (spans in order, disjoint)."""
+    if not spans:
+        return [True] * len(segments)
+    starts = [s for s, _ in spans]
+    out = []
+    for seg in segments:
+        i = bisect.bisect_right(starts, seg.start) - 1
+        out.append(not (i >= 0 and seg.end <= spans[i][1]))
+    return out
+
+
+def _cites_checked(item: ResponseInput, m: Marked | None, source: str) -> bool:
+    """Whether the citations ``item``'s answer carries are checked (against its contexts)."""
+    return (m is not None and item.error is None and item.contexts is not None
+            and source in ("contexts", "both", "none"))
+
+
+def _reference(
+    segment: Segment, position: int, item: ResponseInput, marked: Marked | None
+) -> SegmentResult:
+    """A segment of the answer's references list (the ``position``-th of its response): no
+    claim, not judged, nothing to cite for (its citation check, where the answer's
+    citations are checked, says so)."""
+    citation = None
+    if marked is not None:
+        from .citecheck import resolved
+
+        refs = marked.refs[position]
+        cited, unresolved = resolved(refs, item.contexts or ())
+        citation = CitationCheck(refs, tuple(cited), tuple(unresolved), CITE_NO_CLAIM,
+                                 reason="a references list: no claim to cite for")
+    return SegmentResult(segment, Verdict(FACTUAL, NO_CLAIM, 1.0, (), REFERENCE_REASON), (),
+                         citation)
 
 
 def _citations(
@@ -205,6 +305,7 @@ def _citations(
     segmented: Sequence[tuple[Segment, ...]],
     sources: Sequence[str],
     marked: Sequence[Marked | None],
+    cited_refs: Sequence[tuple[tuple[str, ...], ...] | None],
     items: Sequence[JudgeItem],
     verdicts: Sequence[Verdict],
     queries: Sequence[str],
@@ -223,17 +324,16 @@ def _citations(
     work = []
     where = []
     at = 0
-    for n, (item, segs, m) in enumerate(zip(batch, segmented, marked)):
-        checked = (m is not None and item.error is None and item.contexts is not None
-                   and sources[n] in ("contexts", "both", "none"))
+    for n, (item, segs, m, refs) in enumerate(zip(batch, segmented, marked, cited_refs)):
+        checked = _cites_checked(item, m, sources[n])
         for i in range(len(segs)):
-            if checked and m is not None and item.contexts is not None:
+            if checked and refs is not None and item.contexts is not None:
                 passages = prepared.get(n) or RecordPassages(
                     [], np.zeros((0, 1), dtype=np.float32),
                     contexts.mode if contexts is not None else "text",
                 )
                 vector = vectors[at] if vectors is not None else None
-                work.append((items[at], verdicts[at], m.refs[i], item.contexts, passages,
+                work.append((items[at], verdicts[at], refs[i], item.contexts, passages,
                              (queries[at], vector)))
                 where.append(at)
             at += 1
@@ -283,8 +383,9 @@ def _evidence(
         from .ctxsearch import retrieve_in
 
         records = sorted({n for n, used in zip(owners, uses_contexts) if used})
-        prepared = dict(zip(records, contexts.prepare([batch[n].contexts or ()
-                                                       for n in records])))
+        prepared = dict(zip(records, contexts.prepare(
+            [batch[n].contexts or () for n in records], [batch[n].language for n in records]
+        )))
         ranking = replace(options.retrieval, method=contexts.method)
         for n, passages in prepared.items():
             rows = [i for i, owner in enumerate(owners) if owner == n]

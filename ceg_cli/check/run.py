@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, InputError, UsageError
-from ..index.embedding import DEVICES
-from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
+from ..index.lexical import DEFAULT_RETRIEVAL, resolve_method
 from ..index.searchwidth import parse as parse_search_width
+from ..lang.codes import AUTO, UNDETERMINED, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
     RecordWriter,
@@ -27,15 +27,14 @@ from ..report.output import (
 )
 from ..report.records import from_record, to_record
 from ..types import CheckedResponse, ResponseInput
-from .ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
+from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
 from .pipeline import (
     DEFAULT_EVIDENCE,
     DEFAULT_QUERY,
-    EVIDENCE_MODES,
-    QUERY_MODES,
     CheckOptions,
     check,
     evidence_source,
+    response_language,
 )
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
@@ -91,58 +90,56 @@ class RunSettings:
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
         search_width: str | None = None,
+        language: str = AUTO,
     ) -> RunSettings:
-        """Checked settings; ``None`` takes the library's default (the CLI reads
-        ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
-        it gets here)."""
-        top_k = DEFAULT_TOP_K if top_k is None else top_k
-        threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+        """Checked settings (``check/options.py``'s table checks each value, as it
+        checks the CLI's and a project file's); ``None`` takes the library's default
+        (the CLI reads ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL``
+        before it gets here)."""
+        from .options import check_options
+
+        checked = check_options({
+            "index": index, "judge": judge, "top_k": top_k, "threshold": threshold,
+            "query": query, "retrieval": retrieval, "response_field": response_field,
+            "question_field": question_field, "max_nonfactual_rate": max_rate,
+            "max_nonfactual_responses": max_responses, "regenerate": regenerate,
+            "max_attempts": max_attempts, "rewriter": rewriter, "device": device,
+            "evidence": evidence, "contexts_field": contexts_field,
+            "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
+            "min_citation_recall": min_citation_recall,
+            "min_citation_precision": min_citation_precision, "search_width": search_width,
+        })
+        top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
+        threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
         query = query or DEFAULT_QUERY
         retrieval = retrieval or DEFAULT_RETRIEVAL
-        check_method(retrieval)
-        if top_k < 1:
-            raise UsageError(f"--top-k {top_k}: must be at least 1")
-        if not -1.0 <= threshold <= 1.0:
-            raise UsageError(f"--threshold {threshold}: a cosine similarity is between -1 and 1")
+        max_rate = checked["max_nonfactual_rate"]
+        min_citation_recall = checked["min_citation_recall"]
+        min_citation_precision = checked["min_citation_precision"]
+        index = checked["index"]
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
-        if rewriter is not None and not rewriter.startswith("llm:"):
-            raise UsageError(f"--rewriter {rewriter}: name an LLM, as llm:MODEL")
-        if regenerate and max_attempts < 1:
-            raise UsageError(f"--max-attempts {max_attempts}: must be at least 1")
-        if device not in DEVICES:
-            raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
-        if query not in QUERY_MODES:
-            raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
-        evidence = evidence or DEFAULT_EVIDENCE
-        if evidence not in EVIDENCE_MODES:
-            raise UsageError(f"--evidence {evidence}: choose one of {', '.join(EVIDENCE_MODES)}")
-        if contexts_field is not None and not contexts_field.strip(". "):
-            raise UsageError(
-                f"--contexts-field {contexts_field!r}: name the field that holds the contexts "
-                "(dots for a nested one: retrieval.docs)"
-            )
-        if citation_pattern is not None:
-            from .markers import compile_pattern
+        if device == "cuda":
+            # Refused wherever given, even where no model would load (offline judge,
+            # contexts ranked by BM25): a run never says it used what it could not.
+            from ..index.embedding import resolve_device
 
-            compile_pattern(citation_pattern)  # a bad one is a usage error, now
+            resolve_device(device)
+        evidence = evidence or DEFAULT_EVIDENCE
+        language = check_language(language)
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
-        if contexts_retrieval not in CONTEXT_RETRIEVAL_MODES:
-            raise UsageError(f"--contexts-retrieval {contexts_retrieval}: choose one of "
-                             f"{', '.join(CONTEXT_RETRIEVAL_MODES)}")
         if contexts_field is not None and evidence == "index":
             raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
-        # An empty name matches no field: every line would be a bad line, one warning
-        # each, where the call itself is wrong.
-        if not response_field.strip():
-            raise UsageError(
-                f"--response-field {response_field!r}: name the field that holds the response"
-            )
-        if question_field is not None and not question_field.strip():
-            raise UsageError(
-                f"--question-field {question_field!r}: name the field that holds the question "
-                "(leave the option out for question, then prompt)"
-            )
+        for option, least in (("--min-citation-recall", min_citation_recall),
+                              ("--min-citation-precision", min_citation_precision)):
+            if least is not None and evidence == "index":
+                # The gate would always fail "with nothing to measure", though the
+                # answers may well cite their contexts: the mode never reads them.
+                raise UsageError(
+                    f"{option}: citations are checked against each record's own contexts, "
+                    "which --evidence index does not read; use --evidence auto, contexts "
+                    "or both"
+                )
         if resume and out is None:
             raise UsageError("--resume needs --out FILE: there is no file to resume into")
         if out is not None and out.is_dir():
@@ -158,6 +155,7 @@ class RunSettings:
             check=CheckOptions(
                 RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
                 citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
+                language=language,
             ),
             fields=_field_names(response_field, question_field, contexts_field),
             gate=GateOptions(
@@ -273,6 +271,7 @@ class CheckRun:
                 self._rewriter_judge = create_judge(settings.rewriter, judge_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
+        self._said_language = False  # the language fallback is said once a run
         self._pending, first = self._peek(settings)
         self.index: Any = None
         if self._wants_index(settings, first):
@@ -393,12 +392,25 @@ class CheckRun:
             return item
         where = f"{source}:{item.line}"
         found, problem = evidence_source(item, self.settings.check.evidence,
-                                         self.index is not None)
+                                         self.index is not None, self.settings.fields.contexts)
         if problem is not None:
             return replace(item, error=f"{where}: {problem}")
-        if found == "none" and self.on_warning is not None:
+        found_language = response_language(item, self.settings.check.language)
+        item = replace(item, language=found_language.language)
+        # Text with letters in a script no language is known for; none at all ("42",
+        # emoji) has no words to read either way.
+        if (found_language.language.startswith(f"{UNDETERMINED}-")
+                and not self._said_language and self.on_warning is not None):
+            self._said_language = True
             self.on_warning(
-                f"{where}: field '{item.read.get('contexts', 'contexts')}' is an empty list: "
+                f"{where}: cannot tell the response's language; it is read by the rules of "
+                f"its script ({found_language.language}); name the language with --language "
+                "CODE (said once: later such records are read the same way)"
+            )
+        if found == "none" and self.on_warning is not None:
+            holds = "is an empty list" if not item.contexts else "holds only blank text"
+            self.on_warning(
+                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
                 "its segments are judged on no evidence"
             )
         return item
@@ -427,6 +439,7 @@ class CheckRun:
 
         return context_search(self.index, self.settings.device,
                               method=self.settings.check.contexts_retrieval,
+                              language=self.settings.check.language,
                               similarity=reads_similarity(self.judge))
 
     def _count(self, checked: Any) -> None:
@@ -470,9 +483,15 @@ def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
     ``--evidence index`` and ``both`` need it; ``contexts`` never reads it; by
     default (``auto``) an index that is there is used for the records without
     contexts, and one that is not is needed only when the first record has none:
-    a file of records without contexts and no index fails at once, as before.
+    a file of records without contexts and no index fails at once, as before. A
+    file with no readable record needs no index that is not there: its lines are
+    error records, and the gate says what was wrong with them.
     """
     mode = settings.check.evidence
+    if first is None and not settings.index.exists():
+        # No record can be read (an empty file, every line bad): nothing would be checked
+        # against an index, and what to report is the input's problem, not a missing index.
+        return False
     if mode in ("index", "both"):
         return True
     if mode == "contexts":

@@ -8,23 +8,24 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from ..index.embedding import BACKENDS
 from ..index.layout import ENGINES
+from .commands import CegTyper
 from .common import (
     EmbedDevice,
     EmbedPrecision,
     IndexOption,
+    LanguageOption,
     QuietOption,
-    RetrievalMode,
     RetrievalOption,
     SearchWidthOption,
     err_console,
     handle_errors,
+    out_console,
     warn,
 )
 from .progress import cli_progress
@@ -40,11 +41,10 @@ class IndexType(str, Enum):
     ivfpqfs = "ivfpqfs"
 
 
-app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
+app = CegTyper(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
-out_console = Console(highlight=False, soft_wrap=True)
 
 
 @app.command("build")
@@ -52,6 +52,7 @@ out_console = Console(highlight=False, soft_wrap=True)
 def build(
     sources: list[Path] = typer.Argument(
         ...,
+        metavar="SOURCE",
         help="MediaWiki XML dumps (.xml, .xml.bz2, .xml.gz), JSONL documents, or folders "
         "of .txt/.md files.",
         show_default=False,
@@ -65,6 +66,7 @@ def build(
         show_default=False,
     ),
     chunk_words: int = typer.Option(100, "--chunk-words", min=1, help="Words per passage."),
+    language: str = LanguageOption,
     namespace: list[int] = typer.Option(
         [0], "--namespace", "-n", help="MediaWiki namespaces to index (repeatable)."
     ),
@@ -164,6 +166,7 @@ def build(
     options = BuildOptions(
         model=model,
         chunk_words=chunk_words,
+        language=language,
         namespaces=frozenset(namespace),
         embed_text="title+text" if embed_title else "text",
         batch_size=batch_size,
@@ -231,6 +234,10 @@ def info(
     row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
     row("documents", str(meta["counts"]["documents"]))
     row("passages", str(meta["counts"]["chunks"]))
+    # Indexes built before languages read every document as English.
+    languages = meta.get("languages") or {"en": meta["counts"]["documents"]}
+    row("languages", ", ".join(f"{code} {n}" for code, n in languages.items())
+        + ("" if "languages" in meta else " (built before languages: all read as English)"))
     row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
     # Indexes built before backends were recorded were built with the float model.
     row("backend", str(meta["model"].get("backend", "torch")))
@@ -299,19 +306,23 @@ def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
             f"{add_lexical_hint(index, meta)}"
         )
     params = ", ".join(f"{k} {v}" for k, v in lexical["parameters"].items())
+    from ..index.lexlang import is_legacy
+
+    read = ("English tokenizer" if is_legacy(lexical.get("tokenizer"))
+            else "each passage in its language")
     return (
         f"{lexical['library']} {lexical['version']} BM25 ({params}), "
-        f"{lexical['passages']} passages of {lexical['text']}"
+        f"{lexical['passages']} passages of {lexical['text']}, {read}"
     )
 
 
 @app.command("search")
 @handle_errors
 def search(
-    query: str = typer.Argument(..., help="The text to search for."),
+    query: str = typer.Argument(..., help="The text to search for.", metavar="QUERY"),
     index: Path = IndexOption,
     k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
-    retrieval: RetrievalMode = RetrievalOption,
+    retrieval: str = RetrievalOption,
     search_width: str = SearchWidthOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
@@ -324,7 +335,7 @@ def search(
     with open_index(index) as idx:
         if width:
             idx.set_search_width(width)
-        method, warning = resolve_method(idx, retrieval.value)
+        method, warning = resolve_method(idx, retrieval)
         if warning is not None:
             warn(warning)
         hits = idx.search([query], k, method)[0]

@@ -45,6 +45,8 @@ class BuildOptions:
     auto_threshold: int = AUTO_THRESHOLD
     #: Passages from which ``auto`` builds ``ivfpqfs`` rather than ``ivfpq``.
     large_threshold: int = AUTO_LARGE_THRESHOLD
+    #: ``auto`` (each document's language detected) or a language code (``lang.codes``).
+    language: str = "auto"
     #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).
     lexical: bool | None = None
     #: ``local`` (this process) or ``ray`` (``ray_engine``: workers across a cluster).

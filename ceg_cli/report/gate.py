@@ -412,8 +412,9 @@ def evaluate_gate(summary: Summary, options: GateOptions = GateOptions()) -> Gat
             continue
         option = f"--min-citation-{name}"
         if value is None:
-            failures.append((ExitStatus.GATE_FAILED, f"{option} {least:g}: no response "
-                             "cited its contexts, so there was nothing to measure"))
+            failures.append((ExitStatus.GATE_FAILED, f"{option} {least:g}: no citation "
+                             "was checked (no record both carried citation markers and had "
+                             "contexts for them to name), so there was nothing to measure"))
         elif value < least:
             failures.append((ExitStatus.GATE_FAILED, f"citation {name} "
                              f"{_beside(value, least)} ({what}) is below {option} {least:g}"))

@@ -70,9 +70,13 @@ def refuse_index_files(
     the next build refuse it: so an output may not lie inside ``index`` (as
     it resolves, symlinks followed, whether it exists yet or not), nor be one
     of its files under another name (a hard link: device and inode), nor lie
-    in any folder that holds a ceg index. ``outputs`` are (option, path);
-    ``None`` (standard output) and ``-`` are skipped.
+    in any folder that holds a ceg index, nor be, by its own content, any
+    index's file (a hard link to another index's file, whose other names no
+    path leads to: ``indexfiles.index_file_kind``). ``outputs`` are (option,
+    path); ``None`` (standard output) and ``-`` are skipped.
     """
+    from .indexfiles import index_file_kind
+
     index_root = os.path.realpath(index) if index is not None else None
     index_files = _file_identities(Path(index)) if index is not None else {}
     for option, path in outputs:
@@ -91,6 +95,12 @@ def refuse_index_files(
             raise UsageError(
                 f"{option} {path}: is the index's {index_files[identity]} under another "
                 "name; name another file"
+            )
+        kind = index_file_kind(path)
+        if kind is not None:
+            raise UsageError(
+                f"{option} {path}: is a ceg index's {kind}, by its content (a hard link to "
+                "it, or a copy); ceg never writes over an index's file: name another file"
             )
 
 
@@ -243,6 +253,8 @@ class RecordWriter:
             self._fh.write(line)
             self._fh.flush()
         except OSError as exc:
+            if self.path is None and isinstance(exc, BrokenPipeError):
+                raise  # `ceg check ... | head`: the reader has gone; the CLI ends quietly
             where = self.path or "stdout"
             raise OutputError(
                 f"{where}: cannot write ({exc.strerror}); the output is incomplete"

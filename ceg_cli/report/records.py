@@ -32,7 +32,14 @@ from ..types import (
 #: and the record).
 #: 3: a passage's ``similarity`` is null where no cosine was computed: a record's own
 #: passages ranked by BM25 alone (``--contexts-retrieval lexical``, the default).
-SCHEMA_VERSION = 3
+#: 4: one numbering in ``annotated`` and the citations' ``marker``: a citation of a record's
+#: own context is numbered as that context (its 1-based position, the number the answer's
+#: own markers use), a citation of an index passage after the record's contexts; the lines
+#: of an answer's references list ("Sources:") are segments with verdict ``no_claim`` and
+#: the reason ``REFERENCE_REASON``, neither judged nor counted in citation recall; and
+#: ``language`` on the record: the language its response was read in (``--language``; a
+#: code such as ``de``, or ``und-Xxxx`` for text only the script of which is known).
+SCHEMA_VERSION = 4
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
@@ -52,6 +59,7 @@ RESERVED_KEYS = (
     "read",
     "evidence_source",
     "citation_check",
+    "language",
 )
 FLAG = "[NONFACTUAL]"
 NOT_JUDGED_FLAG = "[NOT JUDGED]"
@@ -82,12 +90,31 @@ def evidence_from_dict(e: dict[str, Any]) -> Evidence:
     )
 
 
-def number_citations(results: Sequence[SegmentResult]) -> dict[tuple[int, int], int]:
-    """Citation marker numbers: passage key -> n, numbered in order of first citation."""
+def number_citations(
+    results: Sequence[SegmentResult], contexts: int = 0
+) -> dict[tuple[int, int], int]:
+    """Citation marker numbers: passage key -> n, one numbering with the answer's own markers.
+
+    A passage of a record's own context is numbered as that context (its 1-based position:
+    "[2]" names context 2 both in the answer and where ceg cites it), so two passages of one
+    context share a number. The index's passages are numbered in order of first citation
+    after the record's ``contexts`` (from 1 when it has none), so no number means two things
+    (and after any context a citation names, should ``contexts`` be short of it).
+    """
     numbers: dict[tuple[int, int], int] = {}
+    after = max([contexts, *(r.evidence[i].context or 0 for r in results
+                             for i in r.verdict.cited)])
+    index_passages = 0
     for r in results:
         for i in r.verdict.cited:
-            numbers.setdefault(r.evidence[i].key, len(numbers) + 1)
+            ev = r.evidence[i]
+            if ev.key in numbers:
+                continue
+            if ev.context is not None:
+                numbers[ev.key] = ev.context
+            else:
+                index_passages += 1
+                numbers[ev.key] = after + index_passages
     return numbers
 
 
@@ -197,7 +224,7 @@ def attempt_dict(checked: CheckedResponse, attempt: int) -> dict[str, Any]:
     if checked.error is not None:
         return {"attempt": attempt, "response": checked.input.response, "label": "error",
                 "error": checked.error, "segments": [], "annotated": None}
-    numbers = number_citations(checked.segments)
+    numbers = number_citations(checked.segments, len(checked.input.contexts or ()))
     return {
         "attempt": attempt,
         "response": checked.input.response,
@@ -261,14 +288,16 @@ def to_record(
                 "read": dict(inp.read),
                 "evidence_source": None,
                 "citation_check": None,
+                "language": None,
             }
         )
         return record
-    numbers = number_citations(checked.segments)
+    numbers = number_citations(checked.segments, len(inp.contexts or ()))
     record.update(
         {
             "read": dict(inp.read),
             "evidence_source": checked.evidence_source,
+            "language": checked.language,
             "citation_check": citation_summary(checked.segments),
             "question": inp.question,
             "response": inp.response,
@@ -294,6 +323,7 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         fields={k: v for k, v in record.items() if k not in RESERVED_KEYS},
         error=record.get("error"),
         read=record.get("read") or {},
+        language=record.get("language"),
     )
     if inp.error is not None:
         return CheckedResponse(inp, (), "error")
@@ -308,5 +338,6 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         results.append(SegmentResult(segment, verdict, evidence,
                                      citation_from_dict(seg.get("citation_check"))))
     return CheckedResponse(
-        inp, tuple(results), record["label"], record.get("evidence_source") or "index"
+        inp, tuple(results), record["label"], record.get("evidence_source") or "index",
+        record.get("language"),
     )
