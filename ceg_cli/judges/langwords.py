@@ -140,7 +140,9 @@ class Reader:
         self.code = base_language(language)
         known = self.code != "und"
         self._stop = stopwords(self.code) if known else frozenset()
-        self._stem = (stemmer(self.code) or light_stemmer(self.code)) if known else None
+        # A light stemmer where one serves the judge better than Snowball (Arabic) or
+        # where Snowball has none (Bulgarian): ``lang.stem.light_stemmer``.
+        self._stem = (light_stemmer(self.code) or stemmer(self.code)) if known else None
         self._suffixes_after_apostrophe = self.code in _APOSTROPHE_SUFFIXES
         self.nouns_capitalised = self.code in _NOUNS_CAPITALISED
 

@@ -56,12 +56,20 @@ def stemmer(language: str) -> Callable[[Sequence[str]], list[str]] | None:
     return found.stemWords  # type: ignore[attr-defined,no-any-return]
 
 
-#: Languages with a light stemmer here where Snowball has none (``light_stemmer``).
-LIGHT_STEMMERS = frozenset({"bg"})
+#: Languages with a light stemmer here (``light_stemmer``).
+LIGHT_STEMMERS = frozenset({"ar", "bg"})
 
 
 def light_stemmer(language: str) -> Callable[[Sequence[str]], list[str]] | None:
-    """A light stemmer for a language Snowball lacks, or None.
+    """A light stemmer that the offline judge uses before Snowball's, or None.
+
+    The judge compares the words of a sentence and its evidence; BM25 keeps
+    Snowball's stems (``tokenize.Analyzer``), which the indexes record.
+
+    Arabic: Light10 (``arabic_light_stem``). Snowball's Arabic stemmer takes off
+    either the article or a suffix, so "التابعة" (the dependent) and "تابعة" came out
+    as two words; on XNLI's tune part Light10 flagged 0.145 of entailed Arabic
+    hypotheses where Snowball flagged 0.178.
 
     Bulgarian: Savoy's light stemmer ("Searching Strategies for the Bulgarian
     Language", Information Retrieval 10, 2007; the algorithm Lucene's
@@ -71,9 +79,16 @@ def light_stemmer(language: str) -> Callable[[Sequence[str]], list[str]] | None:
     consonant). Without it, each of a Bulgarian noun's forms ("ден", "деня",
     "денят", "дни") is a different word to the offline judge.
     """
-    if base_language(language) != "bg":
+    code = base_language(language)
+    if code == "ar":
+        return _stem_arabic_words
+    if code != "bg":
         return None
     return _stem_bulgarian_words
+
+
+def _stem_arabic_words(words: Sequence[str]) -> list[str]:
+    return [arabic_light_stem(w) for w in words]
 
 
 def _stem_bulgarian_words(words: Sequence[str]) -> list[str]:
@@ -145,3 +160,24 @@ def _bg_plural(s: list[str], n: int) -> int:
         if _ends(s, n, "и"):
             return n - 1
     return n
+
+
+#: Light10's prefixes and suffixes (Larkey, Ballesteros and Connell, "Light Stemming
+#: for Arabic Information Retrieval", 2007), as the folded text writes them (ة as ه,
+#: ى as ي: ``normalize.fold``).
+_AR_PREFIXES = ("وال", "بال", "كال", "فال", "ال", "لل")
+_AR_SUFFIXES = ("ها", "ان", "ات", "ون", "ين", "يه", "ه", "ي")
+
+
+def arabic_light_stem(word: str) -> str:
+    """Light10 on a folded Arabic word: "التابعه" and "تابعه" are both "تابع"."""
+    if len(word) > 3 and word.startswith("و"):
+        word = word[1:]
+    for prefix in _AR_PREFIXES:
+        if word.startswith(prefix) and len(word) - len(prefix) >= 2:
+            word = word[len(prefix):]
+            break
+    for suffix in _AR_SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 2:
+            word = word[: -len(suffix)]
+    return word
