@@ -226,7 +226,7 @@ def test_reusing_an_onnx_export_marks_it_used(
     import onnxruntime
     import torch
 
-    from ceg_cli.index import embedding
+    from ceg_cli.index import onnxexport
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
     weights = tmp_path / "model"
@@ -241,7 +241,7 @@ def test_reusing_an_onnx_export_marks_it_used(
     export.write_bytes(b"onnx")
     stale = NOW - 40 * DAY
     os.utime(export, (stale, stale))
-    assert embedding.onnx_export(None, str(weights), quantized=False) == export
+    assert onnxexport.onnx_export(None, str(weights), quantized=False) == export
     assert export.stat().st_mtime > NOW - DAY
 
 

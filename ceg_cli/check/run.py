@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, InputError, UsageError
-from ..index.embedding import DEVICES
+from ..index.devices import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method, resolve_method
 from ..lang.codes import AUTO, UNDETERMINED, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate

@@ -16,7 +16,7 @@ from ..check.ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
 from ..check.pipeline import DEFAULT_QUERY, EVIDENCE_MODES, QUERY_MODES
 from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from ..errors import CegError, ExitStatus, exit_code_for
-from ..index.embedding import DEVICES, PRECISIONS
+from ..index.devices import DEVICES, PRECISIONS
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
 from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION

@@ -39,9 +39,10 @@ from .buildopts import (
 )
 from .buildwork import READ_BATCH, BuildWork
 from .chunking import CHARS_PER_WORD
+from .devices import check_device
 from .diskfull import disk_full_error
 from .doclang import check_model_choice, default_model, document_languages
-from .embedding import Embedder, check_device, choose_backend, load_embedder
+from .embedding import Embedder, choose_backend, load_embedder
 from .existing import check_target, finish_swap, unchanged
 from .indexdir import (
     build_lock,
