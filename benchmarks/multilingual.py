@@ -4,7 +4,7 @@
         [--judge offline] [--model NAME] [--cross-model NAME|same] [--retrieval dense]
         [--language off|auto|code]
         [--xnli DIR] [--xnli-judges offline,verifier,nli-tiny] [--xnli-pairs 200]
-        [--skip-xnli] [--name multilingual] [--workdir DIR]
+        [--skip-xnli] [--segmentation-only] [--name multilingual] [--workdir DIR]
 
 Two data sets:
 
@@ -532,6 +532,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="premises held out (odd), to tune on (even), or all")
     parser.add_argument("--skip-xnli", action="store_true")
     parser.add_argument("--skip-set", action="store_true")
+    parser.add_argument("--segmentation-only", action="store_true",
+                        help="only the set's segmentation (no index, no judge)")
     parser.add_argument("--name", default="multilingual", help="results/NAME.json")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -572,6 +574,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "language_support": support, "xnli_pairs_per_label": args.xnli_pairs,
         "xnli_part": args.xnli_part,
     }
+    if args.segmentation_only:
+        data["segmentation"] = {
+            lang: segmentation([r for r in read_set(args.set, lang) if r["type"] == "response"
+                                and args.split in ("all", r.get("split"))],
+                               language_value(args.language, lang)
+                               if support["segment"] else None)
+            for lang in args.languages
+        }
+        print(markdown_table(["language", "seg. F1", "seg. exact", "answers"],
+                             [[lang, _p(r["f1"]), _p(r["exact"]), r["answers"]]
+                              for lang, r in data["segmentation"].items()]))
+        log(f"results: {write_results(args.name, data)}")
+        return 0
     with work_dir(args.workdir, prefix="ceg-multilingual-") as work:
         if not args.skip_set:
             data["end_to_end"] = end_to_end(args, work, support)
