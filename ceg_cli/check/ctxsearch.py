@@ -38,6 +38,7 @@ from ..index.lexical import search as search_lexical
 from ..index.lexlang import (
     TOKENIZER,
     corpus_tokens,
+    import_bm25s,
     is_legacy,
     language_counts,
     query_tokens,
@@ -100,8 +101,7 @@ class _Bm25:
     query in the union of theirs; all English, exactly as before languages."""
 
     def __init__(self, texts: Sequence[str], languages: Sequence[str | None] = ()) -> None:
-        import bm25s
-
+        bm25s = import_bm25s()
         languages = list(languages) or [None] * len(texts)
         self.tokenizer = tokenizer_entry(language_counts(languages))
         if is_legacy(self.tokenizer):

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import typer
 
 from .. import __version__
+from ..errors import ExitStatus
 from .cache_cmd import app as cache_app
 from .check_cmd import check_command
-from .common import set_debug
+from .commands import CegTyper
+from .common import quiet_stdout, set_debug, stdout_closed, stdout_is_null
+from .config_cmd import app as config_app
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
@@ -17,7 +21,7 @@ from .languages_cmd import languages_command
 from .models_cmd import app as models_app
 from .report_cmd import report_command
 
-app = typer.Typer(
+app = CegTyper(
     name="ceg",
     help="Check LLM output against your documents: cite what is supported, flag the rest.",
     no_args_is_help=True,
@@ -28,6 +32,7 @@ app.add_typer(index_app, name="index")
 app.add_typer(judge_app, name="judge")
 app.add_typer(cache_app, name="cache")
 app.add_typer(models_app, name="models")
+app.add_typer(config_app, name="config")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
@@ -57,4 +62,29 @@ def main(
 
 
 def run() -> None:
-    app()
+    """The ``ceg`` entry point."""
+    stdout, null_before = sys.stdout, stdout_is_null()
+    try:
+        app()
+    except SystemExit as done:
+        # Output written outside a command (--help, --version, a usage message) to a stdout
+        # whose reader has gone ends with 1, the code of a failed gate: Typer's way (stdout
+        # wrapped in click's PacifyFlushWrapper) or rich's (stdout pointed at the null
+        # device). It is the closed-stdout code here.
+        if done.code == 1 and (
+            (sys.stdout is not stdout and stdout_closed())
+            or (stdout_is_null() and not null_before)
+        ):
+            quiet_stdout()
+            sys.exit(int(ExitStatus.STDOUT_CLOSED))
+        raise
+    finally:
+        # What is still buffered for stdout is written now, not at exit, where a reader
+        # that has gone (`ceg ... | head`) would print "Exception ignored ... BrokenPipeError".
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            if not stdout_closed():
+                raise
+            quiet_stdout()
+            sys.exit(int(ExitStatus.STDOUT_CLOSED))

@@ -343,7 +343,10 @@ def _load_sentence_transformer(location: str, device: str = "cpu"):  # type: ign
     try:
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(location, device=device, local_files_only=True)
+        from ..progress import library_bars_off
+
+        with library_bars_off():
+            return SentenceTransformer(location, device=device, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise BackendError(
             f"cannot load embedding model {location!r}: {_first_line(exc)}"

@@ -65,11 +65,11 @@ def judge_names() -> list[str]:
     return [_NEEDS_ARGUMENT.get(p, p) for p in _REGISTRY]
 
 
-def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
-    """Create the judge called ``name``; an unknown name lists the valid ones."""
+def check_judge_name(name: str) -> None:
+    """Refuse a name no registered judge answers to, or one that lacks its model,
+    without creating anything (a project file's judge is checked so, at once)."""
     prefix, colon, arg = name.partition(":")
-    factory = _REGISTRY.get(prefix)
-    if factory is None:
+    if prefix not in _REGISTRY:
         raise UsageError(
             f"--judge {name}: unknown judge; choose one of: {', '.join(judge_names())}"
         )
@@ -77,6 +77,13 @@ def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
         # "verifier:" and "nli:" alike: a colon promises a model, and none is named.
         usage = _NEEDS_ARGUMENT.get(prefix, f"{prefix}:DIR (or {prefix} alone)")
         raise UsageError(f"--judge {name}: say which model, as {usage}")
+
+
+def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
+    """Create the judge called ``name``; an unknown name lists the valid ones."""
+    check_judge_name(name)
+    prefix, _, arg = name.partition(":")
+    factory = _REGISTRY[prefix]
     if isinstance(factory, str):
         module_name, _, func = factory.partition(":")
         factory = getattr(importlib.import_module(module_name), func)

@@ -40,6 +40,7 @@ from typing import Any
 
 from ..claims import has_claim
 from ..errors import UsageError
+from ..progress import library_bars_off
 from ..types import (
     FACTUAL,
     NO_CLAIM,
@@ -59,6 +60,7 @@ __all__ = [
     "MiniCheckJudge",
     "create",
     "doc_chunks",
+    "hub_name",
     "locate_model",
     "sentences_with_newlines",
 ]
@@ -307,6 +309,12 @@ def locate_model(arg: str, prefix: str) -> str:
         return str(path.resolve())
     if path.exists():
         raise UsageError(f"--judge {prefix}:{arg}: a local model must be a directory")
+    if not hub_name(arg):
+        # A path (/abs/x, ./x, ~/x, a/b/c): pulling it is no advice, the hub has no such name.
+        raise UsageError(
+            f"--judge {prefix}:{arg}: no such directory (a local model is a folder with "
+            "config.json, the weights and the tokenizer's files)"
+        )
     snapshot = cached_snapshot(arg)
     if snapshot is None:
         raise UsageError(
@@ -315,6 +323,19 @@ def locate_model(arg: str, prefix: str) -> str:
             f"run: ceg models pull {arg}"
         )
     return str(snapshot)
+
+
+def hub_name(arg: str) -> bool:
+    """Whether ``arg`` can name a model on the hub (an alias or OWNER/NAME), not a path."""
+    from ..hub import check_name
+
+    if arg.startswith((".", "~", "/", "\\")) or "\\" in arg:
+        return False
+    try:
+        check_name(arg)
+    except UsageError:
+        return False
+    return True
 
 
 @lru_cache(maxsize=2)
@@ -329,16 +350,17 @@ def _load(
     )
 
     try:
-        config = AutoConfig.from_pretrained(location, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
-        auto = (
-            AutoModelForSeq2SeqLM
-            if config.model_type == "t5"
-            else AutoModelForSequenceClassification
-        )
-        model, info = auto.from_pretrained(
-            location, local_files_only=True, output_loading_info=True
-        )
+        with library_bars_off():
+            config = AutoConfig.from_pretrained(location, local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
+            auto = (
+                AutoModelForSeq2SeqLM
+                if config.model_type == "t5"
+                else AutoModelForSequenceClassification
+            )
+            model, info = auto.from_pretrained(
+                location, local_files_only=True, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise
