@@ -42,6 +42,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .analysis import Analysis
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
 from .scriptrules import _checkable, _substitutions, _units
@@ -247,39 +248,6 @@ def passage(text: str, title: str = "", language: str | None = None) -> Passage:
 
 def found_in(spec: Specific, p: Passage) -> bool:
     return all(k in p.keys for k in spec.keys)
-
-
-@dataclass(frozen=True)
-class Analysis:
-    """The measurements a verdict is made from."""
-
-    content: tuple[Token, ...]  # distinct content words and numbers of the segment
-    covered: tuple[bool, ...]  # each found in some passage
-    specifics: tuple[Specific, ...]
-    found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
-    hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
-    passage_keys: tuple[frozenset[str], ...]
-    #: The segment as read (layout cleaned), for quoting what is missing.
-    text: str = ""
-    #: (found, total) units of coverage where they are not the content words: the
-    #: characters of text read in pairs of them (``_units``).
-    units: tuple[int, int] | None = None
-
-    @property
-    def coverage(self) -> float:
-        """Share of the content words found in the evidence (1.0 if there are none)."""
-        if self.units is not None and self.units[1]:
-            return self.units[0] / self.units[1]
-        return sum(self.covered) / len(self.covered) if self.covered else 1.0
-
-    @property
-    def specifics_found(self) -> float:
-        """Share of the specifics found, each in one passage (1.0 if there are none)."""
-        return sum(1 for f in self.found if f) / len(self.found) if self.found else 1.0
-
-    @property
-    def missing(self) -> list[Specific]:
-        return [s for s, f in zip(self.specifics, self.found) if not f]
 
 
 def analyse(item: JudgeItem, language: str | None = None) -> Analysis:

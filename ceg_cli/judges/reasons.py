@@ -5,10 +5,7 @@ the same word. Used by ``offline.decide`` and the verifier.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .offline import Analysis
+from .analysis import Analysis
 
 #: At most this many missing items are named in a reason.
 MAX_NAMED = 4
