@@ -335,3 +335,19 @@ def test_the_builder_is_deterministic_and_reads_the_sources_shape(
     texts = {r["id"]: r["text"] for r in first["de"] if r["type"] == "passage"}
     assert claims and all(c["text"] in texts[c["passage"]] for c in claims if c["supported"])
     assert sum(1 for c in claims if not c["supported"]) == sum(1 for c in claims if c["supported"])
+
+
+def test_speed_variants_name_the_model_its_batch_and_its_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """benchmarks/multilingual_speed.py: ``MODEL[:batch=N][:threads=T]``; anything else
+    is a usage error (exit 2), not a silently ignored part."""
+    speed = load("multilingual_speed", monkeypatch)
+    assert speed.parse_variant("multilingual-e5-small-q4:batch=256:threads=1") == {
+        "name": "multilingual-e5-small-q4:batch=256:threads=1",
+        "model": "multilingual-e5-small-q4", "batch": 256, "threads": 1}
+    assert speed.parse_variant("all-MiniLM-L6-v2")["batch"] is None
+    for bad in ("e5:batch=0", "e5:thread=2", "e5:batch=x", ":batch=8"):
+        with pytest.raises(SystemExit) as exit_info:
+            speed.parse_variant(bad)
+        assert exit_info.value.code == 2
