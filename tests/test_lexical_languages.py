@@ -86,6 +86,23 @@ def test_queries_find_their_passage_in_any_language(mixed_index: Path, query: st
     assert lexical_top(mixed_index, query) == doc
 
 
+@pytest.mark.parametrize("method", ["lexical", "hybrid"])
+def test_a_batch_of_queries_in_several_languages_finds_what_each_finds_alone(
+    mixed_index: Path, method: str
+) -> None:
+    # A check batch's queries are tokenized together (lexlang.queries_tokens): each must
+    # still be read in the index's languages, as one searched alone is.
+    queries = ["Wer war des Lehrers Schüler?", "亚历山大的老师是谁", "من هو معلم الاسكندر",
+               "Which river flows through Budapest?", "zzz"]
+    with open_index(mixed_index) as idx:
+        idx.use_embedder(HashEmbedder())
+        together = idx.search(queries, 3, method)
+        alone = [idx.search([q], 3, method)[0] for q in queries]
+    assert [[(h.chunk_id, round(h.score, 6)) for h in hits] for hits in together] == [
+        [(h.chunk_id, round(h.score, 6)) for h in hits] for hits in alone]
+    assert [hits[0].chunk.doc_id for hits in together[:4]] == ["de", "zh", "ar", "en"]
+
+
 def test_an_english_index_records_and_uses_bm25s_tokenizer_as_before(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "docs.jsonl", [DOCS[3], {
         "id": "en2", "title": "Mountains",
@@ -156,3 +173,18 @@ def test_appending_to_an_index_without_a_language_column_reads_its_passages_as_e
     assert meta["languages"] == {"de": 1, "en": 1}
     assert lexical_top(target, "Lehrer Alexanders") == "de"
     assert lexical_top(target, "Danube Vienna") == "en"
+
+
+def test_a_word_snowball_stems_to_nothing_is_no_query_term() -> None:
+    """Snowball's Greek stemmer makes "Όταν" (when) an empty term; bm25s gave it an id past
+    its matrix, and BM25 over Greek contexts failed with a ValueError for any question or
+    sentence holding the word (XNLI's Greek pairs stopped the benchmark)."""
+    from ceg_cli.check.ctxsearch import _Bm25
+    from ceg_cli.lang.tokenize import analyzer
+
+    assert analyzer("el")("Όταν") == [""]  # the stemmer's doing: the index keeps its terms
+    query = "Όταν είπα το ναι, αποφασίσαμε να παντρευτούμε εκείνη την ημέρα."
+    assert "" not in query_tokens(query, {"languages": {"el": 1}})
+    bm25 = _Bm25(["Και ήμουν εντάξει, και αυτό ήταν την ημέρα εκείνη!"], ["el"])
+    scores = bm25.scores(query)
+    assert scores.shape == (1,) and scores[0] > 0

@@ -25,6 +25,7 @@ BAD: dict[str, list[Any]] = {
     "threshold": [1.5, -2.0, math.nan],
     "query": ["everything"],
     "retrieval": ["bm26"],
+    "search_width": ["nprobe", "nprobe=0", "k_factor=2,k_factor=4", "depth=3"],
     "response_field": [" "],
     "question_field": [""],
     "evidence": ["nowhere"],
@@ -51,7 +52,7 @@ BAD: dict[str, list[Any]] = {
 WRONG_TYPE: dict[str, Any] = {
     "index": 5, "judge": 5, "judge_precision": 16, "judge_threshold": "0.8", "top_k": "3",
     "threshold": "0.3",
-    "query": 1, "retrieval": 2, "response_field": 5, "question_field": 5,
+    "query": 1, "retrieval": 2, "search_width": 5, "response_field": 5, "question_field": 5,
     "evidence": ["index"], "contexts_field": 5, "contexts_retrieval": 1,
     "max_nonfactual_rate": "0.1", "max_nonfactual_responses": 2.5,
     "min_citation_recall": True, "min_citation_precision": "x", "citation_pattern": 5,
@@ -63,7 +64,8 @@ WRONG_TYPE: dict[str, Any] = {
 RESOLVE_NAMES = {"max_nonfactual_rate": "max_rate", "max_nonfactual_responses": "max_responses"}
 #: Options `ceg eval` shares with `ceg check` (its own flags, the same table).
 EVAL_SHARES = {"judge", "judge_precision", "judge_threshold", "top_k", "threshold", "query",
-               "retrieval", "evidence", "contexts_field", "contexts_retrieval", "device"}
+               "retrieval", "search_width",
+               "evidence", "contexts_field", "contexts_retrieval", "device"}
 CASES = [(key, value) for key, values in BAD.items() for value in values]
 
 

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, InputError, UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL, resolve_method
+from ..index.searchwidth import parse as parse_search_width
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
@@ -60,6 +61,8 @@ class RunSettings:
     rewriter: str | None = None
     #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
     device: str = "cpu"
+    #: Search settings that replace the ones the index was built with (``--search-width``).
+    search_width: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def resolve(
@@ -89,6 +92,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        search_width: str | None = None,
         language: str = AUTO,
         judge_threshold: float | None = None,
         judge_threshold_source: str | None = None,
@@ -108,7 +112,7 @@ class RunSettings:
             "evidence": evidence, "contexts_field": contexts_field,
             "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
             "min_citation_recall": min_citation_recall,
-            "min_citation_precision": min_citation_precision,
+            "min_citation_precision": min_citation_precision, "search_width": search_width,
             "judge_threshold": judge_threshold,
         })
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
@@ -130,7 +134,7 @@ class RunSettings:
         if device == "cuda":
             # Refused wherever given, even where no model would load (offline judge,
             # contexts ranked by BM25): a run never says it used what it could not.
-            from ..index.embedding import resolve_device
+            from ..index.devices import resolve_device
 
             resolve_device(device)
         evidence = evidence or DEFAULT_EVIDENCE
@@ -177,6 +181,7 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
             device=device,
+            search_width=parse_search_width(search_width),
         )
 
 
@@ -293,6 +298,8 @@ class CheckRun:
                 # The index's model too: one that cannot be loaded, or gives another
                 # dimension, fails the run here, before --out is touched.
                 self.index.embedder(settings.device)
+                if settings.search_width:
+                    self.index.set_search_width(settings.search_width)
                 # hybrid on an index built before the lexical part: dense, with a warning.
                 method, warning = resolve_method(self.index, settings.check.retrieval.method)
             else:

@@ -20,6 +20,7 @@ from .common import (
     QueryOption,
     QuietOption,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -46,6 +47,7 @@ def check_command(
     threshold: float = ThresholdOption,
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
+    search_width: str = SearchWidthOption,
     response_field: str = spec_option("response_field"),
     question_field: str = spec_option("question_field"),
     evidence: str = spec_option("evidence"),
@@ -120,6 +122,7 @@ def check_command(
             llm_prompt=llm_prompt,
         ) | {"device": device, "precision": judge_precision},
         device=device,
+        search_width=search_width,
     )
     for message in ignored_options({
         "judge": judge, "judge_precision": judge_precision, "evidence": evidence,

@@ -27,6 +27,7 @@ from .common import (
     QueryOption,
     QuietOption,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -129,6 +130,7 @@ def eval_command(
     threshold: float = ThresholdOption,
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
+    search_width: str = SearchWidthOption,
     contexts_retrieval: str = ContextsRetrievalOption,
     language: str = LanguageOption,
     out: Path = typer.Option(
@@ -155,12 +157,14 @@ def eval_command(
     from ..eval.evaluate import prediction_record, run_evaluation
     from ..index import open_index
     from ..index.lexical import resolve_method
+    from ..index.searchwidth import parse
     from ..judges import create_judge
     from ..judges.cuts import OPTION as CUT_OPTION
     from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
     from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
+    width = parse(search_width)
     # Before anything is read or written: no output may be the dataset, the
     # other output, or a file of an index (the given one, or any ceg index).
     outputs = [(flag, path) for flag, path in (("--out", out), ("--json", json_out)) if path]
@@ -171,7 +175,7 @@ def eval_command(
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
     if device == "cuda":  # refused before any work, whether or not a model loads
-        from ..index.embedding import resolve_device
+        from ..index.devices import resolve_device
 
         resolve_device(device)
     mode = evidence
@@ -220,6 +224,8 @@ def eval_command(
             idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
             if idx is not None:
                 idx.embedder(device)
+                if width:
+                    idx.set_search_width(width)
                 method, warning = resolve_method(idx, retrieval)
                 if warning is not None:
                     warn(warning)

@@ -95,12 +95,29 @@ def query_tokens(query: str, tokenizer: Mapping[str, Any] | None) -> list[str]:
     return union_terms(query, list(tokenizer.get("languages", {}))[:QUERY_LANGUAGES])
 
 
+def queries_tokens(queries: Sequence[str],
+                   tokenizer: Mapping[str, Any] | None) -> list[list[str]]:
+    """``query_tokens`` of each of ``queries``; an English (legacy) index's in one bm25s call."""
+    if is_legacy(tokenizer):
+        bm25s = import_bm25s()
+        return [list(words) for words in bm25s.tokenize(list(queries), **TOKENIZER,
+                                                         return_ids=False, show_progress=False)]
+    return [query_tokens(query, tokenizer) for query in queries]
+
+
 def union_terms(query: str, languages: Sequence[str]) -> list[str]:
-    """The terms of ``query`` read in each of ``languages``, each term once, in order."""
+    """The terms of ``query`` read in each of ``languages``, each term once, in order.
+
+    No empty term: Snowball stems a few words to nothing (Greek "Όταν", "when"), and
+    bm25s gives the empty term of a vocabulary that lacks it an id past its matrix
+    (``ceg check`` on Greek contexts failed with "maximum token ID ... higher than
+    the number of tokens"); the index's own terms are left as they were built.
+    """
     out: dict[str, None] = {}
     for language in languages:
         for term in analyzer(language)(query):
-            out.setdefault(term)
+            if term:
+                out.setdefault(term)
     return list(out)
 
 
