@@ -305,14 +305,17 @@ def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
 
 
 def _plain_contexts(contexts: Sequence[Any]) -> Any:
-    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects."""
+    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects,
+    as ``Document.model_dump()`` writes them (``id`` included: the document's own, which
+    wins over its metadata's)."""
     if isinstance(contexts, str) or not isinstance(contexts, Sequence):
         return contexts  # parse_contexts says what is wrong, naming the field
     out = []
     for c in contexts:
         if hasattr(c, "page_content"):
             out.append({"page_content": c.page_content,
-                        "metadata": dict(getattr(c, "metadata", None) or {})})
+                        "metadata": dict(getattr(c, "metadata", None) or {}),
+                        "id": getattr(c, "id", None)})
         else:
             out.append(c)
     return out
