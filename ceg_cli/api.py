@@ -252,7 +252,7 @@ class Checker:
                 except (TypeError, ValueError) as exc:
                     yield ResponseInput(line, line, error=f"{SOURCE}:{line}: not JSON ({exc})")
                     continue
-                yield run._with_evidence(parse_line(raw, line, SOURCE, names), SOURCE)
+                yield run.evidence.prepare(parse_line(raw, line, SOURCE, names), SOURCE)
 
         stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
         regenerating = run.rewriter is not None
