@@ -10,6 +10,7 @@ embedder class would.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -47,3 +48,25 @@ def no_ray_auth() -> Iterator[None]:
             os.environ.pop("RAY_AUTH_MODE", None)
         else:
             os.environ["RAY_AUTH_MODE"] = saved
+
+
+def session_folders_of(pid: int) -> list[Path]:
+    """The folders ceg made for the Ray that process ``pid`` started (``ray_session.connect``):
+    ``/tmp/ceg-ray-*`` holding Ray's ``session_<date>_<pid>``. A process killed with SIGKILL
+    cannot remove its own; its test does, knowing the pid."""
+    return sorted({p.parent for p in Path("/tmp").glob(f"ceg-ray-*/session_*_{pid}")})
+
+
+@contextmanager
+def short_ray_temp() -> Iterator[Path]:
+    """A folder for a test's Ray sessions, with the short path ceg's own Ray start uses
+    (``ray_session.short_temp_dir``): under pytest's temporary folder, or any ``TMPDIR``
+    of some 40 characters, Ray's socket paths pass the 107 bytes a Unix socket may have.
+    Removed with what Ray wrote in it."""
+    from ceg_cli.index.ray_session import short_temp_dir
+
+    temp = short_temp_dir()
+    try:
+        yield temp
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)

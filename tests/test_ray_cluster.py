@@ -19,20 +19,21 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import ray
-from conftest import MINI_WIKI, HashEmbedder
+from conftest import MINI_WIKI, HashEmbedder, need_extra
 from multistream_fixture import make_multistream
 from ranged_builds import same_index
-from ray_harness import by_value, no_ray_auth
+from ray_harness import by_value, no_ray_auth, short_ray_temp
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
 import ceg_cli.index.builder
 from ceg_cli.index.builder import BuildOptions, build_index
 
+ray: Any = need_extra("ray", "ray")
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
@@ -55,14 +56,27 @@ def _start_node(args: Sequence[str], temp: Path, log: Path) -> subprocess.Popen[
         )
 
 
-def _wait(check: object, what: str, logs: Sequence[Path], seconds: float = 90) -> None:
+def _wait(check: object, what: str, nodes: Sequence[tuple[subprocess.Popen[bytes], Path]],
+          seconds: float = 90) -> None:
+    """Until ``check()``; else fail with the end of each node's own log (``ray start``'s
+    output), and at once when a node's process has ended (a head that cannot start)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():  # type: ignore[operator]
             return
+        dead = [(proc, log) for proc, log in nodes if proc.poll() is not None]
+        if dead:
+            raise AssertionError(f"not {what}: a node exited\n{_tails(dead)}")
         time.sleep(0.2)
-    tails = "\n".join(log.read_text(errors="replace")[-2000:] for log in logs)
-    raise AssertionError(f"{what} within {seconds} s:\n{tails}")
+    raise AssertionError(f"not {what} within {seconds} s:\n{_tails(nodes)}")
+
+
+def _tails(nodes: Sequence[tuple[subprocess.Popen[bytes], Path]]) -> str:
+    said = []
+    for proc, log in nodes:
+        text = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+        said.append(f"--- {log.name} (exit status {proc.poll()}):\n{text}")
+    return "\n".join(said)
 
 
 def _listening(port: int) -> bool:
@@ -81,30 +95,34 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set
 
 
 def _two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set[str]]]:
-    root = tmp_path_factory.mktemp("cluster")
+    logs = tmp_path_factory.mktemp("cluster")
     port = _free_port()
     address = f"127.0.0.1:{port}"
-    logs = [root / "head.log", root / "node.log"]
-    nodes: list[subprocess.Popen[bytes]] = []
-    try:
-        nodes.append(_start_node(["--head", f"--port={port}", "--include-dashboard=false"],
-                                 root / "head", logs[0]))
-        _wait(lambda: _listening(port), "the head node answers", logs)
-        nodes.append(_start_node([f"--address={address}"], root / "node", logs[1]))
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+    nodes: list[tuple[subprocess.Popen[bytes], Path]] = []
+    # Each node's session (its sockets) in a short folder, not under pytest's: a Unix
+    # socket path may hold 107 bytes, and Ray's need about 70 under the node's folder.
+    with short_ray_temp() as temp:
         try:
-            _wait(lambda: len([n for n in ray.nodes() if n["Alive"]]) == 2,
-                  "two nodes are alive", logs)
-            ids = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+            head = _start_node(["--head", f"--port={port}", "--include-dashboard=false"],
+                               temp / "head", logs / "head.log")
+            nodes.append((head, logs / "head.log"))
+            _wait(lambda: _listening(port), "the head node answers", nodes)
+            node = _start_node([f"--address={address}"], temp / "node", logs / "node.log")
+            nodes.append((node, logs / "node.log"))
+            ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+            try:
+                _wait(lambda: len([n for n in ray.nodes() if n["Alive"]]) == 2,
+                      "two nodes are alive", nodes)
+                ids = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+            finally:
+                ray.shutdown()
+            by_value(__name__)
+            yield address, ids
         finally:
-            ray.shutdown()
-        by_value(__name__)
-        yield address, ids
-    finally:
-        for node in nodes:
-            os.killpg(node.pid, signal.SIGKILL)
-        for node in nodes:
-            node.wait(timeout=30)
+            for proc, _ in nodes:
+                os.killpg(proc.pid, signal.SIGKILL)
+            for proc, _ in nodes:
+                proc.wait(timeout=30)
 
 
 @pytest.fixture
