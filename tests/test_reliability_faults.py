@@ -93,6 +93,33 @@ def test_check_killed_at_random_then_resumed_equals_an_uninterrupted_run(
         stats.outcome(total))
 
 
+def sigterm_as_interrupt(cmd: list[str], ready: Callable[[], bool],
+                         env: dict[str, str] | None = None) -> float:
+    """Run ``cmd``, SIGTERM it once ``ready()``; assert it ended as Ctrl-C ends ``ceg``
+    (exit 130, ``interrupted`` its last line). Returns the seconds it took to end."""
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 600
+        while not ready():
+            assert proc.poll() is None, "the run ended before it could be stopped"
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(timeout=120)
+        took = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None
+    said = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    assert status == 130, said
+    assert said.strip().splitlines()[-1:] == ["interrupted"], said
+    return took
+
+
 @pytest.mark.slow
 def test_check_sigtermed_while_the_verifier_scores_stops_at_once_and_resumes(
     ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
@@ -110,27 +137,9 @@ def test_check_sigtermed_while_the_verifier_scores_stops_at_once_and_resumes(
     done = subprocess.run([*cmd, str(reference)], capture_output=True, timeout=600)
     assert done.returncode in (0, 2), done.stderr.decode(errors="replace")
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([*cmd, str(out)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 600
-        while proc.poll() is None and time.monotonic() < deadline:
-            if out.exists() and out.read_bytes().count(b"\n") >= 1:
-                break
-            time.sleep(0.05)
-        assert proc.poll() is None, "the run ended before it could be stopped"
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGTERM)
-        status = proc.wait(timeout=120)
-        took = time.monotonic() - sent
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.stderr is not None
-    said = proc.stderr.read().decode(errors="replace")
-    assert status == 130, said
-    assert said.strip().splitlines()[-1:] == ["interrupted"], said
+    # Stopped once its first records are written: the verifier is scoring the next.
+    took = sigterm_as_interrupt(
+        [*cmd, str(out)], lambda: out.exists() and out.read_bytes().count(b"\n") >= 1)
     kept = out.read_bytes().count(b"\n")
     assert 0 < kept < reference.read_bytes().count(b"\n")
     resumed = subprocess.run([*cmd, str(out), "--resume"], capture_output=True, timeout=600)
@@ -152,24 +161,8 @@ def test_check_sigtermed_mid_run_says_interrupted_and_keeps_its_records(
     gate = tmp_path / "gate"
     gate.mkdir()
     out = tmp_path / "out.jsonl"
-    proc = subprocess.Popen([*cmd, str(out), "--judge", "gated"],
-                            env={**os.environ, "CEG_TEST_JUDGE_GATE": str(gate)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 120
-        while not (gate / "waiting").exists():
-            assert proc.poll() is None and time.monotonic() < deadline
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGTERM)
-        status = proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    assert proc.stderr is not None
-    said = proc.stderr.read().decode(errors="replace")
-    assert status == 130, said
-    assert said.strip().splitlines()[-1:] == ["interrupted"], said
+    sigterm_as_interrupt([*cmd, str(out), "--judge", "gated"], (gate / "waiting").exists,
+                         env={**os.environ, "CEG_TEST_JUDGE_GATE": str(gate)})
     kept = out.read_bytes()
     assert kept.endswith(b"\n")
     records = [json.loads(line) for line in kept.splitlines()]  # each one whole

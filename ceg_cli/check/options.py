@@ -326,6 +326,17 @@ LLM_KEYS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir
 CHECKER_KEYS = ("judge_precision", "batch_tokens")
 
 
+#: What ``judge_options`` and ``ignored_options`` read of a command's values.
+JUDGE_VALUE_KEYS = ("judge", *LLM_KEYS, *CHECKER_KEYS, "device", "evidence",
+                    "contexts_retrieval", "regenerate")
+
+
+def judge_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``params`` (a command's parameters by option name, its ``locals()``)
+    that say which judge a run uses and what it reads (``JUDGE_VALUE_KEYS``)."""
+    return {key: params[key] for key in JUDGE_VALUE_KEYS if key in params}
+
+
 def judge_options(values: Mapping[str, Any]) -> dict[str, Any]:
     """What ``create_judge`` reads, from the options' values (each checked; a key left
     out or None is its default): the LLM client's and prompt's, a checker model's float

@@ -79,20 +79,14 @@ def check_command(
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
-    from ..check.options import ignored_options, judge_options
+    from ..check.options import ignored_options, judge_options, judge_values
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
     from ..report.html import ReportBuilder, write_report
     from ..report.output import refuse_index_files, refuse_same_files
 
     # What the judge reads, and whether this run reads it (one warning for each it does not).
-    judge_values = {
-        "judge": judge, "judge_precision": judge_precision, "batch_tokens": batch_tokens,
-        "evidence": evidence, "contexts_retrieval": contexts_retrieval,
-        "regenerate": regenerate, "llm_base_url": llm_base_url, "concurrency": concurrency,
-        "temperature": temperature, "no_cache": no_cache, "cache_dir": cache_dir,
-        "llm_prompt": llm_prompt, "unparsable_as": unparsable_as, "device": device,
-    }
+    given = judge_values(locals())
     settings = RunSettings.resolve(
         responses=responses,
         index=index,
@@ -117,10 +111,10 @@ def check_command(
         regenerate=regenerate,
         max_attempts=max_attempts,
         rewriter=rewriter,
-        judge_options=judge_options(judge_values),
+        judge_options=judge_options(given),
         device=device,
     )
-    for message in ignored_options(judge_values):
+    for message in ignored_options(given):
         warn(message)
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")

@@ -155,7 +155,7 @@ def eval_command(
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
     from ..check.ctxsearch import context_search, reads_similarity
-    from ..check.options import ignored_options, judge_options
+    from ..check.options import ignored_options, judge_options, judge_values
     from ..check.pipeline import CheckOptions
     from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
@@ -180,16 +180,10 @@ def eval_command(
         from ..index.embedding import resolve_device
 
         resolve_device(device)
-    mode = evidence
     # What the judge reads (as ceg check's), and whether this run reads it.
-    judge_values = {
-        "judge": judge, "judge_precision": judge_precision, "batch_tokens": batch_tokens,
-        "evidence": mode, "contexts_retrieval": contexts_retrieval,
-        "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
-        "no_cache": no_cache, "cache_dir": cache_dir, "llm_prompt": llm_prompt,
-        "unparsable_as": unparsable_as, "device": device,
-    }
-    for message in ignored_options(judge_values):
+    given = judge_values(locals())
+    mode = evidence
+    for message in ignored_options(given):
         warn(message)
     language = check_language(language)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
@@ -212,7 +206,7 @@ def eval_command(
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        checker = create_judge(judge, {**judge_options(judge_values), "on_warning": warn})
+        checker = create_judge(judge, {**judge_options(given), "on_warning": warn})
         close = getattr(checker, "close", None)
         if close is not None:  # an LLM judge's client and reply cache
             stack.callback(close)
