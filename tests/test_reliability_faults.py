@@ -125,11 +125,17 @@ def test_check_sigtermed_while_the_verifier_scores_stops_at_once_and_resumes(
     ceg: list[str], hash_index: Path, tmp_path: Path, row: Row
 ) -> None:
     """SIGTERM (a CI runner's cancel, ``timeout``, ``docker stop``) is handled as Ctrl-C:
-    one ``interrupted`` line, exit 130, the records written so far kept whole, and
-    ``--resume`` ends with an uninterrupted run's bytes. Before, SIGTERM killed ``ceg``
-    on the spot (no ``finally``: exit -15); a benchmark that turned it into an exit took
-    seconds to minutes more in the interpreter's final garbage collection of the
-    torch heap (``cli.main.run`` freezes that heap first)."""
+    one ``interrupted`` line, exit 130, the records written so far kept whole (an
+    uninterrupted run's first bytes), and ``--resume`` writes every other record once,
+    in order. Before, SIGTERM killed ``ceg`` on the spot (no ``finally``: exit -15); a
+    benchmark that turned it into an exit took seconds to minutes more in the
+    interpreter's final garbage collection of the torch heap (``cli.main.run`` freezes
+    that heap first).
+
+    Not byte for byte after the cut: on a CPU the verifier's int8 layers scale each
+    batch's activations, so a resume that starts inside a batch of the uninterrupted run
+    scores its later records in other batches, a few thousandths apart
+    (docs/reliability.md)."""
     responses = many_responses(tmp_path / "responses.jsonl", 40)
     cmd = [*ceg, "check", str(responses), "--index", str(hash_index), "--judge", "verifier",
            "--quiet", "--out"]
@@ -140,14 +146,23 @@ def test_check_sigtermed_while_the_verifier_scores_stops_at_once_and_resumes(
     # Stopped once its first records are written: the verifier is scoring the next.
     took = sigterm_as_interrupt(
         [*cmd, str(out)], lambda: out.exists() and out.read_bytes().count(b"\n") >= 1)
-    kept = out.read_bytes().count(b"\n")
+    written = out.read_bytes()
+    kept = written.count(b"\n")
     assert 0 < kept < reference.read_bytes().count(b"\n")
+    assert reference.read_bytes().startswith(written)
     resumed = subprocess.run([*cmd, str(out), "--resume"], capture_output=True, timeout=600)
     assert resumed.returncode == done.returncode, resumed.stderr.decode(errors="replace")
-    assert out.read_bytes() == reference.read_bytes()
+    assert out.read_bytes().startswith(written)
+
+    def records(path: Path) -> list[tuple[Any, ...]]:
+        return [(r["line"], r["id"], r.get("response"),
+                 [s["text"] for s in r.get("segments") or ()])
+                for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())]
+
+    assert records(out) == records(reference)
     row("`ceg check --judge verifier` SIGTERMed while scoring, then `--resume`d", 1,
         f"exit 130 with one 'interrupted' line {took:.1f} s after the signal; "
-        f"{kept} records kept whole; the resumed output byte-identical")
+        f"{kept} records kept whole; the resumed output has every record once, in order")
 
 
 def test_check_sigtermed_mid_run_says_interrupted_and_keeps_its_records(
