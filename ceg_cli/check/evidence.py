@@ -9,7 +9,7 @@ is read in (``RunEvidence.prepare``), with the warnings that go with them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,8 @@ from .pipeline import CheckOptions, evidence_source, response_language
 class RunEvidence:
     """The index at ``index`` (opened when ``use_index``, else ``None``) and the
     contexts' search, for a run with options ``check`` whose contexts are read from
-    ``context_fields``; the index's model computes on ``device``.
+    ``context_fields``; the index's model computes on ``device``, and its search takes
+    ``search_width`` (``--search-width``) where given.
 
     ``check`` becomes the run's options with the retrieval method the index
     supports (``hybrid`` on an index built before its lexical part: ``dense``,
@@ -38,6 +39,7 @@ class RunEvidence:
         *,
         device: str,
         context_fields: Sequence[str],
+        search_width: Mapping[str, int] | None = None,
         judge: Any,
         use_index: bool,
         on_warning: Callable[[str], None] | None = None,
@@ -54,6 +56,9 @@ class RunEvidence:
                 # The index's model too: one that cannot be loaded, or gives another
                 # dimension, fails the run here, before --out is touched.
                 self.index.embedder(device)
+                if search_width:
+                    self.index.set_search_width(search_width)
+                # hybrid on an index built before the lexical part: dense, with a warning.
                 method, warning = resolve_method(self.index, check.retrieval.method)
             else:
                 method, warning = check.retrieval.method, None

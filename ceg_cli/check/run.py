@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL
+from ..index.searchwidth import parse as parse_search_width
 from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
@@ -51,6 +52,8 @@ class RunSettings:
     rewriter: str | None = None
     #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
     device: str = "cpu"
+    #: Search settings that replace the ones the index was built with (``--search-width``).
+    search_width: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def resolve(
@@ -80,6 +83,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        search_width: str | None = None,
         language: str = AUTO,
     ) -> RunSettings:
         """Checked settings (``check/options.py``'s table checks each value, as it
@@ -97,7 +101,7 @@ class RunSettings:
             "evidence": evidence, "contexts_field": contexts_field,
             "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
             "min_citation_recall": min_citation_recall,
-            "min_citation_precision": min_citation_precision,
+            "min_citation_precision": min_citation_precision, "search_width": search_width,
         })
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
         threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
@@ -159,6 +163,7 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
             device=device,
+            search_width=parse_search_width(search_width),
         )
 
 
@@ -264,7 +269,8 @@ class CheckRun:
         # when needed, its retrieval method resolved, the contexts' search.
         self.evidence = RunEvidence(
             settings.index, settings.check, device=settings.device,
-            context_fields=settings.fields.contexts, judge=self.judge,
+            context_fields=settings.fields.contexts, search_width=settings.search_width,
+            judge=self.judge,
             use_index=self._wants_index(settings, first), on_warning=on_warning,
         )
         self.index: Any = self.evidence.index

@@ -18,6 +18,7 @@ from .common import (
     QueryOption,
     QuietOption,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -42,6 +43,7 @@ def check_command(
     threshold: float = ThresholdOption,
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
+    search_width: str = SearchWidthOption,
     response_field: str = spec_option("response_field"),
     question_field: str = spec_option("question_field"),
     evidence: str = spec_option("evidence"),
@@ -113,6 +115,7 @@ def check_command(
         rewriter=rewriter,
         judge_options=judge_options(given),
         device=device,
+        search_width=search_width,
     )
     for message in ignored_options(given):
         warn(message)
