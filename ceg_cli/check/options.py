@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..index.embedding import DEVICES
+from ..index.devices import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
 from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION

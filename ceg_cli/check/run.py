@@ -116,7 +116,7 @@ class RunSettings:
         if device == "cuda":
             # Refused wherever given, even where no model would load (offline judge,
             # contexts ranked by BM25): a run never says it used what it could not.
-            from ..index.embedding import resolve_device
+            from ..index.devices import resolve_device
 
             resolve_device(device)
         evidence = evidence or DEFAULT_EVIDENCE

@@ -181,7 +181,7 @@ def eval_command(
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
     if device == "cuda":  # refused before any work, whether or not a model loads
-        from ..index.embedding import resolve_device
+        from ..index.devices import resolve_device
 
         resolve_device(device)
     # What the judge reads (as ceg check's), and whether this run reads it.

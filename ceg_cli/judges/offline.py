@@ -42,7 +42,10 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .analysis import Analysis
 from .langwords import Specific, Token, reader, reading_language
+from .reasons import MAX_NAMED, missing_reason
+from .scriptrules import _checkable, _substitutions, _units
 
 #: A segment needs at least this share of its content words in the evidence.
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
@@ -50,8 +53,6 @@ from .langwords import Specific, Token, reader, reading_language
 MIN_COVERAGE = 0.1
 #: At most this many passages are cited for a supported segment.
 MAX_CITED = 3
-#: At most this many missing items are named in a reason.
-MAX_NAMED = 4
 
 # Function words carry nothing to check, so coverage ignores them. Our own
 # list: NLTK's stopword corpus cannot be downloaded on the machines we serve.
@@ -156,7 +157,7 @@ def is_content(token: Token) -> bool:
 
 def specifics(
     text: str, tokens: Sequence[Token] | None = None, language: str | None = None,
-    nouns: frozenset[str] = frozenset(),
+    nouns: frozenset[str] = frozenset(), held: frozenset[str] | None = None,
 ) -> list[Specific]:
     """The numbers and capitalized names of a segment.
 
@@ -169,7 +170,7 @@ def specifics(
     text = clean(text)
     toks = list(tokens) if tokens is not None else tokenize(text, language)
     if language is not None:
-        return reader(language).specifics(text, toks, nouns)
+        return reader(language).specifics(text, toks, nouns, held)
     out = [Specific("number", t.text, (t.key,), i) for i, t in enumerate(toks) if t.number]
     i = 0
     while i < len(toks):
@@ -249,34 +250,6 @@ def found_in(spec: Specific, p: Passage) -> bool:
     return all(k in p.keys for k in spec.keys)
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """The measurements a verdict is made from."""
-
-    content: tuple[Token, ...]  # distinct content words and numbers of the segment
-    covered: tuple[bool, ...]  # each found in some passage
-    specifics: tuple[Specific, ...]
-    found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
-    hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
-    passage_keys: tuple[frozenset[str], ...]
-    #: The segment as read (layout cleaned), for quoting what is missing.
-    text: str = ""
-
-    @property
-    def coverage(self) -> float:
-        """Share of the content words found in the evidence (1.0 if there are none)."""
-        return sum(self.covered) / len(self.covered) if self.covered else 1.0
-
-    @property
-    def specifics_found(self) -> float:
-        """Share of the specifics found, each in one passage (1.0 if there are none)."""
-        return sum(1 for f in self.found if f) / len(self.found) if self.found else 1.0
-
-    @property
-    def missing(self) -> list[Specific]:
-        return [s for s, f in zip(self.specifics, self.found) if not f]
-
-
 def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
     """Which of the segment's words and specifics the evidence contains.
 
@@ -297,7 +270,9 @@ def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
     nouns: frozenset[str] = frozenset()
     if language is not None:
         nouns = nouns.union(*(reader(language).evidence_nouns(e.text) for e in item.evidence))
-    specs = tuple(specifics(item.segment.text, toks, language, nouns))
+    specs = tuple(specifics(item.segment.text, toks, language, nouns, union))
+    if language is not None:
+        specs = _checkable(specs, item.segment.text, item.evidence)
     found = tuple(tuple(i for i, p in enumerate(passages) if found_in(s, p)) for s in specs)
     hints = []
     for s, where in zip(specs, found):
@@ -305,14 +280,22 @@ def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
             hint = _other_number(s, toks, passages)
             if hint is not None:
                 hints.append((s, *hint))
+    covered = tuple(t.key in union for t in content)
+    units = _units(content, covered)
+    if language is not None:
+        extra = _substitutions(clean(item.segment.text), content, covered, units)
+        if extra:
+            specs = specs + extra
+            found = found + tuple(() for _ in extra)
     return Analysis(
         content,
-        tuple(t.key in union for t in content),
+        covered,
         specs,
         found,
         tuple(hints),
         tuple(p.keys for p in passages),
         clean(item.segment.text),
+        units,
     )
 
 
@@ -407,64 +390,6 @@ def cite(a: Analysis) -> list[int]:
         todo_specs = {sp for sp in todo_specs if best not in a.found[sp]}
         todo_words -= a.passage_keys[best]
     return sorted(cited)
-
-
-def missing_reason(a: Analysis) -> str:
-    names = [s.text for s in a.missing]
-    in_specifics = {k for s in a.missing for k in s.keys}
-    names += _quoted(a, {
-        t.key for t, c in zip(a.content, a.covered) if not c and t.key not in in_specifics
-    })
-    names = list(dict.fromkeys(names)) or ["the segment's words"]
-    shown = [f"'{n}'" for n in names[:MAX_NAMED]]
-    more = len(names) - len(shown)
-    if more:
-        listed = ", ".join(shown) + f" and {more} more word{'s' if more > 1 else ''}"
-    elif len(shown) > 1:
-        listed = ", ".join(shown[:-1]) + " and " + shown[-1]
-    else:
-        listed = shown[0]
-    reason = f"{listed} not in the evidence"
-    if not a.missing:
-        reason += f" (only {sum(a.covered)} of {len(a.content)} content words found)"
-    for spec, other, word in a.hints[:2]:
-        reason += f"; the evidence has '{other}' near '{word}' where the segment has '{spec.text}'"
-    return reason
-
-
-def _quoted(a: Analysis, missing_keys: set[str]) -> list[str]:
-    """The missing content words as the segment writes them, in order. Text written
-    without spaces is read as overlapping pairs of characters; a missing pair is
-    quoted as the stretch of that text around it that no pair found in the
-    evidence touches ("斯塔基拉", not "斯塔", "塔基", "基拉")."""
-    from ..lang import BIGRAM_SCRIPTS, char_script
-
-    held: set[int] = set()
-    for t, c in zip(a.content, a.covered):
-        if t.pair and c:
-            held.update(range(t.start, t.start + len(t.text)))
-    text = a.text
-
-    def free(i: int) -> bool:
-        return (
-            0 <= i < len(text) and i not in held and char_script(text[i]) in BIGRAM_SCRIPTS
-        )
-
-    out: list[str] = []
-    for t in sorted((t for t in a.content if t.key in missing_keys), key=lambda t: t.start):
-        if not t.pair or not text:
-            out.append(t.text)
-            continue
-        start = next((i for i in range(t.start, t.start + len(t.text)) if free(i)), None)
-        if start is None:
-            continue
-        end = start
-        while free(start - 1):
-            start -= 1
-        while free(end):
-            end += 1
-        out.append(text[start:end])
-    return list(dict.fromkeys(out))
 
 
 class OfflineJudge:

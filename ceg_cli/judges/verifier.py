@@ -278,7 +278,7 @@ class VerifierJudge:
 
 def create(arg: str, options: Mapping[str, Any]) -> VerifierJudge:
     """Registry factory: ``verifier`` (the shipped model) or ``verifier:DIR``."""
-    from ..index.embedding import resolve_device
+    from ..index.devices import resolve_device
 
     device = resolve_device(str(options.get("device", "cpu")))
     if not arg:
