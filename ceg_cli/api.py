@@ -38,7 +38,7 @@ RUN_OPTIONS = (
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
 #: Options for a checker model (minicheck:, hhem:, nli:).
-JUDGE_OPTIONS = ("judge_precision",)
+JUDGE_OPTIONS = ("judge_precision", "batch_tokens")
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,7 @@ class Checker:
 
     def __init__(self, index: str | Path | None = None, judge: str | None = None, *,
                  config: str | Path | bool | None = None, **options: Any) -> None:
-        from .check.options import OPTIONS, check_options, ignored_options, llm_judge_options
+        from .check.options import OPTIONS, check_options, ignored_options, judge_options
 
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
                          - set(JUDGE_OPTIONS))
@@ -177,15 +177,12 @@ class Checker:
         if index is None and evidence in ("index", "both"):
             raise UsageError(f"--evidence {evidence}: needs an index (Checker(index=...))")
         run_options = {k: v for k, v in given.items() if k in RUN_OPTIONS and v is not None}
-        llm_options = {k: v for k, v in given.items() if k in LLM_OPTIONS and v is not None}
         self.settings = RunSettings.resolve(
             responses=SOURCE,
             index=given.get("index") or Path(),
             judge=given["judge"],
-            judge_options=llm_judge_options(**llm_options) | {
-                "device": given.get("device") or "cpu",
-                "precision": given.get("judge_precision") or "float32",
-            },
+            # The library computes on the CPU unless told (the CLI's --device is auto).
+            judge_options=judge_options({**given, "device": given.get("device") or "cpu"}),
             judge_threshold_source=cut_source,
             **run_options,
         )
@@ -260,7 +257,7 @@ class Checker:
                 except (TypeError, ValueError) as exc:
                     yield ResponseInput(line, line, error=f"{SOURCE}:{line}: not JSON ({exc})")
                     continue
-                yield run._with_evidence(parse_line(raw, line, SOURCE, names), SOURCE)
+                yield run.evidence.prepare(parse_line(raw, line, SOURCE, names), SOURCE)
 
         stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
         regenerating = run.rewriter is not None
@@ -315,14 +312,17 @@ def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
 
 
 def _plain_contexts(contexts: Sequence[Any]) -> Any:
-    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects."""
+    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects,
+    as ``Document.model_dump()`` writes them (``id`` included: the document's own, which
+    wins over its metadata's)."""
     if isinstance(contexts, str) or not isinstance(contexts, Sequence):
         return contexts  # parse_contexts says what is wrong, naming the field
     out = []
     for c in contexts:
         if hasattr(c, "page_content"):
             out.append({"page_content": c.page_content,
-                        "metadata": dict(getattr(c, "metadata", None) or {})})
+                        "metadata": dict(getattr(c, "metadata", None) or {}),
+                        "id": getattr(c, "id", None)})
         else:
             out.append(c)
     return out

@@ -441,6 +441,32 @@ def test_judge_train_refuses_an_out_inside_an_index(
     assert sorted(p.name for p in index.iterdir()) == before
 
 
+def test_judge_train_refuses_an_out_holding_an_index_file_under_its_own_name(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    """A file ``judge train`` writes in place (``save_pretrained``'s ``config.json``,
+    ``model.safetensors``, the tokenizer's) that is a hard link to, or a copy of, an
+    index's file is refused by its content, as every other output is: writing it would
+    leave that index unreadable."""
+    import os
+    import shutil
+
+    index = tmp_path / "idx"
+    shutil.copytree(hash_index, index)
+    before = {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()}
+    for name, target in (("config.json", "meta.json"), ("model.safetensors", "chunks.sqlite"),
+                         ("vocab.txt", "vectors.faiss")):
+        out = tmp_path / f"out-{name}"
+        out.mkdir()
+        (out / "checkpoint.tmp").write_bytes(b"\x80\x02half a checkpoint")  # a run begun
+        os.link(index / target, out / name)
+        for against in (index, hash_index):  # the index in use, or another one
+            said = refused(train(run_cli, against, out, lexical_verifier), f"--out {out / name}",
+                           "index")
+            assert target in said, said
+    assert {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()} == before
+
+
 def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(
     tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
 ) -> None:

@@ -13,13 +13,13 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import CegError, InputError, UsageError
-from ..index.lexical import DEFAULT_RETRIEVAL, resolve_method
+from ..errors import InputError, UsageError
+from ..index.lexical import DEFAULT_RETRIEVAL
 from ..index.searchwidth import parse as parse_search_width
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
-from ..lang.codes import AUTO, UNDETERMINED, check_language
+from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
     RecordWriter,
@@ -31,14 +31,8 @@ from ..report.output import (
 from ..report.records import from_record, to_record
 from ..types import CheckedResponse, ResponseInput
 from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
-from .pipeline import (
-    DEFAULT_EVIDENCE,
-    DEFAULT_QUERY,
-    CheckOptions,
-    check,
-    evidence_source,
-    response_language,
-)
+from .evidence import RunEvidence, wants_index
+from .pipeline import DEFAULT_EVIDENCE, DEFAULT_QUERY, CheckOptions, check
 from .responses import FieldNames, read_responses
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
 
@@ -262,7 +256,6 @@ class CheckRun:
         on_bad_line: Callable[[str], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
-        from ..index import open_index
         from ..judges import create_judge
 
         self.settings = settings
@@ -288,33 +281,18 @@ class CheckRun:
                 self._rewriter_judge = create_judge(settings.rewriter, rewriter_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
-        self._said_language = False  # the language fallback is said once a run
         self._pending, first = self._peek(settings)
-        self.index: Any = None
-        if self._wants_index(settings, first):
-            self.index = open_index(settings.index)
-        try:
-            if self.index is not None:
-                # The index's model too: one that cannot be loaded, or gives another
-                # dimension, fails the run here, before --out is touched.
-                self.index.embedder(settings.device)
-                if settings.search_width:
-                    self.index.set_search_width(settings.search_width)
-                # hybrid on an index built before the lexical part: dense, with a warning.
-                method, warning = resolve_method(self.index, settings.check.retrieval.method)
-            else:
-                method, warning = settings.check.retrieval.method, None
-        except CegError:
-            if self.index is not None:
-                self.index.close()
-            raise
-        if warning is not None and on_warning is not None:
-            on_warning(warning)
-        retrieval = replace(settings.check.retrieval, method=method)
-        self.settings = settings = replace(
-            settings, check=replace(settings.check, retrieval=retrieval)
+        # What the run checks against: the index opened (and its model loaded) only
+        # when needed, its retrieval method resolved, the contexts' search.
+        self.evidence = RunEvidence(
+            settings.index, settings.check, device=settings.device,
+            context_fields=settings.fields.contexts, search_width=settings.search_width,
+            judge=self.judge,
+            use_index=self._wants_index(settings, first), on_warning=on_warning,
         )
-        self.contexts = self._context_search()
+        self.index: Any = self.evidence.index
+        self.settings = settings = replace(settings, check=self.evidence.check)
+        self.contexts = self.evidence.contexts
         self.summary = Summary(
             judge=self.judge.name,
             index=str(settings.index) if self.index is not None else "",
@@ -396,42 +374,13 @@ class CheckRun:
     def _report_bad(self, items):  # type: ignore[no-untyped-def]
         source = "<stdin>" if self.settings.responses == "-" else self.settings.responses
         for item in items:
-            item = self._with_evidence(item, source)
+            item = self.evidence.prepare(item, source)
             if self.on_bad_line is not None:
                 for message in item.warnings:
                     self.on_bad_line(message)
                 if item.error is not None:
                     self.on_bad_line(item.error)
             yield item
-
-    def _with_evidence(self, item: ResponseInput, source: str) -> ResponseInput:
-        """``item``, an error record if it has nothing to be checked against."""
-        if item.error is not None:
-            return item
-        where = f"{source}:{item.line}"
-        found, problem = evidence_source(item, self.settings.check.evidence,
-                                         self.index is not None, self.settings.fields.contexts)
-        if problem is not None:
-            return replace(item, error=f"{where}: {problem}")
-        found_language = response_language(item, self.settings.check.language)
-        item = replace(item, language=found_language.language)
-        # Text with letters in a script no language is known for; none at all ("42",
-        # emoji) has no words to read either way.
-        if (found_language.language.startswith(f"{UNDETERMINED}-")
-                and not self._said_language and self.on_warning is not None):
-            self._said_language = True
-            self.on_warning(
-                f"{where}: cannot tell the response's language; it is read by the rules of "
-                f"its script ({found_language.language}); name the language with --language "
-                "CODE (said once: later such records are read the same way)"
-            )
-        if found == "none" and self.on_warning is not None:
-            holds = "is an empty list" if not item.contexts else "holds only blank text"
-            self.on_warning(
-                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
-                "its segments are judged on no evidence"
-            )
-        return item
 
     def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], ResponseInput | None]:
         """The responses, and the first readable one (whether an index is needed depends on it)."""
@@ -447,18 +396,7 @@ class CheckRun:
 
     def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
         # A method so that a run fed from Python (ceg_cli.api) decides by its own argument.
-        return _wants_index(settings, first)
-
-    def _context_search(self) -> Any:
-        """What searches the records' contexts: with the index's model where there is one."""
-        if self.settings.check.evidence == "index":
-            return None
-        from .ctxsearch import context_search, reads_similarity
-
-        return context_search(self.index, self.settings.device,
-                              method=self.settings.check.contexts_retrieval,
-                              language=self.settings.check.language,
-                              similarity=reads_similarity(self.judge))
+        return wants_index(settings.check.evidence, settings.index, first)
 
     def describe_cuts(self, *, used: bool = False) -> str:
         """The judge's cut in the settings this run may judge in (by ``--evidence``), or,
@@ -499,8 +437,7 @@ class CheckRun:
         return {k: sum(u.get(k, 0) for u in usages) for k in usages[0]}
 
     def close(self) -> None:
-        if self.index is not None:
-            self.index.close()
+        self.evidence.close()
         for judge in (self.judge, self._rewriter_judge):
             close_judge = getattr(judge, "close", None)
             if close_judge is not None:
@@ -516,27 +453,3 @@ def cut_settings(evidence: str) -> tuple[str, ...]:
     if evidence == "contexts":
         return ("contexts",)
     return SETTINGS
-
-
-def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
-    """Whether the run opens the index (``open_index`` says why when it cannot).
-
-    ``--evidence index`` and ``both`` need it; ``contexts`` never reads it; by
-    default (``auto``) an index that is there is used for the records without
-    contexts, and one that is not is needed only when the first record has none:
-    a file of records without contexts and no index fails at once, as before. A
-    file with no readable record needs no index that is not there: its lines are
-    error records, and the gate says what was wrong with them.
-    """
-    mode = settings.check.evidence
-    if first is None and not settings.index.exists():
-        # No record can be read (an empty file, every line bad): nothing would be checked
-        # against an index, and what to report is the input's problem, not a missing index.
-        return False
-    if mode in ("index", "both"):
-        return True
-    if mode == "contexts":
-        return False
-    if settings.index.exists():
-        return True
-    return first is None or first.contexts is None

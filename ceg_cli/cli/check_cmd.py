@@ -80,16 +80,19 @@ def check_command(
     cache_dir: Path = spec_option("cache_dir"),
     llm_prompt: str = spec_option("llm_prompt"),
     unparsable_as: str = spec_option("unparsable_as"),
+    batch_tokens: int = spec_option("batch_tokens"),
     device: str = DeviceOption,
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
-    from ..check.options import ignored_options, llm_judge_options
+    from ..check.options import ignored_options, judge_options, judge_values
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
     from ..report.html import ReportBuilder, write_report
     from ..report.output import refuse_index_files, refuse_same_files
 
+    # What the judge reads, and whether this run reads it (one warning for each it does not).
+    given = judge_values(locals())
     settings = RunSettings.resolve(
         responses=responses,
         index=index,
@@ -116,21 +119,11 @@ def check_command(
         regenerate=regenerate,
         max_attempts=max_attempts,
         rewriter=rewriter,
-        judge_options=llm_judge_options(
-            llm_base_url=llm_base_url, concurrency=concurrency, temperature=temperature,
-            no_cache=no_cache, cache_dir=cache_dir, unparsable_as=unparsable_as,
-            llm_prompt=llm_prompt,
-        ) | {"device": device, "precision": judge_precision},
+        judge_options=judge_options(given),
         device=device,
         search_width=search_width,
     )
-    for message in ignored_options({
-        "judge": judge, "judge_precision": judge_precision, "evidence": evidence,
-        "contexts_retrieval": contexts_retrieval, "regenerate": regenerate,
-        "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
-        "no_cache": no_cache, "cache_dir": cache_dir, "llm_prompt": llm_prompt,
-        "unparsable_as": unparsable_as,
-    }):
+    for message in ignored_options(given):
         warn(message)
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")

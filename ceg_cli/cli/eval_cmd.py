@@ -143,13 +143,25 @@ def eval_command(
         None, "--limit", min=1, help="Check only the first N records (default: all).",
         show_default=False,
     ),
+    llm_base_url: str = spec_option("llm_base_url"),
+    concurrency: int = spec_option("concurrency"),
+    temperature: float = spec_option("temperature"),
+    no_cache: bool = spec_option("no_cache"),
+    cache_dir: Path = spec_option("cache_dir"),
+    llm_prompt: str = spec_option("llm_prompt"),
+    unparsable_as: str = spec_option(
+        "unparsable_as",
+        help="What an LLM reply that cannot be read counts as (not_judged: a prediction "
+        "of not factual, counted in the metrics' not_judged).",
+    ),
+    batch_tokens: int = spec_option("batch_tokens"),
     device: str = DeviceOption,
     quiet: bool = QuietOption,
 ) -> None:
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
     from ..check.ctxsearch import context_search, reads_similarity
-    from ..check.options import ignored_options
+    from ..check.options import ignored_options, judge_options, judge_values
     from ..check.pipeline import CheckOptions
     from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
@@ -178,9 +190,10 @@ def eval_command(
         from ..index.devices import resolve_device
 
         resolve_device(device)
+    # What the judge reads (as ceg check's), and whether this run reads it.
+    given = judge_values(locals())
     mode = evidence
-    for message in ignored_options({"judge": judge, "judge_precision": judge_precision,
-                                    "evidence": mode, "contexts_retrieval": contexts_retrieval}):
+    for message in ignored_options(given):
         warn(message)
     language = check_language(language)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
@@ -198,18 +211,21 @@ def eval_command(
             "their 'segmented_response' segments, joined by spaces, are checked instead"
         )
     _report_bad_rows(dataset, data.bad_rows)
-    with cli_progress(quiet) as progress:
+    with cli_progress(quiet) as progress, ExitStack() as stack:
         index_dir = None
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        judge_options: dict[str, Any] = {"device": device, "precision": judge_precision}
+        for_judge = {**judge_options(given), "on_warning": warn}
         if judge_threshold is not None:  # checked by the option table as it was parsed
-            judge_options[CUT_OPTION] = judge_threshold
+            for_judge[CUT_OPTION] = judge_threshold
             label = judge_threshold_source(ctx)
             if label is not None:  # a project file's, not the flag
-                judge_options[CUT_SOURCE_OPTION] = label
-        checker = create_judge(judge, judge_options)
+                for_judge[CUT_SOURCE_OPTION] = label
+        checker = create_judge(judge, for_judge)
+        close = getattr(checker, "close", None)
+        if close is not None:  # an LLM judge's client and reply cache
+            stack.callback(close)
         if not quiet:
             against = "each item's own contexts" if index_dir is None else f"index {index_dir}"
             if index_dir is not None and mode != "index":
@@ -220,29 +236,28 @@ def eval_command(
                 markup=False,
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
-        with ExitStack() as stack:
-            idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
-            if idx is not None:
-                idx.embedder(device)
-                if width:
-                    idx.set_search_width(width)
-                method, warning = resolve_method(idx, retrieval)
-                if warning is not None:
-                    warn(warning)
-            else:
-                method = retrieval  # a record's passages always have BM25
-            options = CheckOptions(
-                RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
-                contexts_retrieval=contexts_retrieval, language=language,
-            )
-            contexts = None if mode == "index" else context_search(
-                idx, device, method=contexts_retrieval,
-                similarity=reads_similarity(checker), language=language,
-            )
-            evaluation = run_evaluation(
-                data, idx, checker, options, contexts=contexts,
-                on_result=lambda _r: checked.update(),
-            )
+        idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
+        if idx is not None:
+            idx.embedder(device)
+            if width:
+                idx.set_search_width(width)
+            method, warning = resolve_method(idx, retrieval)
+            if warning is not None:
+                warn(warning)
+        else:
+            method = retrieval  # a record's passages always have BM25
+        options = CheckOptions(
+            RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
+            contexts_retrieval=contexts_retrieval, language=language,
+        )
+        contexts = None if mode == "index" else context_search(
+            idx, device, method=contexts_retrieval,
+            similarity=reads_similarity(checker), language=language,
+        )
+        evaluation = run_evaluation(
+            data, idx, checker, options, contexts=contexts,
+            on_result=lambda _r: checked.update(),
+        )
     metrics = evaluation.metrics
     metrics["run"]["seconds"] = round(time.perf_counter() - started, 1)
     if out is not None:

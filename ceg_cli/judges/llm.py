@@ -28,10 +28,8 @@ Requests run concurrently on the client's thread pool and are cached.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..claims import has_claim
 from ..errors import UsageError
@@ -55,6 +53,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .llm_base import LlmJudgeBase
 from .unreadable import UNPARSABLE_CHOICES, unparsable_verdict
 
 if TYPE_CHECKING:
@@ -72,7 +71,7 @@ PROMPTS = ("ceg", "minicheck")
 _REASON_CHARS = 300
 
 
-class LlmJudge:
+class LlmJudge(LlmJudgeBase):
     """Judges segments with one chat request each, concurrently, through ``LLMClient``."""
 
     def __init__(
@@ -85,28 +84,17 @@ class LlmJudge:
         count_unparsable_as: str = NOT_JUDGED,
         structured: str = "auto",
     ) -> None:
-        if count_unparsable_as not in UNPARSABLE_CHOICES:
-            raise UsageError(
-                f"count_unparsable_as {count_unparsable_as!r}: choose one of "
-                + ", ".join(UNPARSABLE_CHOICES)
-            )
+        super().__init__(model, client, temperature=temperature, max_tokens=max_tokens,
+                         count_unparsable_as=count_unparsable_as)
         if structured not in STRUCTURED_CHOICES:
             raise UsageError(
                 f"structured {structured!r}: choose one of {', '.join(STRUCTURED_CHOICES)}"
             )
-        self.model = model
-        self.client = client
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.count_unparsable_as = count_unparsable_as
         self.structured = structured
         # "auto" starts with the best dialect and steps down the list when the
         # server rejects it, until one request succeeds ("confirmed").
         self._format = RESPONSE_FORMATS[0] if structured == "auto" else structured
         self._confirmed = structured != "auto"
-        self._lock = threading.Lock()
-        self.name = f"llm:{model}"
-        host = urlsplit(client.base_url).netloc or client.base_url
         output = {
             "auto": "structured output (JSON schema, else JSON mode, else free text)",
             "json_schema": "JSON-schema output",
@@ -114,15 +102,10 @@ class LlmJudge:
             "text": "free-text JSON output",
         }[structured]
         self.method = (
-            f"LLM judge {model} at {host}: the CEG paper's FELM prompt (question, segment, "
+            f"LLM judge {model} at {self.host}: the CEG paper's FELM prompt (question, segment, "
             f"numbered top-k passages; Factual/Nonfactual, no-claim segments factual), "
             f"{output}, temperature {temperature:g}"
         )
-
-    @property
-    def usage(self) -> dict[str, int]:
-        """Calls made, cache hits, retries and tokens so far (shared with regeneration)."""
-        return self.client.usage.snapshot()
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         """One verdict per item; identical prompts in a batch are sent once."""
@@ -214,12 +197,6 @@ class LlmJudge:
             )
         return _from_reply(reply, passages)
 
-    def _unparsable(self, why: str) -> Verdict:
-        return unparsable_verdict(why, self.count_unparsable_as)
-
-    def close(self) -> None:
-        self.client.close()
-
 
 def _from_reply(reply: JudgeReply, passages: int) -> Verdict:
     def indices(numbers: Sequence[int]) -> tuple[int, ...]:
@@ -310,29 +287,22 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
             "Nonfactual, a label with no score to cut; use --llm-prompt minicheck "
             "(P(yes), supported above 0.5) or leave the option out"
         )
+    # What every LLM judge takes (``LlmJudgeBase``); each prompt adds its own.
+    shared: dict[str, Any] = {
+        "temperature": temperature,
+        "max_tokens": int(max_tokens) if max_tokens else None,
+        "count_unparsable_as": unparsable,
+    }
     client = make_client(options)
     judge: LlmJudge | LlmMiniCheckJudge
     try:
         if prompt == "minicheck":
-            judge = LlmMiniCheckJudge(
-                model,
-                client,
-                temperature=temperature,
-                max_tokens=int(max_tokens) if max_tokens else None,
-                count_unparsable_as=unparsable,
-                chunk_words=chunk_words,
-                on_warning=options.get("on_warning"),
-                cuts=Cuts.same(cut.value, cut.source),
-            )
+            judge = LlmMiniCheckJudge(model, client, **shared, chunk_words=chunk_words,
+                                      on_warning=options.get("on_warning"),
+                                      cuts=Cuts.same(cut.value, cut.source))
         else:
-            judge = LlmJudge(
-                model,
-                client,
-                temperature=temperature,
-                max_tokens=int(max_tokens) if max_tokens else None,
-                count_unparsable_as=unparsable,
-                structured=str(options.get("structured") or "auto"),
-            )
+            judge = LlmJudge(model, client, **shared,
+                             structured=str(options.get("structured") or "auto"))
         if _flag(options, "preflight", True):
             client.preflight(model)
     except BaseException:
