@@ -33,7 +33,7 @@ RUN_OPTIONS = (
     "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
     "contexts_retrieval", "language",
     "response_field", "question_field", "citation_pattern", "device",
-    "regenerate", "max_attempts", "rewriter",
+    "regenerate", "max_attempts", "rewriter", "judge_threshold",
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
@@ -160,6 +160,10 @@ class Checker:
                 f"{', '.join(RUN_OPTIONS + LLM_OPTIONS + JUDGE_OPTIONS)}"
             )
         from_file = _project_values(config)
+        # A cut the file sets says so where the run shows it (not "--judge-threshold").
+        cut_source = (f"judge_threshold in {_project_file(config)}"
+                      if "judge_threshold" in from_file
+                      and options.get("judge_threshold") is None else None)
         options = {**from_file, **{k: v for k, v in options.items() if v is not None}}
         index = index if index is not None else from_file.get("index")
         judge = judge if judge is not None else from_file.get("judge")
@@ -179,6 +183,7 @@ class Checker:
             judge=given["judge"],
             # The library computes on the CPU unless told (the CLI's --device is auto).
             judge_options=judge_options({**given, "device": given.get("device") or "cpu"}),
+            judge_threshold_source=cut_source,
             **run_options,
         )
         for message in ignored_options(given):
@@ -257,7 +262,8 @@ class Checker:
         stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
         regenerating = run.rewriter is not None
         for checked, attempts in run._regenerated(stream):
-            record = to_record(checked, self._judge_info, attempts if regenerating else None)
+            record = to_record(checked, self._judge_info, attempts if regenerating else None,
+                               run.cuts)
             yield CheckResult(checked, record)
 
     def close(self) -> None:
@@ -279,20 +285,24 @@ class Checker:
 CHECKER_KEYS = ("index", "judge", *RUN_OPTIONS, *LLM_OPTIONS, *JUDGE_OPTIONS)
 
 
-def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
-    """What the project file sets for ``ceg check`` that a Checker takes (checked, paths
-    relative to the file); ``config`` as ``Checker`` takes it."""
+def _project_file(config: str | Path | bool | None) -> Path | None:
+    """The project file a Checker reads, ``config`` as ``Checker`` takes it."""
     from . import config as project
 
     if config is False:
-        return {}
+        return None
     if config is None or config is True:
-        path = project.find()
-    elif isinstance(config, (str, Path)) and str(config).strip():
-        path = Path(config)
-    else:
-        raise UsageError(f"Checker: config={config!r}: a path, False (no file) or None "
-                         "(the nearest ceg.toml or [tool.ceg])")
+        return project.find()
+    if isinstance(config, (str, Path)) and str(config).strip():
+        return Path(config)
+    raise UsageError(f"Checker: config={config!r}: a path, False (no file) or None "
+                     "(the nearest ceg.toml or [tool.ceg])")
+
+
+def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
+    """What the project file sets for ``ceg check`` that a Checker takes (checked, paths
+    relative to the file); ``config`` as ``Checker`` takes it."""
+    path = _project_file(config)
     if path is None:
         return {}
     from .cli.projectfile import load_for_api

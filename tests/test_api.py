@@ -260,7 +260,7 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     import ceg_cli
     from ceg_cli import SCHEMA_VERSION, CheckedSegment, Checker, CheckResult
 
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     assert [f.name for f in dataclasses.fields(CheckedSegment)] == [
         "text", "label", "verdict", "score", "reason", "citations", "evidence", "start",
         "end", "citation_check"]

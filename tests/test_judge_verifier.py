@@ -112,11 +112,11 @@ def test_verdicts_follow_the_combiner_and_keep_reasons(lexical_verifier: Path) -
         ]
     )
     assert (good.label, good.verdict, good.cited) == (FACTUAL, SUPPORTED, (0,))
-    assert "entailment 0.50" in good.reason and "P(supported) 0.95" in good.reason
+    assert "entailment 0.50" in good.reason and "P(supported) 0.95" in good.reason, good.reason
     assert bad.label == NONFACTUAL and bad.cited == ()
     assert bad.reason == (
         "'1812' not in the evidence; the evidence has '1793' near 'opened' where the segment "
-        "has '1812'; entailment 0.50 over passage [1]; P(supported) 0.12"
+        "has '1812'; entailment 0.50 over passage [1]; P(supported) 0.119, under the cut 0.5"
     )
     assert bad.score < 0.5 < good.score
     assert (none.label, none.verdict) == (FACTUAL, NO_CLAIM)

@@ -20,6 +20,7 @@ BAD: dict[str, list[Any]] = {
     "index": [""],
     "judge": ["bogus", "nli:", "minicheck"],
     "judge_precision": ["int4"],
+    "judge_threshold": [1.5, -0.1, math.nan, math.inf],
     "top_k": [0, -3],
     "threshold": [1.5, -2.0, math.nan],
     "query": ["everything"],
@@ -50,7 +51,8 @@ BAD: dict[str, list[Any]] = {
 }
 #: What only Python can give: a value of the wrong type.
 WRONG_TYPE: dict[str, Any] = {
-    "index": 5, "judge": 5, "judge_precision": 16, "top_k": "3", "threshold": "0.3",
+    "index": 5, "judge": 5, "judge_precision": 16, "judge_threshold": "0.8", "top_k": "3",
+    "threshold": "0.3",
     "query": 1, "retrieval": 2, "search_width": 5, "response_field": 5, "question_field": 5,
     "evidence": ["index"], "contexts_field": 5, "contexts_retrieval": 1,
     "max_nonfactual_rate": "0.1", "max_nonfactual_responses": 2.5,
@@ -63,10 +65,10 @@ WRONG_TYPE: dict[str, Any] = {
 RESOLVE_NAMES = {"max_nonfactual_rate": "max_rate", "max_nonfactual_responses": "max_responses"}
 #: Options `ceg eval` shares with `ceg check` (its own flags, the same table): all but
 #: what is about a run's files, its gate, its fields and its rewrites.
-EVAL_SHARES = {"judge", "judge_precision", "batch_tokens", "top_k", "threshold", "query",
-               "retrieval", "search_width", "evidence", "contexts_field", "contexts_retrieval",
-               "device", "llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
-               "llm_prompt", "unparsable_as"}
+EVAL_SHARES = {"judge", "judge_precision", "judge_threshold", "batch_tokens", "top_k",
+               "threshold", "query", "retrieval", "search_width", "evidence", "contexts_field",
+               "contexts_retrieval", "device", "llm_base_url", "concurrency", "temperature",
+               "no_cache", "cache_dir", "llm_prompt", "unparsable_as"}
 CASES = [(key, value) for key, values in BAD.items() for value in values]
 
 

@@ -223,6 +223,13 @@ OPTIONS: dict[str, OptionSpec] = dict([
           choices=JUDGE_PRECISIONS,
           help="The float width of a minicheck:, hhem: or nli: checker: float32 (parity "
           "with the authors), bfloat16, or float16 (CUDA only; not for T5)."),
+    _spec("judge_threshold", "--judge-threshold", "float", low=0.0, high=1.0,
+          range_text="the judge's score is between 0 and 1, and so is its cut",
+          help="The judge's cut on its score, 0 to 1, in every setting: a segment is "
+          "supported when its score reaches it (default: the judge's own: for offline and "
+          "verifier the leave-one-domain-out protocol's for the index or contexts setting, "
+          "for minicheck:, hhem: and nli: 0.5; llm: with the paper's prompt gives a label "
+          "and refuses it)."),
     _spec("top_k", "--top-k", "int", DEFAULT_TOP_K, low=1, envvar="CEG_TOP_K", short="-k",
           help="Passages retrieved per segment."),
     _spec("threshold", "--threshold", "float", DEFAULT_THRESHOLD, low=-1.0, high=1.0,

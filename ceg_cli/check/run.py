@@ -16,6 +16,9 @@ from typing import Any
 from ..errors import InputError, UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL
 from ..index.searchwidth import parse as parse_search_width
+from ..judges.cuts import OPTION as CUT_OPTION
+from ..judges.cuts import SETTINGS, Cuts, setting_of
+from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
 from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
 from ..report.output import (
@@ -85,6 +88,8 @@ class RunSettings:
         min_citation_precision: float | None = None,
         search_width: str | None = None,
         language: str = AUTO,
+        judge_threshold: float | None = None,
+        judge_threshold_source: str | None = None,
     ) -> RunSettings:
         """Checked settings (``check/options.py``'s table checks each value, as it
         checks the CLI's and a project file's); ``None`` takes the library's default
@@ -102,6 +107,7 @@ class RunSettings:
             "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
             "min_citation_recall": min_citation_recall,
             "min_citation_precision": min_citation_precision, "search_width": search_width,
+            "judge_threshold": judge_threshold,
         })
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
         threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
@@ -111,6 +117,12 @@ class RunSettings:
         min_citation_recall = checked["min_citation_recall"]
         min_citation_precision = checked["min_citation_precision"]
         index = checked["index"]
+        # The judge's cut, for every setting (None: the judge's own per setting).
+        judge_options = dict(judge_options or {})
+        if checked["judge_threshold"] is not None:
+            judge_options[CUT_OPTION] = checked["judge_threshold"]
+            if judge_threshold_source is not None:  # a project file's, not the flag
+                judge_options[CUT_SOURCE_OPTION] = judge_threshold_source
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
         if device == "cuda":
@@ -158,7 +170,7 @@ class RunSettings:
                 min_citation_precision=min_citation_precision,
             ),
             resume=resume,
-            judge_options=judge_options or {},
+            judge_options=judge_options,
             regenerate=regenerate,
             max_attempts=max_attempts,
             rewriter=rewriter,
@@ -254,14 +266,19 @@ class CheckRun:
         # log-probabilities) says it where the run's warnings go.
         judge_options = {**settings.judge_options, "on_warning": on_warning}
         self.judge = create_judge(settings.judge, judge_options)
+        #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
+        self.cuts: Cuts | None = getattr(self.judge, "cuts", None)
         self.rewriter = None
         self._rewriter_judge: Any = None
         if settings.regenerate:
             from .regenerate import LlmRewriter
 
-            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair.
+            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair;
+            # it rewrites, it decides nothing: the judge's cut is not its option.
             if settings.rewriter is not None:
-                self._rewriter_judge = create_judge(settings.rewriter, judge_options)
+                rewriter_options = {k: v for k, v in judge_options.items()
+                                    if k not in (CUT_OPTION, CUT_SOURCE_OPTION)}
+                self._rewriter_judge = create_judge(settings.rewriter, rewriter_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self.on_warning = on_warning
         self._pending, first = self._peek(settings)
@@ -307,6 +324,7 @@ class CheckRun:
                 self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
         judge_info = {"name": self.judge.name, "method": self.judge.method}
+        cuts = self.cuts
         pending = self._pending
         if resume_into is not None:
             # Records are written one per input line, in input order: the
@@ -319,7 +337,7 @@ class CheckRun:
             checked_stream = check(self._report_bad(pending), self.index, self.judge,
                                    settings.check, self.contexts)
             for checked, attempts in self._regenerated(checked_stream):
-                record = to_record(checked, judge_info, attempts)
+                record = to_record(checked, judge_info, attempts, cuts)
                 writer.write(record)
                 self._count(checked)
                 if on_record is not None:
@@ -380,6 +398,18 @@ class CheckRun:
         # A method so that a run fed from Python (ceg_cli.api) decides by its own argument.
         return wants_index(settings.check.evidence, settings.index, first)
 
+    def describe_cuts(self, *, used: bool = False) -> str:
+        """The judge's cut in the settings this run may judge in (by ``--evidence``), or,
+        with ``used``, in those its records were judged in: "0.8333 (protocol, index
+        setting); 0.8333 (protocol, contexts setting)"."""
+        if self.cuts is None:
+            return "none (the judge gives a label, not a score)"
+        settings = cut_settings(self.settings.check.evidence)
+        if used and self.summary.evidence_sources:
+            seen = {setting_of(source) for source in self.summary.evidence_sources}
+            settings = tuple(s for s in SETTINGS if s in seen)
+        return self.cuts.describe(settings)
+
     def _count(self, checked: Any) -> None:
         outcome = self.summary.add(checked)
         if self._junit is not None:
@@ -413,3 +443,13 @@ class CheckRun:
             if close_judge is not None:
                 close_judge()
 
+
+def cut_settings(evidence: str) -> tuple[str, ...]:
+    """The settings a run with ``--evidence`` judges in: ``index`` and ``both`` the
+    index setting (``cuts.setting_of``), ``contexts`` the contexts setting, ``auto``
+    either, record by record."""
+    if evidence in ("index", "both"):
+        return ("index",)
+    if evidence == "contexts":
+        return ("contexts",)
+    return SETTINGS

@@ -8,12 +8,14 @@ from typing import Any
 
 import typer
 
+from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
     IndexOption,
     JudgeOption,
     JudgePrecisionOption,
+    JudgeThresholdOption,
     LanguageOption,
     QueryOption,
     QuietOption,
@@ -31,6 +33,7 @@ from .progress import cli_progress
 
 @handle_errors
 def check_command(
+    ctx: typer.Context,
     responses: str = typer.Argument(
         ..., help="Responses file (JSONL), or - for stdin.", metavar="RESPONSES",
         show_default=False,
@@ -38,6 +41,7 @@ def check_command(
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
     judge: str = JudgeOption,
+    judge_threshold: float = JudgeThresholdOption,
     judge_precision: str = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -94,6 +98,8 @@ def check_command(
         index=index,
         out=out,
         judge=judge,
+        judge_threshold=judge_threshold,
+        judge_threshold_source=judge_threshold_source(ctx),
         top_k=top_k,
         threshold=threshold,
         query=query,
@@ -132,6 +138,9 @@ def check_command(
     # Nor a file of the index it reads (a later command would find it unreadable).
     refuse_index_files(files[1:], index)
     run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
+    if not quiet:
+        err_console.print(f"judge {run.judge.name}, threshold {run.describe_cuts()}",
+                          markup=False)
     # Records going to stdout are kept (compactly) for the report as they pass;
     # with --out the file is read back, resumed records included.
     builder = ReportBuilder() if report is not None and out is None else None
@@ -187,6 +196,7 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
         table.add_row("  uncited claims", str(cited["uncited"]))
     table.add_row("time", f"{s.seconds:.1f} s")
     table.add_row("judge", s.judge)
+    table.add_row("  threshold", run.describe_cuts(used=True))
     if set(s.evidence_sources) - {"index"}:  # say so when not all came from the index
         table.add_row("evidence", ", ".join(
             f"{source} {n}" for source, n in sorted(s.evidence_sources.items())))

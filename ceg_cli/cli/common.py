@@ -124,6 +124,7 @@ RetrievalOption = spec_option("retrieval")
 ContextsRetrievalOption = spec_option("contexts_retrieval")
 DeviceOption = spec_option("device")
 JudgePrecisionOption = spec_option("judge_precision")
+JudgeThresholdOption = spec_option("judge_threshold")
 JudgeOption = spec_option("judge")
 
 SearchWidthOption = spec_option("search_width")

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
     JudgeOption,
     JudgePrecisionOption,
+    JudgeThresholdOption,
     LanguageOption,
     QueryOption,
     QuietOption,
@@ -84,6 +86,7 @@ _COUNTS = {
 
 @handle_errors
 def eval_command(
+    ctx: typer.Context,
     dataset: Path = typer.Argument(
         ...,
         help="Labelled benchmark (JSONL): FELM, HaluEval QA, FEVER or generic.",
@@ -121,6 +124,7 @@ def eval_command(
         "contexts, then retrieved_contexts, then retrieval_context).",
     ),
     judge: str = JudgeOption,
+    judge_threshold: float = JudgeThresholdOption,
     judge_precision: str = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -167,6 +171,8 @@ def eval_command(
     from ..index.lexical import resolve_method
     from ..index.searchwidth import parse
     from ..judges import create_judge
+    from ..judges.cuts import OPTION as CUT_OPTION
+    from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
     from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
@@ -210,7 +216,13 @@ def eval_command(
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        checker = create_judge(judge, {**judge_options(given), "on_warning": warn})
+        for_judge = {**judge_options(given), "on_warning": warn}
+        if judge_threshold is not None:  # checked by the option table as it was parsed
+            for_judge[CUT_OPTION] = judge_threshold
+            label = judge_threshold_source(ctx)
+            if label is not None:  # a project file's, not the flag
+                for_judge[CUT_SOURCE_OPTION] = label
+        checker = create_judge(judge, for_judge)
         close = getattr(checker, "close", None)
         if close is not None:  # an LLM judge's client and reply cache
             stack.callback(close)
@@ -220,7 +232,8 @@ def eval_command(
                 against += f", evidence {mode}"
             err_console.print(
                 f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
-                f"{against}, judge {checker.name}"
+                f"{against}, judge {checker.name}, threshold {_cuts(checker, mode)}",
+                markup=False,
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
         idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
@@ -256,6 +269,25 @@ def eval_command(
             json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     out_console.print(render_table(metrics))
+
+
+def _cuts(judge: Any, mode: str) -> str:
+    """The judge's cut in the settings ``--evidence`` may judge in, and where it came from."""
+    from ..check.run import cut_settings
+
+    cuts = getattr(judge, "cuts", None)
+    if cuts is None:
+        return "none (the judge gives a label, not a score)"
+    return str(cuts.describe(cut_settings(mode)))
+
+
+def describe_threshold(run: dict[str, Any]) -> str:
+    """The run's ``judge_threshold`` in words: "0.8333 (protocol, index setting)"."""
+    cuts = run.get("judge_threshold")
+    if not cuts:
+        return "none"
+    shown = dict.fromkeys(f"{c['value']:g} ({c['source']})" for c in cuts.values())
+    return "; ".join(shown)
 
 
 def _contexts_fields(
@@ -372,8 +404,9 @@ def render_table(metrics: dict[str, Any]) -> Table:
     if set(sources) - {"index"}:  # say what the items were judged against, when not the index
         evidence += " (" + ", ".join(f"{name} {n}" for name, n in sources.items()) + ")"
     table = Table(
-        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']}, "
-        f"evidence {evidence}, top-k {run['top_k']}, threshold {run['threshold']}, "
+        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']} "
+        f"at judge threshold {describe_threshold(run)}, evidence {evidence}, "
+        f"top-k {run['top_k']}, similarity threshold {run['threshold']}, "
         f"query {run['query']}, retrieval {run['retrieval']}",
         title_justify="left",
     )

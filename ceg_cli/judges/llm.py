@@ -260,7 +260,9 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
     the run's warnings) and ``preflight`` (true: check the endpoint and the model
     now, raising ``BackendError`` if either is missing).
     """
-    from .llm_minicheck import CHUNK_WORDS, MAX_TOKENS, LlmMiniCheckJudge
+    from .cuts import OPTION, Cuts, one_cut
+    from .llm_minicheck import CHUNK_WORDS, MAX_TOKENS, THRESHOLD, LlmMiniCheckJudge
+    from .minicheck import AUTHORS_CUT
 
     model = arg.strip()
     if not model:
@@ -277,6 +279,14 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
         raise UsageError(f"LLM option chunk_words {chunk_words}: must be at least 1")
     unparsable = str(options.get("count_unparsable_as") or NOT_JUDGED)
     unparsable_verdict("", unparsable)  # a bad choice fails before a client is opened
+    # MiniCheck's prompt gives P(yes), which a cut can move; the paper's gives a label.
+    cut = one_cut(THRESHOLD, AUTHORS_CUT, options)
+    if prompt != "minicheck" and options.get(OPTION) is not None:
+        raise UsageError(
+            f"--judge-threshold: the LLM judge's prompt '{prompt}' answers Factual or "
+            "Nonfactual, a label with no score to cut; use --llm-prompt minicheck "
+            "(P(yes), supported above 0.5) or leave the option out"
+        )
     # What every LLM judge takes (``LlmJudgeBase``); each prompt adds its own.
     shared: dict[str, Any] = {
         "temperature": temperature,
@@ -288,7 +298,8 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
     try:
         if prompt == "minicheck":
             judge = LlmMiniCheckJudge(model, client, **shared, chunk_words=chunk_words,
-                                      on_warning=options.get("on_warning"))
+                                      on_warning=options.get("on_warning"),
+                                      cuts=Cuts.same(cut.value, cut.source))
         else:
             judge = LlmJudge(model, client, **shared,
                              structured=str(options.get("structured") or "auto"))

@@ -53,8 +53,9 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .cuts import Cuts
 from .llm_base import LlmJudgeBase
-from .minicheck import DocChunk, claims_and_chunks, doc_chunks
+from .minicheck import AUTHORS_CUT, DocChunk, claims_and_chunks, doc_chunks
 
 __all__ = ["CHUNK_WORDS", "THRESHOLD", "LlmMiniCheckJudge"]
 
@@ -81,17 +82,20 @@ class LlmMiniCheckJudge(LlmJudgeBase):
         count_unparsable_as: str = NOT_JUDGED,
         chunk_words: int = CHUNK_WORDS,
         on_warning: Callable[[str], None] | None = None,
+        cuts: Cuts | None = None,
     ) -> None:
         super().__init__(model, client, temperature=temperature, max_tokens=max_tokens,
                          count_unparsable_as=count_unparsable_as)
         self.chunk_words = chunk_words
-        self.threshold = THRESHOLD
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = cuts if cuts is not None else Cuts.same(THRESHOLD, AUTHORS_CUT)
+        self.threshold = self.cuts.index.value
         self.on_warning = on_warning
         self.method = (
             f"LLM judge {model} at {self.host}: MiniCheck's prompt (document chunk, claim; "
             f"yes or no), support = P(yes) from the first token's top-{TOP_LOGPROBS} "
             f"log-probabilities (the text answer where the endpoint sends none), best chunk, "
-            f"weakest sentence, supported above {THRESHOLD:g}; temperature {temperature:g}"
+            f"weakest sentence, supported above {self.threshold:g}; temperature {temperature:g}"
         )
         # Log-probabilities are asked for until the endpoint rejects them before
         # ever sending any; after one reply had them, a rejection is about that

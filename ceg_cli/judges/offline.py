@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..claims import has_claim
@@ -43,6 +44,7 @@ from ..types import (
     Verdict,
 )
 from .analysis import Analysis
+from .cuts import Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
 from .scriptrules import _checkable, _substitutions, _units
@@ -51,6 +53,12 @@ from .scriptrules import _checkable, _substitutions, _units
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
 #: words appear from being "supported" (see benchmarks/judge_design.py).
 MIN_COVERAGE = 0.1
+#: The rule's own cut on the score: a segment whose specifics are all found (with
+#: ``MIN_COVERAGE`` of its words) scores at least 0.5 + MIN_COVERAGE / 2, any other
+#: less than 0.5. The verifier's ``lexical_support`` feature is this rule.
+RULE_CUT = 0.5
+#: Where the shipped cuts are (``thresholds.json``).
+SHIPPED = Path(__file__).resolve().parent.parent / "models" / "offline"
 #: At most this many passages are cited for a supported segment.
 MAX_CITED = 3
 
@@ -349,28 +357,51 @@ def verdict_without_evidence(item: JudgeItem) -> Verdict | None:
     return None
 
 
-def decide(item: JudgeItem, analysis: Analysis | None = None) -> Verdict:
-    """The verdict on one item."""
+def score(a: Analysis) -> float:
+    """The judge's score: 0.5 to 1 by the share of content words found when every
+    specific is (and ``MIN_COVERAGE`` of the words), under 0.5 by the shares of
+    specifics and words found otherwise."""
+    if not a.missing and a.coverage >= MIN_COVERAGE:
+        return round(0.5 + 0.5 * a.coverage, 4)
+    return min(round(0.5 * (a.specifics_found + a.coverage) / 2, 4), 0.4999)
+
+
+def decide(item: JudgeItem, analysis: Analysis | None = None, cut: float = RULE_CUT) -> Verdict:
+    """The verdict on one item: supported when its score reaches ``cut`` (by default
+    the rule's own, 0.5). A segment with no claim, or no evidence, is decided before
+    any score is weighed, at every cut."""
     early = verdict_without_evidence(item)
     if early is not None:
         return early
     a = analysis or analyse(item)
     if not a.content:
-        reason = "only function words: nothing the evidence could contradict"
-        return Verdict(FACTUAL, SUPPORTED, 0.5, (), reason)
-    coverage, found = a.coverage, a.specifics_found
-    missing = a.missing
-    if not missing and coverage >= MIN_COVERAGE:
-        cited = cite(a)
-        shown = [f"'{sp.text}'" for sp in a.specifics]
-        if len(shown) > MAX_NAMED:
-            shown = [f"all {len(shown)} numbers and names"]
-        words = f"{sum(a.covered)} of {len(a.content)} content words"
-        reason = ", ".join(shown[:-1] + [f"{shown[-1]} and {words}" if shown else words])
-        reason += " found in the cited passage" + ("s" if len(cited) > 1 else "")
-        return Verdict(FACTUAL, SUPPORTED, round(0.5 + 0.5 * coverage, 4), tuple(cited), reason)
-    score = round(0.5 * (found + coverage) / 2, 4)
-    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, min(score, 0.4999), (), missing_reason(a))
+        # "It is not." makes a claim by has_claim's rule, but holds nothing this
+        # judge can look for: no claim to check, whatever the cut.
+        return Verdict(FACTUAL, NO_CLAIM, 1.0, (), "only function words: nothing to look for "
+                       "in the evidence")
+    s = score(a)
+    if s >= cut:
+        cited = tuple(cite(a))
+        if s >= RULE_CUT:
+            return Verdict(FACTUAL, SUPPORTED, s, cited, found_reason(a, cited))
+        # Only below the rule's own cut (--judge-threshold under 0.5).
+        return Verdict(FACTUAL, SUPPORTED, s, cited,
+                       f"score {s:.3f} reaches the cut {cut:g}, though {missing_reason(a)}")
+    reason = missing_reason(a)
+    if s >= RULE_CUT:  # every specific found: only words are missing
+        shown = "every number and name found, but " if a.specifics else ""
+        reason = f"{shown}{reason}; score {s:.3f}, under the cut {cut:g}"
+    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, s, (), reason)
+
+
+def found_reason(a: Analysis, cited: Sequence[int]) -> str:
+    """What was found where: "'1809' and 6 of 7 content words found in the cited passage"."""
+    shown = [f"'{sp.text}'" for sp in a.specifics]
+    if len(shown) > MAX_NAMED:
+        shown = [f"all {len(shown)} numbers and names"]
+    words = f"{sum(a.covered)} of {len(a.content)} content words"
+    reason = ", ".join(shown[:-1] + [f"{shown[-1]} and {words}" if shown else words])
+    return reason + " found in the cited passage" + ("s" if len(cited) > 1 else "")
 
 
 def cite(a: Analysis) -> list[int]:
@@ -392,6 +423,16 @@ def cite(a: Analysis) -> list[int]:
     return sorted(cited)
 
 
+@lru_cache(maxsize=1)
+def shipped_cuts() -> Cuts:
+    """The protocol's cuts, from ``ceg_cli/models/offline/thresholds.json``."""
+    cuts = load_cuts(SHIPPED)
+    if cuts is None:
+        raise UsageError(f"the offline judge's thresholds are missing from {SHIPPED}; "
+                       "reinstall ceg")
+    return cuts
+
+
 class OfflineJudge:
     """Lexical support of each segment by its evidence; pure Python, no model."""
 
@@ -401,12 +442,17 @@ class OfflineJudge:
         "content words, must occur in the retrieved passages; no language model"
     )
 
+    def __init__(self, cuts: Cuts | None = None) -> None:
+        #: The cut in each setting (default: the shipped ones, the protocol's).
+        self.cuts = cuts if cuts is not None else shipped_cuts()
+
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        return [decide(item) for item in items]
+        return [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
 
 
 def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:
-    """Registry factory for ``--judge offline``; it takes no argument."""
+    """Registry factory for ``--judge offline``; it takes no argument. Option
+    ``judge_threshold``: one cut for every setting instead of the shipped ones."""
     if arg:
         raise UsageError(f"--judge offline:{arg}: the offline judge takes no argument")
-    return OfflineJudge()
+    return OfflineJudge(overridden(shipped_cuts(), options))
