@@ -15,6 +15,7 @@ from ceg_cli.check.pipeline import CheckOptions, check_batch, response_language
 from ceg_cli.check.segment import segment_response
 from ceg_cli.cli.main import app
 from ceg_cli.errors import UsageError
+from ceg_cli.report.records import SCHEMA_VERSION
 from ceg_cli.types import FACTUAL, Context, JudgeItem, ResponseInput, Verdict
 
 ZH_ANSWER = "亚里士多德出生于斯塔基拉。他是亚历山大大帝的老师。他在1900年获得了诺贝尔奖。"
@@ -124,7 +125,7 @@ def test_hostile_records_are_all_checked_none_lost_the_fallback_said_once(
     assert result.exit_code in (0, 1), result.output
     records = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert [r["id"] for r in records] == [row["id"] for row in HOSTILE]
-    assert all(r["error"] is None and r["schema_version"] == 4 for r in records)
+    assert all(r["error"] is None and r["schema_version"] == SCHEMA_VERSION for r in records)
     languages = {r["id"]: r["language"] for r in records}
     assert languages == {"mixed": "en", "rtl": "ar", "emoji": "und", "thai": "th",
                          "ethiopic": "und-Ethi", "ethiopic2": "und-Ethi", "ja-vs-en": "ja",
