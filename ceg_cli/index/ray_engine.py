@@ -23,7 +23,6 @@ only here, and only when a Ray build runs.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import socket
 import threading
@@ -37,34 +36,26 @@ from typing import Any
 import numpy as np
 
 from ..corpus.ranges import SourceRange, read_part
-from ..errors import BackendError, CegError, InputError, UsageError
+from ..errors import BackendError, InputError, UsageError
 from ..types import Chunk
 from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
 from .embedding import Embedder, load_embedder
 from .layout import embed_text
+from .ray_pool import (  # noqa: F401 - INSTALL_HINT and require_ray: the build's names
+    INSTALL_HINT,
+    MAX_RESTARTS,
+    START_TIMEOUT_S,
+    _get,
+    _placements,
+    require_ray,
+)
 
-INSTALL_HINT = "pip install 'ceg-cli[ray]'"
-#: Times Ray restarts a worker whose process died, redoing its ranges.
-MAX_RESTARTS = 3
 #: Ranges given to each worker at once: one being embedded, one waiting, so
 #: that no worker idles while the driver stores a result; memory stays bounded.
 IN_FLIGHT_PER_WORKER = 2
-#: Seconds the workers have to start (scheduling, loading the model).
-START_TIMEOUT_S = 600.0
 #: Seconds between asking the workers how far they are inside their ranges.
 PROGRESS_EVERY_S = 2.0
-
-
-def require_ray() -> Any:
-    """The ``ray`` module, or a ``UsageError`` saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise UsageError(
-            f"--engine ray needs Ray, which is not installed here: {INSTALL_HINT}"
-        ) from None
-    return ray
 
 
 @dataclass
@@ -296,22 +287,6 @@ def _report_progress(
     on_progress(merged)
 
 
-def _get(ray: Any, ref: Any) -> Any:
-    """``ray.get``, with a worker's own error (a ``CegError``) raised as itself."""
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, CegError):
-            raise type(cause)(str(cause)) from None
-        raise
-    except ray.exceptions.RayActorError as exc:
-        raise BackendError(
-            f"a Ray worker died (restarted up to {MAX_RESTARTS} times, or failed to start): "
-            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        ) from None
-
-
 def _connect(ray: Any, address: str | None) -> bool:
     """Join the cluster at ``address``, or start Ray on this machine; True if we started it.
 
@@ -389,11 +364,6 @@ def check_reachable(address: str) -> None:
         ) from None
 
 
-def _share(amount: float) -> float:
-    """A resource request Ray can grant: two decimals, rounded down, at least 0.01."""
-    return max(0.01, math.floor(amount * 100) / 100)
-
-
 def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | None,
                    report: Any, ranges: int = 1 << 30,
                    warn: Callable[[str], None] = lambda _message: None) -> list[Any]:
@@ -441,22 +411,3 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
     report.workers = len(actors)
     report.worker_nodes = [_get(ray, probe)["node"] for probe in probes]
     return actors
-
-
-def _placements(ray: Any, workers: int | None, resources: dict[str, float],
-                gpus: int) -> list[dict[str, Any]]:
-    """The resources and scheduling of each worker to start (see ``_start_workers``)."""
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) > 0]
-    if workers is None and not gpus and nodes:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        return [{"num_cpus": _share(n["Resources"]["CPU"]), "num_gpus": 0,
-                 "scheduling_strategy": NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)}
-                for n in nodes]
-    count = workers or gpus or 1
-    most = max((n["Resources"]["CPU"] for n in nodes), default=1.0)
-    cpus = _share(min(resources.get("CPU", 1) / count, most))
-    # More workers than GPUs share them (each model is small beside a GPU's memory).
-    gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
-    return [{"num_cpus": cpus, "num_gpus": gpu_share, "scheduling_strategy": "SPREAD"}
-            for _ in range(count)]
