@@ -44,11 +44,12 @@ from .embedding import Embedder, load_embedder
 from .layout import embed_text
 from .ray_pool import (  # noqa: F401 - INSTALL_HINT and require_ray: the build's names
     INSTALL_HINT,
-    MAX_RESTARTS,
-    START_TIMEOUT_S,
-    _get,
     _placements,
+    cap_workers,
+    in_order,
+    launch,
     require_ray,
+    wait_started,
 )
 
 #: Ranges given to each worker at once: one being embedded, one waiting, so
@@ -240,36 +241,22 @@ def _in_order(
     settings: RangeSettings,
     first: int,
     on_progress: Callable[[dict[int, int]], None] | None = None,
-) -> Any:
+) -> Iterator[tuple[int, RangeResult]]:
     """(range number, result) from ``first`` on, in order, with a bounded number in flight.
 
     While none finishes, the workers are asked every ``PROGRESS_EVERY_S`` what
     they embedded so far (range number -> passages), for ``on_progress``.
     """
-    limit = IN_FLIGHT_PER_WORKER * len(actors)
-    load = [0] * len(actors)
-    running: dict[Any, tuple[int, int]] = {}  # object ref -> (range, actor)
-    finished: dict[int, RangeResult] = {}
-    submit = first
-    for number in range(first, len(plan)):
-        while number not in finished:
-            while submit < len(plan) and len(running) + len(finished) < limit:
-                actor = load.index(min(load))
-                ref = actors[actor].run.remote(plan[submit], keys[plan[submit].source], settings,
-                                               submit)
-                running[ref] = (submit, actor)
-                load[actor] += 1
-                submit += 1
-            ready, _ = ray.wait(list(running), num_returns=1,
-                                timeout=PROGRESS_EVERY_S if on_progress else None)
-            if not ready:
-                if on_progress is not None:
-                    _report_progress(ray, actors, on_progress)
-                continue
-            done, actor = running.pop(ready[0])
-            load[actor] -= 1
-            finished[done] = _get(ray, ready[0])
-        yield number, finished.pop(number)
+    def submit(actor: Any, number: int, part: SourceRange) -> Any:
+        return actor.run.remote(part, keys[part.source], settings, number)
+
+    idle = None if on_progress is None else (
+        lambda: _report_progress(ray, actors, on_progress))
+    parts = ((number, plan[number]) for number in range(first, len(plan)))
+    for number, _part, result in in_order(ray, actors, parts, submit,
+                                          per_actor=IN_FLIGHT_PER_WORKER,
+                                          every=PROGRESS_EVERY_S, on_idle=idle):
+        yield number, result
 
 
 def _report_progress(
@@ -385,29 +372,11 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
     gpus = int(resources.get("GPU", 0))
     if gpus and isinstance(model, dict) and model.get("device") == "auto":
         model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
-    cpus = int(resources.get("CPU", 0))
-    if workers is not None and cpus >= 1 and workers > cpus:
-        warn(f"--workers {workers}: the Ray cluster has {cpus} CPU{'s' if cpus != 1 else ''}; "
-             f"starting {cpus} worker{'s' if cpus != 1 else ''}")
-        workers = cpus
+    workers = cap_workers(workers, resources, warn)
     places = _placements(ray, workers, resources, gpus)[: max(1, ranges)]
-    restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
     # A thread per range in flight (they take turns) and one for ``Worker.progress``.
-    threads = {"max_concurrency": IN_FLIGHT_PER_WORKER + 1}
-    actors = [ray.remote(Worker).options(**place, **restarts, **threads).remote(model)
-              for place in places]
-    probes = [a.where.remote() for a in actors]
-    ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
-    if len(ready) < len(probes):
-        for actor in actors:
-            ray.kill(actor)
-        asks = f"{places[0]['num_cpus']} CPUs" + (
-            f" and {places[0]['num_gpus']} GPU" if gpus else "")
-        raise BackendError(
-            f"only {len(ready)} of {len(places)} Ray workers started in {START_TIMEOUT_S:.0f} s "
-            f"(each asks for {asks}; the cluster has {resources.get('CPU', 0):g} CPUs, "
-            f"{gpus} GPUs): ask for fewer with --workers"
-        )
+    actors = launch(ray, Worker, [(model,)] * len(places), places, IN_FLIGHT_PER_WORKER + 1)
+    where = wait_started(ray, actors, places, resources)
     report.workers = len(actors)
-    report.worker_nodes = [_get(ray, probe)["node"] for probe in probes]
+    report.worker_nodes = [w["node"] for w in where]
     return actors

@@ -7,7 +7,9 @@ imported by ``require_ray``, and only when a run on Ray starts.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from ..errors import BackendError, CegError, UsageError
 
@@ -16,6 +18,8 @@ INSTALL_HINT = "pip install 'ceg-cli[ray]'"
 MAX_RESTARTS = 3
 #: Seconds the workers have to start (scheduling, loading the model).
 START_TIMEOUT_S = 600.0
+
+P = TypeVar("P")
 
 
 def require_ray() -> Any:
@@ -67,3 +71,100 @@ def _placements(ray: Any, workers: int | None, resources: dict[str, float],
     gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
     return [{"num_cpus": cpus, "num_gpus": gpu_share, "scheduling_strategy": "SPREAD"}
             for _ in range(count)]
+
+
+def cap_workers(workers: int | None, resources: dict[str, float],
+                warn: Callable[[str], None]) -> int | None:
+    """``workers``, at most the cluster's CPUs (saying so): each worker loads a model, and
+    hundreds of them asked for hundredths of a CPU each took a machine's memory whole
+    (issue 34)."""
+    cpus = int(resources.get("CPU", 0))
+    if workers is not None and cpus >= 1 and workers > cpus:
+        warn(f"--workers {workers}: the Ray cluster has {cpus} CPU{'s' if cpus != 1 else ''}; "
+             f"starting {cpus} worker{'s' if cpus != 1 else ''}")
+        return cpus
+    return workers
+
+
+def launch(ray: Any, cls: type, args: list[tuple[Any, ...]], places: list[dict[str, Any]],
+           threads: int) -> list[Any]:
+    """One actor of ``cls`` per place (its resources and scheduling), built with its
+    ``args``; Ray restarts one whose process dies and redoes its calls (``MAX_RESTARTS``).
+    ``threads``: the calls an actor runs at once (``max_concurrency``)."""
+    restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
+    remote = ray.remote(cls)
+    return [remote.options(**place, **restarts, max_concurrency=threads).remote(*arg)
+            for place, arg in zip(places, args)]
+
+
+def wait_started(ray: Any, actors: list[Any], places: list[dict[str, Any]],
+                 resources: dict[str, float], probe: str = "where") -> list[Any]:
+    """Each actor's answer to ``probe`` once all have started (loaded their model), or a
+    ``BackendError`` saying what they asked for, the actors killed."""
+    probes = [getattr(a, probe).remote() for a in actors]
+    ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
+    if len(ready) < len(probes):
+        for actor in actors:
+            ray.kill(actor)
+        gpus = int(resources.get("GPU", 0))
+        asks = f"{places[0]['num_cpus']} CPUs" + (
+            f" and {places[0]['num_gpus']} GPU" if places[0].get("num_gpus") else "")
+        raise BackendError(
+            f"only {len(ready)} of {len(places)} Ray workers started in {START_TIMEOUT_S:.0f} s "
+            f"(each asks for {asks}; the cluster has {resources.get('CPU', 0):g} CPUs, "
+            f"{gpus} GPUs): ask for fewer with --workers"
+        )
+    return [_get(ray, ref) for ref in probes]
+
+
+def in_order(
+    ray: Any,
+    actors: list[Any],
+    parts: Iterable[tuple[int, P]],
+    submit: Callable[[Any, int, P], Any],
+    *,
+    per_actor: int = 2,
+    every: float | None = None,
+    on_idle: Callable[[], None] | None = None,
+) -> Iterator[tuple[int, P, Any]]:
+    """(number, part, result) of each of ``parts``, in their order, with at most
+    ``per_actor`` parts per actor in flight: a worker has its next part at hand while the
+    driver stores a result, and memory stays bounded, whatever the number of parts.
+
+    ``submit(actor, number, part)`` starts one (an object ref); the least loaded actor
+    gets the next part. ``parts`` is read only as far as they are sent. A part's
+    result is fetched when its turn comes, so an error (raised as ``_get`` raises it)
+    stops the run after every part before it was taken. While none finishes,
+    ``on_idle`` is called every ``every`` seconds.
+    """
+    limit = per_actor * len(actors)
+    load = [0] * len(actors)
+    waiting: deque[tuple[int, P, Any, int]] = deque()  # in order: number, part, ref, actor
+    done: set[Any] = set()
+    source = iter(parts)
+    more = True
+    while True:
+        while more and len(waiting) < limit:
+            item = next(source, None)
+            if item is None:
+                more = False
+                break
+            number, part = item
+            actor = load.index(min(load))
+            waiting.append((number, part, submit(actors[actor], number, part), actor))
+            load[actor] += 1
+        if not waiting:
+            return
+        number, part, ref, actor = waiting[0]
+        if ref not in done:
+            running = [w[2] for w in waiting if w[2] not in done]
+            ready, _ = ray.wait(running, num_returns=1, timeout=every if on_idle else None)
+            if not ready and on_idle is not None:
+                on_idle()
+            for finished in ready:
+                done.add(finished)
+                load[next(w[3] for w in waiting if w[2] == finished)] -= 1
+            continue
+        waiting.popleft()
+        done.discard(ref)
+        yield number, part, _get(ray, ref)
