@@ -1,110 +1,27 @@
 """A real two-node Ray cluster on loopback: a build across both nodes, and a worker killed.
 
-The fixture starts a head node and a second node with ``ray start`` as two
-separate processes, each with its own temporary directory (``--temp-dir`` is
-per node since Ray 2.x) and one CPU, so two workers must land one on each
-node; the build joins the cluster by its address, as ``--ray-address`` does.
-Teardown kills the two nodes' process groups (their raylets, stores and
-workers), not ``ray stop``, which would stop every Ray process on the machine,
-other users' too.
+The cluster (``ray_harness.cluster``, a fixture of ``conftest``) has two
+nodes of one CPU each, so two workers must land one on each node; the build
+joins the cluster by its address, as ``--ray-address`` does.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
-import ray
 from conftest import MINI_WIKI, HashEmbedder
 from multistream_fixture import make_multistream
 from ranged_builds import same_index
-from ray_harness import by_value, no_ray_auth
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
 import ceg_cli.index.builder
 from ceg_cli.index.builder import BuildOptions, build_index
-
-RAY = str(Path(sys.executable).with_name("ray"))
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _start_node(args: Sequence[str], temp: Path, log: Path) -> subprocess.Popen[bytes]:
-    temp.mkdir()
-    ports = [f"--dashboard-agent-listen-port={_free_port()}",
-             f"--metrics-export-port={_free_port()}", f"--runtime-env-agent-port={_free_port()}"]
-    with open(log, "wb") as out:
-        # Its own session: its raylet, object store and workers share its process group.
-        return subprocess.Popen(
-            [RAY, "start", *args, f"--temp-dir={temp}", "--num-cpus=1", "--num-gpus=0",
-             "--object-store-memory=100000000", "--disable-usage-stats", "--block", *ports],
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-
-
-def _wait(check: object, what: str, logs: Sequence[Path], seconds: float = 90) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.2)
-    tails = "\n".join(log.read_text(errors="replace")[-2000:] for log in logs)
-    raise AssertionError(f"{what} within {seconds} s:\n{tails}")
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-        return True
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set[str]]]:
-    """(address, node ids) of a head and a second node, each with 1 CPU."""
-    with no_ray_auth():
-        yield from _two_nodes(tmp_path_factory)
-
-
-def _two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, set[str]]]:
-    root = tmp_path_factory.mktemp("cluster")
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    logs = [root / "head.log", root / "node.log"]
-    nodes: list[subprocess.Popen[bytes]] = []
-    try:
-        nodes.append(_start_node(["--head", f"--port={port}", "--include-dashboard=false"],
-                                 root / "head", logs[0]))
-        _wait(lambda: _listening(port), "the head node answers", logs)
-        nodes.append(_start_node([f"--address={address}"], root / "node", logs[1]))
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
-        try:
-            _wait(lambda: len([n for n in ray.nodes() if n["Alive"]]) == 2,
-                  "two nodes are alive", logs)
-            ids = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
-        finally:
-            ray.shutdown()
-        by_value(__name__)
-        yield address, ids
-    finally:
-        for node in nodes:
-            os.killpg(node.pid, signal.SIGKILL)
-        for node in nodes:
-            node.wait(timeout=30)
 
 
 @pytest.fixture
