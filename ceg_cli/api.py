@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .check.responses import parse_line
-from .check.run import CheckRun, RunSettings
+from .check.run import FedRun, RunSettings
 from .errors import UsageError
 from .report.records import SCHEMA_VERSION, to_record
 from .types import FACTUAL, CheckedResponse, CitationCheck, Evidence, ResponseInput
@@ -115,20 +115,6 @@ class CheckResult:
                 f"flagged={len(self.flagged)})")
 
 
-class _Run(CheckRun):
-    """``CheckRun`` fed from Python instead of a file: the index is opened when one is named."""
-
-    def __init__(self, settings: RunSettings, use_index: bool) -> None:
-        self._use_index = use_index
-        super().__init__(settings)
-
-    def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], None]:
-        return iter(()), None
-
-    def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
-        return self._use_index
-
-
 class Checker:
     """Checks answers against an index, their own contexts, or both.
 
@@ -163,7 +149,7 @@ class Checker:
         )
         # As the CLI: --evidence contexts never reads the index.
         use_index = index is not None and self.settings.check.evidence != "contexts"
-        self._run = _Run(self.settings, use_index=use_index)
+        self._run = FedRun(self.settings, use_index=use_index)
         self._judge_info = {"name": self._run.judge.name, "method": self._run.judge.method}
 
     @property
@@ -200,8 +186,6 @@ class Checker:
         return self._stream(items, field_names=True)
 
     def _stream(self, items: Iterable[Any], *, field_names: bool) -> Iterator[CheckResult]:
-        from .check.pipeline import check
-
         run = self._run
         names = self.settings.fields
         if not field_names:  # check()'s own record uses the default names
@@ -219,9 +203,8 @@ class Checker:
                     continue
                 yield run._with_evidence(parse_line(raw, line, SOURCE, names), SOURCE)
 
-        stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
         regenerating = run.rewriter is not None
-        for checked, attempts in run._regenerated(stream):
+        for checked, attempts in run.checked(inputs()):
             record = to_record(checked, self._judge_info, attempts if regenerating else None)
             yield CheckResult(checked, record)
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import CegError
 from ..index.lexical import resolve_method
+from ..progress import Progress
 from ..report.gate import GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished
 from ..report.records import to_record
@@ -23,7 +24,7 @@ from .responses import read_responses
 from .resume import _finished_record, _made_from, _skip_finished
 from .settings import RunSettings
 
-__all__ = ["CheckRun", "RunSettings"]
+__all__ = ["CheckRun", "FedRun", "RunSettings"]
 
 
 class CheckRun:
@@ -36,19 +37,43 @@ class CheckRun:
         on_bad_line: Callable[[str], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
+        self.settings = settings
+        self.on_bad_line = on_bad_line
+        self.on_warning = on_warning
+        self.judge: Any = None
+        self.rewriter: Any = None
+        self._rewriter_judge: Any = None
+        self.index: Any = None
+        self.contexts: Any = None
+        #: The Ray workers that check for this run (``--engine ray``), else None.
+        self._ray: Any = None
+        if settings.engine.name == "ray":
+            self._start_on_ray(settings)
+        else:
+            self._load(settings)
+        self.summary = Summary(
+            judge=self.judge_info["name"],
+            index=str(settings.index) if self._reads_index else "",
+        )
+        self.resumed = 0
+        #: Responses rewritten by --regenerate, and how many came out all supported.
+        self.regenerated = 0
+        self.repaired = 0
+        self._junit: Any = None
+
+    def _load(self, settings: RunSettings) -> None:
+        """Create the judge, the rewriter and the context search, and open the index: the
+        run checks in this process."""
         from ..index import open_index
         from ..judges import create_judge
 
-        self.settings = settings
-        self.on_bad_line = on_bad_line
+        on_warning = self.on_warning
         # The judge first: an unknown --judge is reported even when the index is
         # missing, and no index is left open when the judge cannot be created.
         # A judge that has something to say once (an endpoint without
         # log-probabilities) says it where the run's warnings go.
         judge_options = {**settings.judge_options, "on_warning": on_warning}
         self.judge = create_judge(settings.judge, judge_options)
-        self.rewriter = None
-        self._rewriter_judge: Any = None
         if settings.regenerate:
             from .regenerate import LlmRewriter
 
@@ -56,9 +81,7 @@ class CheckRun:
             if settings.rewriter is not None:
                 self._rewriter_judge = create_judge(settings.rewriter, judge_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
-        self.on_warning = on_warning
         self._pending, first = self._peek(settings)
-        self.index: Any = None
         if self._wants_index(settings, first):
             self.index = open_index(settings.index)
         try:
@@ -77,27 +100,39 @@ class CheckRun:
         if warning is not None and on_warning is not None:
             on_warning(warning)
         retrieval = replace(settings.check.retrieval, method=method)
-        self.settings = settings = replace(
-            settings, check=replace(settings.check, retrieval=retrieval)
-        )
+        self.settings = replace(settings, check=replace(settings.check, retrieval=retrieval))
         self.contexts = self._context_search()
-        self.summary = Summary(
-            judge=self.judge.name,
-            index=str(settings.index) if self.index is not None else "",
-        )
-        self.resumed = 0
-        #: Responses rewritten by --regenerate, and how many came out all supported.
-        self.regenerated = 0
-        self.repaired = 0
-        self._junit: Any = None
+        self._reads_index = self.index is not None
+        self.judge_info = {"name": self.judge.name, "method": self.judge.method}
+
+    def _start_on_ray(self, settings: RunSettings) -> None:
+        """Start the Ray workers that check for this run, each with its judge and index;
+        this process reads the responses and writes what they return."""
+        from ..judges import check_judge_name
+        from .ray_run import RayChecks
+
+        # As a local run: an unknown --judge before the responses file, which comes
+        # before the index.
+        check_judge_name(settings.judge)
+        if settings.regenerate and settings.rewriter is not None:
+            check_judge_name(settings.rewriter)
+        self._pending, first = self._peek(settings)
+        self._ray = RayChecks(settings, self._wants_index(settings, first),
+                              on_warning=self.on_warning)
+        self.settings = self._ray.settings
+        self._reads_index = self._ray.reads_index
+        self.judge_info = self._ray.judge_info
 
     def execute(
         self,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         *,
         junit: Path | None = None,
+        progress: Progress | None = None,
     ) -> None:
-        """Check every pending response, writing each record as it is finished."""
+        """Check every pending response, writing each record as it is finished.
+
+        ``progress`` gets what only a run on Ray has to show (its workers alive)."""
         settings = self.settings
         if junit is not None:
             from ..report.ci import JUnitWriter
@@ -111,7 +146,7 @@ class CheckRun:
                 finished.append(_made_from(record))
                 self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
-        judge_info = {"name": self.judge.name, "method": self.judge.method}
+        judge_info = self.judge_info
         pending = self._pending
         if resume_into is not None:
             # Records are written one per input line, in input order: the
@@ -121,9 +156,10 @@ class CheckRun:
             cut_torn_tail(resume_into)
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
-            checked_stream = check(self._report_bad(pending), self.index, self.judge,
-                                   settings.check, self.contexts)
-            for checked, attempts in self._regenerated(checked_stream):
+            items = self._report_bad(pending)
+            stream = (self.checked(items) if self._ray is None
+                      else self._ray.checked(items, self, progress))
+            for checked, attempts in stream:
                 record = to_record(checked, judge_info, attempts)
                 writer.write(record)
                 self._count(checked)
@@ -131,6 +167,15 @@ class CheckRun:
                     on_record(record)
         finally:
             writer.close()
+
+    def checked(
+        self, items: Iterable[ResponseInput]
+    ) -> Iterator[tuple[CheckedResponse, tuple[CheckedResponse, ...] | None]]:
+        """Each response checked, with its regeneration attempts (None without
+        --regenerate), in order: what a record is made of. A Ray worker runs this on the
+        ranges it is given, so its records are the local run's."""
+        stream = check(items, self.index, self.judge, self.settings.check, self.contexts)
+        return self._regenerated(stream)
 
     def _regenerated(
         self, stream: Iterable[CheckedResponse]
@@ -175,7 +220,7 @@ class CheckRun:
             return item
         where = f"{source}:{item.line}"
         found, problem = evidence_source(item, self.settings.check.evidence,
-                                         self.index is not None, self.settings.fields.contexts)
+                                         self._reads_index, self.settings.fields.contexts)
         if problem is not None:
             return replace(item, error=f"{where}: {problem}")
         if found == "none" and self.on_warning is not None:
@@ -230,6 +275,8 @@ class CheckRun:
 
     def llm_usage(self) -> dict[str, int] | None:
         """LLM calls, cache hits and tokens (judge and rewriter), if an LLM was used."""
+        if self._ray is not None:
+            return self._ray.llm_usage()
         usages = [
             u for u in (getattr(j, "usage", None) for j in (self.judge, self._rewriter_judge))
             if isinstance(u, dict)
@@ -239,6 +286,10 @@ class CheckRun:
         return {k: sum(u.get(k, 0) for u in usages) for k in usages[0]}
 
     def close(self) -> None:
+        """Close the index and the judges, or stop the Ray workers (and Ray, if this run
+        started it)."""
+        if self._ray is not None:
+            self._ray.close()
         if self.index is not None:
             self.index.close()
         for judge in (self.judge, self._rewriter_judge):
@@ -269,3 +320,19 @@ def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
     if settings.index.exists():
         return True
     return first is None or first.contexts is None
+
+
+class FedRun(CheckRun):
+    """A ``CheckRun`` fed its responses by the caller (the Python API, a Ray worker's
+    ranges) instead of reading a file: the index is opened when ``use_index`` says so."""
+
+    def __init__(self, settings: RunSettings, use_index: bool,
+                 on_warning: Callable[[str], None] | None = None) -> None:
+        self._use_index = use_index
+        super().__init__(settings, on_warning=on_warning)
+
+    def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], None]:
+        return iter(()), None
+
+    def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
+        return self._use_index

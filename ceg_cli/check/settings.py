@@ -22,6 +22,24 @@ from .pipeline import (
 from .responses import FieldNames
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
 
+#: Where the responses are checked (``--engine``): in this process, or by Ray workers
+#: across a cluster (``ray_run``).
+ENGINES = ("local", "ray")
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    """Where a run checks: ``name`` (``ENGINES``) and, on Ray, the cluster and its workers."""
+
+    name: str = "local"
+    #: The cluster's head (HOST:PORT, ray://HOST:PORT or auto); None: Ray on this machine.
+    ray_address: str | None = None
+    #: Ray workers; None: the cluster's CPUs over what one judge needs (or its GPUs over
+    #: ``gpus_per_worker``).
+    workers: int | None = None
+    #: GPUs each Ray worker asks for (a share of one, or several); 0: none.
+    gpus_per_worker: float = 0.0
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -41,6 +59,7 @@ class RunSettings:
     rewriter: str | None = None
     #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
     device: str = "cpu"
+    engine: EngineOptions = EngineOptions()
 
     @classmethod
     def resolve(
@@ -70,6 +89,10 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        engine: str = "local",
+        ray_address: str | None = None,
+        workers: int | None = None,
+        gpus_per_worker: float | None = None,
     ) -> RunSettings:
         """Checked settings; ``None`` takes the library's default (the CLI reads
         ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
@@ -160,7 +183,35 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
             device=device,
+            engine=_engine(engine, ray_address, workers, gpus_per_worker),
         )
+
+
+def _engine(
+    name: str, ray_address: str | None, workers: int | None, gpus_per_worker: float | None
+) -> EngineOptions:
+    """The engine options, checked; on Ray, before anything loads: whether Ray is
+    installed, and whether a cluster answers at ``ray_address``."""
+    if name not in ENGINES:
+        raise UsageError(f"--engine {name}: expected one of {', '.join(ENGINES)}")
+    if name != "ray":
+        for option, value in (("--ray-address", ray_address), ("--workers", workers),
+                              ("--gpus-per-worker", gpus_per_worker)):
+            if value is not None:
+                raise UsageError(f"{option} goes with --engine ray")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers {workers}: use at least 1")
+    if gpus_per_worker is not None and not 0 <= gpus_per_worker < 1000:
+        raise UsageError(f"--gpus-per-worker {gpus_per_worker}: a number of GPUs, 0 or more "
+                         "(a share of one, as 0.5, or several)")
+    if name == "ray":
+        from ..index.ray_engine import check_reachable
+        from ..index.ray_pool import require_ray
+
+        require_ray()
+        if ray_address:
+            check_reachable(ray_address)
+    return EngineOptions(name, ray_address or None, workers, gpus_per_worker or 0.0)
 
 
 def _field_names(

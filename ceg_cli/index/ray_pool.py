@@ -34,13 +34,16 @@ def require_ray() -> Any:
 
 
 def _get(ray: Any, ref: Any) -> Any:
-    """``ray.get``, with a worker's own error (a ``CegError``) raised as itself."""
+    """``ray.get``, with a worker's own error raised as itself (as it would be raised
+    here), not wrapped in Ray's, with the worker's traceback in its message."""
     try:
         return ray.get(ref)
     except ray.exceptions.RayTaskError as exc:
         cause = getattr(exc, "cause", None)
         if isinstance(cause, CegError):
             raise type(cause)(str(cause)) from None
+        if isinstance(cause, Exception):
+            raise cause from None
         raise
     except ray.exceptions.RayActorError as exc:
         raise BackendError(

@@ -1,0 +1,85 @@
+"""A Ray check's processes end with it: Ctrl-C, SIGTERM, or the driver SIGKILLed.
+
+The real ``ceg`` command starts Ray on this machine in a subprocess (its own
+session); its descendants (raylet, GCS, agents, the workers) are found in
+``/proc`` once its workers check, and must be gone a bounded time after the
+run is stopped. The responses carry their own contexts, so the workers load
+no model. Every process a test started is SIGKILLed in its ``finally``, by id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from proc_harness import descendants, kill_all, wait_until_gone
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+def _check_workers(processes: dict[int, int]) -> int:
+    count = 0
+    for pid in processes:
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        count += line.startswith(b"ray::CheckWorker")
+    return count
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None:
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) and
+    SIGTERM: ``interrupted``, exit 130, every Ray process gone at once. SIGKILL (no
+    cleanup can run): Ray's own processes notice the driver is gone and end."""
+    responses = tmp_path / "r.jsonl"
+    with open(responses, "w", encoding="utf-8") as out:
+        for i in range(50000):
+            out.write(json.dumps({"id": i, "response": f"Person {i} was born in city {i}.",
+                                  "contexts": [f"Person {i} was born in city {i}."]}) + "\n")
+    ceg = str(Path(sys.executable).with_name("ceg"))
+    stderr_path = tmp_path / "stderr"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    found: dict[int, int] = {}
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen(
+            [ceg, "check", str(responses), "--index", str(tmp_path / "none"), "--evidence",
+             "contexts", "--out", str(tmp_path / "out.jsonl"), "-q", "--engine", "ray",
+             "--workers", "1"],
+            stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not (tmp_path / "out.jsonl").exists() or _check_workers(found) < 1:
+            assert proc.poll() is None, stderr_path.read_text()
+            assert time.monotonic() < deadline, stderr_path.read_text()
+            time.sleep(0.2)
+            found.update(descendants(proc.pid))
+        time.sleep(1)  # checking
+        found.update(descendants(proc.pid))
+        if how == "SIGINT":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(getattr(signal, how))
+        code = proc.wait(timeout=120)
+        if how != "SIGKILL":
+            assert code == 130, stderr_path.read_text()
+            assert stderr_path.read_text().strip() == "interrupted"
+            assert wait_until_gone(found, 30) == []
+        else:
+            assert wait_until_gone(found, 150) == []
+        lines = (tmp_path / "out.jsonl").read_bytes().splitlines()
+        assert 0 < len(lines) < 50000  # stopped mid-run; what was written stays
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        kill_all(found)
