@@ -46,11 +46,13 @@ def responses(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return without(whole, BOOM)
 
 
-def checks(run_cli: CliRun, address: str, out: Path, *args: str | Path) -> tuple[Any, Any]:
+def checks(run_cli: CliRun, address: str, out: Path, *args: str | Path,
+           workers: int | None = None) -> tuple[Any, Any]:
     """The same check run locally (into ``out``.local) and on the cluster (into ``out``)."""
     local = run_cli("check", *args, "--out", out.with_suffix(".local"), "-q")
     on_ray = run_cli("check", *args, "--out", out, "-q", "--engine", "ray",
-                     "--ray-address", address)
+                     "--ray-address", address,
+                     *(("--workers", str(workers)) if workers else ()))
     return local, on_ray
 
 
@@ -69,7 +71,7 @@ def test_a_check_across_two_nodes_is_the_local_check(
     monkeypatch.setattr(ceg_cli.check.ray_run.RayChecks, "close", close)
     out = tmp_path / "out.jsonl"
     local, on_ray = checks(run_cli, address, out, responses, "--index", hash_index,
-                           "--judge", "hashed", "--workers", "2")
+                           "--judge", "hashed", workers=2)
     assert on_ray.exit_code == local.exit_code == 2, on_ray.stderr
     assert out.read_bytes() == out.with_suffix(".local").read_bytes()
     assert out.read_bytes().count(b"\n") > 290
