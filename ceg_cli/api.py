@@ -30,7 +30,7 @@ SOURCE = "<python>"
 #: about a run's files; a test decides with ``assert_grounded``.)
 RUN_OPTIONS = (
     "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
-    "contexts_retrieval",
+    "contexts_retrieval", "language",
     "response_field", "question_field", "citation_pattern", "device",
     "regenerate", "max_attempts", "rewriter",
 )
@@ -96,6 +96,12 @@ class CheckResult:
     @property
     def question(self) -> str | None:
         return self.checked.input.question
+
+    @property
+    def language(self) -> str | None:
+        """The language the answer was read in (``de``, ``zh``; ``und-Xxxx`` when only its
+        script was known); None for an error."""
+        return self.checked.language
 
     @property
     def flagged(self) -> tuple[CheckedSegment, ...]:

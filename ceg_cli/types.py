@@ -38,6 +38,8 @@ class Chunk:
     text: str
     url: str | None = None
     source: str = ""
+    #: The document's language (a code), where the build knew it.
+    language: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,8 @@ class JudgeItem:
     evidence: tuple[Evidence, ...]
     question: str | None = None
     response: str = ""
+    #: The answer's language (a code, or ``und-Xxxx``: see ``ceg_cli.lang``); None: unknown.
+    language: str | None = None
 
 
 #: Segment labels. ``not_judged`` marks a segment whose judge failed: it is
@@ -158,6 +162,8 @@ class ResponseInput:
     contexts: tuple[Context, ...] | None = None
     #: The input fields ceg read, by role (response, question, contexts).
     read: Mapping[str, str] = field(default_factory=dict)
+    #: The response's language once decided (``--language``); None: not yet.
+    language: str | None = None
 
 
 #: What the citations of a sentence come to (``CitationCheck.status``).
@@ -203,6 +209,8 @@ class CheckedResponse:
     #: What the segments were checked against: index, contexts, both, or none
     #: (the record's list of contexts was empty); an error record has none.
     evidence_source: str = "index"
+    #: The language the response was read in (a code, or ``und-Xxxx``).
+    language: str | None = None
 
     @property
     def error(self) -> str | None:

@@ -247,7 +247,7 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
         "end", "citation_check"]
     public = {n for n in dir(CheckResult) if not n.startswith("_")}
     assert public == {"label", "error", "response", "question", "flagged", "annotated",
-                      "to_dict"}
+                      "language", "to_dict"}
     assert {n for n in dir(Checker) if not n.startswith("_")} == {
         "check", "check_many", "close", "judge", "index"}
     api_md = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()

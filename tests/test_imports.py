@@ -7,7 +7,7 @@ rules hold:
 - **no circle**: no module reaches itself through the modules it imports, and no
   part (a subpackage or a top-level module) through the parts it imports;
 - **imports point down** the floors of ``shared/DESIGN.md``: the ground
-  (plain types, errors, progress, the cache root, sentence splitting) →
+  (plain types, errors, progress, the cache root, languages, sentence splitting) →
   ``corpus`` → ``index`` → ``judges`` and ``llm`` → ``check``, ``eval``,
   ``report``, ``training`` (which retrieves as a check does) and the cache
   pruning → ``cli``. A module may import
@@ -35,6 +35,7 @@ FLOORS = {
     "progress": 0,
     "cachedir": 0,
     "sentences": 0,
+    "lang": 0,
     "claims": 0,
     "claimsplit": 0,
     "textio": 0,
@@ -214,7 +215,8 @@ def test_help_loads_no_model_vector_or_http_library(args: list[str]) -> None:
         "except SystemExit:\n"
         "    pass\n"
         "heavy = ('torch', 'transformers', 'sentence_transformers', 'faiss', 'numpy',\n"
-        "         'sklearn', 'scipy', 'bm25s', 'openai', 'onnxruntime', 'ray')\n"
+        "         'sklearn', 'scipy', 'bm25s', 'openai', 'onnxruntime', 'ray',\n"
+        "         'py3langid', 'Stemmer', 'stop_words', 'regex')\n"
         "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

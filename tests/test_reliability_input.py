@@ -495,11 +495,11 @@ def test_a_document_that_cannot_be_split_is_skipped_by_name(
 
     real = ceg_cli.index.chunking.sentence_spans
 
-    def spans(text: str) -> list[tuple[int, int]]:
+    def spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
         if text.startswith("Pathological"):
             # What NLTK's regex guard raises past its limit.
             raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
-        return real(text)
+        return real(text, language)
 
     monkeypatch.setattr(ceg_cli.index.chunking, "sentence_spans", spans)
     src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],

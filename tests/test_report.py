@@ -76,7 +76,7 @@ def checked(**fields: Any) -> CheckedResponse:
     inp = ResponseInput("r1", 3, RESPONSE, "Who was Aristotle?",
                         {"id": "r1", "response": RESPONSE, "question": "Who was Aristotle?",
                          **fields})
-    return CheckedResponse(inp, results, NONFACTUAL)
+    return CheckedResponse(inp, results, NONFACTUAL, language="en")
 
 
 def error_response(**fields: Any) -> CheckedResponse:
@@ -99,6 +99,7 @@ RECORD_KEYS = {
     "read": dict,
     "evidence_source": str,
     "citation_check": (dict, type(None)),
+    "language": str,
 }
 ERROR_RECORD_KEYS = {
     **RECORD_KEYS,
@@ -108,6 +109,7 @@ ERROR_RECORD_KEYS = {
     "error": str,
     "evidence_source": type(None),
     "citation_check": type(None),
+    "language": type(None),
 }
 SEGMENT_KEYS = {
     "index": int,

@@ -83,16 +83,18 @@ def mark(
     contexts: Sequence[Context] | None,
     pattern: str | None = None,
     references: Sequence[tuple[int, int]] = (),
+    language: str | None = None,
 ) -> Marked | None:
     """The response's markers found and removed, or None when it carries none; groups in
-    the spans ``references`` (its references list) are no markers."""
+    the spans ``references`` (its references list) are no markers (``language``: the
+    response's, for its sentences)."""
     ids = [c.id for c in contexts or () if c.id]
     markers = find_markers(response, _pattern(pattern), ids, references)
     if not markers:
         return None
     clean, offsets = strip_markers(response, markers)
     segments = []
-    for s in segment_response(clean):
+    for s in segment_response(clean, language):
         start, end = map_span(offsets, s.start, s.end)
         segments.append(Segment(s.index, start, end, s.text))
     per_segment = attach(markers, [(s.start, s.end) for s in segments], len(response))

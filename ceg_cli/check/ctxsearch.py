@@ -27,13 +27,24 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..index.chunking import DEFAULT_MAX_WORDS, chunk_document
 from ..index.layout import Hit, embed_text
-from ..index.lexical import BM25_PARAMS, TOKENIZER
+from ..index.lexical import BM25_PARAMS
 from ..index.lexical import search as search_lexical
+from ..index.lexlang import (
+    TOKENIZER,
+    corpus_tokens,
+    is_legacy,
+    language_counts,
+    query_tokens,
+    tokenizer_entry,
+)
+from ..lang.codes import AUTO, ENGLISH
+from ..lang.detect import detect, detect_within
 from ..types import Chunk, Context, Document, Evidence
 from .retrieve import RetrievalOptions, apply_threshold
 
@@ -84,22 +95,33 @@ class VectorCache:
 
 
 class _Bm25:
-    """BM25 over one record's passages, with the index's parameters and tokenizer."""
+    """BM25 over one record's passages, with the index's parameters and, as an index
+    reads them (``index.lexlang``), each passage in its context's language and the
+    query in the union of theirs; all English, exactly as before languages."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], languages: Sequence[str | None] = ()) -> None:
         import bm25s
 
-        self._bm25 = bm25s.BM25(**BM25_PARAMS)
-        self._bm25.index(bm25s.tokenize(list(texts), **TOKENIZER, show_progress=False),
-                         show_progress=False)
+        languages = list(languages) or [None] * len(texts)
+        self.tokenizer = tokenizer_entry(language_counts(languages))
+        if is_legacy(self.tokenizer):
+            tokens = bm25s.tokenize(list(texts), **TOKENIZER, show_progress=False)
+        else:
+            tokens = corpus_tokens(texts, [lang or ENGLISH for lang in languages])
         self._size = len(texts)
+        # Passages with not one word between them (".", "a", emoji): bm25s cannot
+        # index an empty vocabulary, and no query could match one anyway.
+        self._bm25: Any = None
+        if tokens.vocab:
+            self._bm25 = bm25s.BM25(**BM25_PARAMS)
+            self._bm25.index(tokens, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
-        import bm25s
         import numpy as np
 
-        tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]
-        ids = self._bm25.get_tokens_ids(tokens)
+        if self._bm25 is None:
+            return np.zeros(self._size, dtype=np.float32)
+        ids = self._bm25.get_tokens_ids(query_tokens(query, self.tokenizer))
         if not ids:
             return np.zeros(self._size, dtype=np.float32)
         return np.asarray(self._bm25.get_scores_from_ids(ids))
@@ -126,7 +148,7 @@ class RecordPassages:
 
     def lexical(self) -> _Bm25:
         if self._bm25 is None:
-            self._bm25 = _Bm25(self._texts)
+            self._bm25 = _Bm25(self._texts, [chunk.language for _, chunk in self.passages])
         return self._bm25
 
     def dense_candidates(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
@@ -215,13 +237,31 @@ class RecordPassages:
         )
 
 
-def cut_contexts(contexts: Sequence[Context], max_words: int) -> list[tuple[Context, Chunk]]:
-    """Every context's passages, in context order (a blank context gives none)."""
+def cut_contexts(
+    contexts: Sequence[Context], max_words: int, language: str | None = None,
+    record_language: str | None = None,
+) -> list[tuple[Context, Chunk]]:
+    """Every context's passages, in context order (a blank context gives none).
+
+    ``language``: each context's (a code), ``auto`` to detect each one's own (a
+    record's contexts may be in another language than its response: a context
+    detection is not sure of, a short one, takes ``record_language``), or None
+    (English, as before languages); each passage records it.
+    """
     out = []
     for context in contexts:
         doc = Document(context.id or str(context.position), context.title or "", context.text,
                        context.url)
-        out.extend((context, chunk) for chunk in chunk_document(doc, max_words))
+        if language != AUTO:
+            code = language
+        elif record_language is not None:
+            code = detect_within(context.text, record_language)
+        else:
+            code = detect(context.text).language
+        out.extend(
+            (context, chunk if code is None else replace(chunk, language=code))
+            for chunk in chunk_document(doc, max_words, code)
+        )
     return out
 
 
@@ -237,6 +277,7 @@ class ContextSearch:
         cache: VectorCache | None = None,
         method: str = DEFAULT_CONTEXT_RETRIEVAL,
         similarity: bool = False,
+        language: str | None = None,
     ) -> None:
         if method not in CONTEXT_RETRIEVAL_MODES:
             raise ValueError(f"method {method!r}: one of {CONTEXT_RETRIEVAL_MODES}")
@@ -250,6 +291,8 @@ class ContextSearch:
         #: Whether passages and queries are embedded: to rank them (dense, hybrid) or
         #: because the judge reads each passage's cosine (``similarity``).
         self.embeds = method != "lexical" or similarity
+        #: The contexts' language: a code, ``auto`` (each context's own), None (English).
+        self.language = language
 
     @property
     def embedder(self) -> Embedder:
@@ -262,11 +305,17 @@ class ContextSearch:
         """The queries' vectors, or None where nothing is embedded."""
         return self.embedder.embed(list(queries)) if self.embeds else None
 
-    def prepare(self, records: Sequence[Sequence[Context]]) -> list[RecordPassages]:
-        """Cut the contexts of several records at once, and embed them if ranking needs it."""
+    def prepare(
+        self, records: Sequence[Sequence[Context]],
+        languages: Sequence[str | None] | None = None,
+    ) -> list[RecordPassages]:
+        """Cut the contexts of several records at once (``languages``: each record's), and
+        embed them if ranking needs it."""
         import numpy as np
 
-        cut = [cut_contexts(contexts, self.max_words) for contexts in records]
+        languages = list(languages) if languages is not None else [None] * len(records)
+        cut = [cut_contexts(contexts, self.max_words, self.language, record_language)
+               for contexts, record_language in zip(records, languages)]
         if not self.embeds:
             return [RecordPassages(passages, None, self.mode) for passages in cut]
         texts = [embed_text(chunk, self.mode) for passages in cut for _, chunk in passages]
@@ -303,7 +352,7 @@ def retrieve_in(
 
 def context_search(
     index: Any, device: str, *, method: str = DEFAULT_CONTEXT_RETRIEVAL,
-    similarity: bool = False,
+    similarity: bool = False, language: str | None = None,
 ) -> ContextSearch:
     """What searches records' own contexts: with the index's model, passage size and
     embedded text where there is an index, else the default model; loaded on first use,
@@ -314,12 +363,12 @@ def context_search(
             lambda: index.embedder(device),
             mode=str(index.meta.get("embed_text", DEFAULT_EMBED_MODE)),
             max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
-            method=method, similarity=similarity,
+            method=method, similarity=similarity, language=language,
         )
     from ..index.embedding import load_embedder
 
     return ContextSearch(lambda: load_embedder(None, device=device), method=method,
-                         similarity=similarity)
+                         similarity=similarity, language=language)
 
 
 def reads_similarity(judge: Any) -> bool:

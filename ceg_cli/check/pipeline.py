@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from ..corpus.contexts import CONTEXT_FIELDS
 from ..judges import Judge
+from ..lang.codes import AUTO
+from ..lang.detect import Detection, detect
 from ..types import (
     CITE_NO_CLAIM,
     FACTUAL,
@@ -72,6 +74,9 @@ class CheckOptions:
     #: How a record's own passages are ranked (``--contexts-retrieval``):
     #: ``ctxsearch.CONTEXT_RETRIEVAL_MODES``.
     contexts_retrieval: str = DEFAULT_CONTEXT_RETRIEVAL
+    #: The responses' language (``--language``): ``auto`` detects each one's, a code
+    #: names it for all.
+    language: str = AUTO
 
 
 def evidence_source(
@@ -145,12 +150,26 @@ def check(
         yield from check_batch(batch, index, judge, options, contexts)
 
 
-def _segments(item: ResponseInput) -> tuple[Segment, ...]:
+def response_language(item: ResponseInput, option: str) -> Detection:
+    """The language ``item`` is read in: ``option`` when it names one, else the
+    response's detected language, with the question's words too where the
+    response alone does not settle it (``Detection.sure``: a short answer, a name)."""
+    if option != AUTO:
+        return Detection(option, "", 1.0, "given")
+    found = detect(item.response)
+    if not found.sure and item.question:
+        with_question = detect(f"{item.question}\n{item.response}")
+        if with_question.method != "fallback":
+            return with_question
+    return found
+
+
+def _segments(item: ResponseInput, language: str | None) -> tuple[Segment, ...]:
     if item.error is not None:
         return ()
     if item.segments is not None:
         return item.segments
-    return tuple(segment_response(item.response))
+    return tuple(segment_response(item.response, language))
 
 
 def check_batch(
@@ -160,7 +179,11 @@ def check_batch(
     options: CheckOptions,
     contexts: ContextSearch | None = None,
 ) -> list[CheckedResponse]:
-    batch = list(batch)
+    batch = [
+        item if item.error is not None or item.language is not None
+        else replace(item, language=response_language(item, options.language).language)
+        for item in batch
+    ]
     sources: list[str] = []
     for n, item in enumerate(batch):
         source, problem = evidence_source(item, options.evidence, index is not None)
@@ -178,11 +201,11 @@ def check_batch(
     # Citation markers the answers carry: removed from what the judge reads; the
     # segments keep offsets into the response as written.
     marked = [
-        mark(item.response, item.contexts, options.citation_pattern, spans)
+        mark(item.response, item.contexts, options.citation_pattern, spans, item.language)
         if item.error is None and item.segments is None else None
         for item, spans in zip(batch, listed)
     ]
-    every = [m.segments if m is not None else _segments(item)
+    every = [m.segments if m is not None else _segments(item, item.language)
              for item, m in zip(batch, marked)]
     # What is judged: every segment but the references list's (with its markers' refs).
     keep = [_outside(segs, spans) for segs, spans in zip(every, listed)]
@@ -202,7 +225,7 @@ def check_batch(
     for item, segs, m in zip(batch, segmented, marked):
         said = m.clean if m is not None else item.response
         for seg in segs:
-            items.append(JudgeItem(seg, evidence[at], item.question, said))
+            items.append(JudgeItem(seg, evidence[at], item.question, said, item.language))
             at += 1
     verdicts = judge.judge(items) if items else []
     if len(verdicts) != len(items):
@@ -227,7 +250,7 @@ def check_batch(
                                              citations.get(at)))
                 at += 1
         label = response_label([r.verdict for r in results])
-        out.append(CheckedResponse(item, tuple(results), label, source))
+        out.append(CheckedResponse(item, tuple(results), label, source, item.language))
     return out
 
 
@@ -350,8 +373,9 @@ def _evidence(
         from .ctxsearch import retrieve_in
 
         records = sorted({n for n, used in zip(owners, uses_contexts) if used})
-        prepared = dict(zip(records, contexts.prepare([batch[n].contexts or ()
-                                                       for n in records])))
+        prepared = dict(zip(records, contexts.prepare(
+            [batch[n].contexts or () for n in records], [batch[n].language for n in records]
+        )))
         ranking = replace(options.retrieval, method=contexts.method)
         for n, passages in prepared.items():
             rows = [i for i, owner in enumerate(owners) if owner == n]

@@ -14,12 +14,13 @@ from typing import Any
 
 from ..errors import CegError
 from ..index.lexical import resolve_method
+from ..lang.codes import UNDETERMINED
 from ..progress import Progress
 from ..report.gate import GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished
 from ..report.records import to_record
 from ..types import CheckedResponse, ResponseInput
-from .pipeline import check, evidence_source
+from .pipeline import check, evidence_source, response_language
 from .responses import read_responses
 from .resume import _finished_record, _made_from, _skip_finished
 from .settings import RunSettings
@@ -45,6 +46,7 @@ class CheckRun:
         self._rewriter_judge: Any = None
         self.index: Any = None
         self.contexts: Any = None
+        self._said_language = False  # the language fallback is said once a run
         #: The Ray workers that check for this run (``--engine ray``), else None.
         self._ray: Any = None
         if settings.engine.name == "ray":
@@ -223,6 +225,18 @@ class CheckRun:
                                          self._reads_index, self.settings.fields.contexts)
         if problem is not None:
             return replace(item, error=f"{where}: {problem}")
+        found_language = response_language(item, self.settings.check.language)
+        item = replace(item, language=found_language.language)
+        # Text with letters in a script no language is known for; none at all ("42",
+        # emoji) has no words to read either way.
+        if (found_language.language.startswith(f"{UNDETERMINED}-")
+                and not self._said_language and self.on_warning is not None):
+            self._said_language = True
+            self.on_warning(
+                f"{where}: cannot tell the response's language; it is read by the rules of "
+                f"its script ({found_language.language}); name the language with --language "
+                "CODE (said once: later such records are read the same way)"
+            )
         if found == "none" and self.on_warning is not None:
             holds = "is an empty list" if not item.contexts else "holds only blank text"
             self.on_warning(
@@ -255,6 +269,7 @@ class CheckRun:
 
         return context_search(self.index, self.settings.device,
                               method=self.settings.check.contexts_retrieval,
+                              language=self.settings.check.language,
                               similarity=reads_similarity(self.judge))
 
     def _count(self, checked: Any) -> None:

@@ -34,11 +34,13 @@ _MARKER_RE = re.compile(
 _ALNUM_RE = re.compile(r"[^\W_]")
 
 
-def segment_response(text: str) -> list[Segment]:
+def segment_response(text: str, language: str | None = None) -> list[Segment]:
     """Split a response into segments (sentences and list items) with offsets.
 
-    Each line (after its list marker, if any) is split into sentences by Punkt;
-    ``index`` counts the segments kept, from 0.
+    Each line (after its list marker, if any) is split into sentences by Punkt,
+    or by the rules of ``ceg_cli.sentences`` for a language Punkt lacks
+    (``language``: a code; None is English); ``index`` counts the segments kept,
+    from 0.
     """
     segments: list[Segment] = []
     for line_start, line_end in line_spans(text):
@@ -46,7 +48,7 @@ def segment_response(text: str) -> list[Segment]:
         body_start = marker.end() if marker else line_start
         if body_start >= line_end:
             continue
-        for s, e in sentence_spans(text[body_start:line_end]):
+        for s, e in sentence_spans(text[body_start:line_end], language):
             start, end = body_start + s, body_start + e
             if _ALNUM_RE.search(text, start, end) is None:
                 continue

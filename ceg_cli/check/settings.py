@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import UsageError
 from ..index.embedding import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, check_method
+from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions
 from ..report.output import refuse_index_files, refuse_same_files
 from .ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
@@ -89,6 +90,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        language: str = AUTO,
         engine: str = "local",
         ray_address: str | None = None,
         workers: int | None = None,
@@ -128,6 +130,7 @@ class RunSettings:
             from .markers import compile_pattern
 
             compile_pattern(citation_pattern)  # a bad one is a usage error, now
+        language = check_language(language)
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
         if contexts_retrieval not in CONTEXT_RETRIEVAL_MODES:
             raise UsageError(f"--contexts-retrieval {contexts_retrieval}: choose one of "
@@ -170,6 +173,7 @@ class RunSettings:
             check=CheckOptions(
                 RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
                 citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
+                language=language,
             ),
             fields=_field_names(response_field, question_field, contexts_field),
             gate=GateOptions(

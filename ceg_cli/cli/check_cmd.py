@@ -21,6 +21,7 @@ from .common import (
     JudgeOption,
     JudgePrecision,
     JudgePrecisionOption,
+    LanguageOption,
     LlmPrompt,
     QueryMode,
     QueryOption,
@@ -73,6 +74,7 @@ def check_command(
         show_default=False,
     ),
     contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
+    language: str = LanguageOption,
     max_rate: float = typer.Option(
         None,
         "--max-nonfactual-rate",
@@ -198,6 +200,7 @@ def check_command(
         evidence=evidence.value,
         contexts_field=contexts_field,
         contexts_retrieval=contexts_retrieval.value,
+        language=language,
         citation_pattern=citation_pattern,
         min_citation_recall=min_citation_recall,
         min_citation_precision=min_citation_precision,

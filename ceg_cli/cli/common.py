@@ -83,6 +83,13 @@ RetrievalOption = typer.Option(
 ContextsRetrievalMode = Enum(  # type: ignore[misc]
     "ContextsRetrievalMode", {name: name for name in CONTEXT_RETRIEVAL_MODES}, type=str
 )
+LanguageOption = typer.Option(
+    "auto",
+    "--language",
+    help="The language of the text: auto detects each record's (and each document's) "
+    "offline; a code (en, de, zh, ar, ...) names it for all. ceg languages lists the codes "
+    "and what ceg does for each.",
+)
 ContextsRetrievalOption = typer.Option(
     DEFAULT_CONTEXT_RETRIEVAL,
     "--contexts-retrieval",

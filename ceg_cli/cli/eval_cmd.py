@@ -26,6 +26,7 @@ from .common import (
     JudgeOption,
     JudgePrecision,
     JudgePrecisionOption,
+    LanguageOption,
     QueryMode,
     QueryOption,
     QuietOption,
@@ -134,6 +135,7 @@ def eval_command(
     query: QueryMode = QueryOption,
     retrieval: RetrievalMode = RetrievalOption,
     contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
+    language: str = LanguageOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
     ),
@@ -158,6 +160,7 @@ def eval_command(
     from ..index import open_index
     from ..index.lexical import resolve_method
     from ..judges import create_judge
+    from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
     # Before anything is read or written: no output may be the dataset, the
@@ -170,6 +173,7 @@ def eval_command(
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
     mode = evidence.value
+    language = check_language(language)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
     data = load_dataset(
@@ -212,11 +216,11 @@ def eval_command(
                 method = retrieval.value  # a record's passages always have BM25
             options = CheckOptions(
                 RetrievalOptions(top_k, threshold, method), query=query.value, evidence=mode,
-                contexts_retrieval=contexts_retrieval.value,
+                contexts_retrieval=contexts_retrieval.value, language=language,
             )
             contexts = None if mode == "index" else context_search(
                 idx, device.value, method=contexts_retrieval.value,
-                similarity=reads_similarity(checker),
+                similarity=reads_similarity(checker), language=language,
             )
             evaluation = run_evaluation(
                 data, idx, checker, options, contexts=contexts,

@@ -19,6 +19,7 @@ from .common import (
     EmbedDevice,
     EmbedPrecision,
     IndexOption,
+    LanguageOption,
     QuietOption,
     RetrievalMode,
     RetrievalOption,
@@ -63,6 +64,7 @@ def build(
         show_default=False,
     ),
     chunk_words: int = typer.Option(100, "--chunk-words", min=1, help="Words per passage."),
+    language: str = LanguageOption,
     namespace: list[int] = typer.Option(
         [0], "--namespace", "-n", help="MediaWiki namespaces to index (repeatable)."
     ),
@@ -162,6 +164,7 @@ def build(
     options = BuildOptions(
         model=model,
         chunk_words=chunk_words,
+        language=language,
         namespaces=frozenset(namespace),
         embed_text="title+text" if embed_title else "text",
         batch_size=batch_size,
@@ -229,6 +232,10 @@ def info(
     row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
     row("documents", str(meta["counts"]["documents"]))
     row("passages", str(meta["counts"]["chunks"]))
+    # Indexes built before languages read every document as English.
+    languages = meta.get("languages") or {"en": meta["counts"]["documents"]}
+    row("languages", ", ".join(f"{code} {n}" for code, n in languages.items())
+        + ("" if "languages" in meta else " (built before languages: all read as English)"))
     row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
     # Indexes built before backends were recorded were built with the float model.
     row("backend", str(meta["model"].get("backend", "torch")))
@@ -290,9 +297,13 @@ def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
             f"{add_lexical_hint(index, meta)}"
         )
     params = ", ".join(f"{k} {v}" for k, v in lexical["parameters"].items())
+    from ..index.lexlang import is_legacy
+
+    read = ("English tokenizer" if is_legacy(lexical.get("tokenizer"))
+            else "each passage in its language")
     return (
         f"{lexical['library']} {lexical['version']} BM25 ({params}), "
-        f"{lexical['passages']} passages of {lexical['text']}"
+        f"{lexical['passages']} passages of {lexical['text']}, {read}"
     )
 
 

@@ -13,6 +13,7 @@ from .common import set_debug
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
+from .languages_cmd import languages_command
 from .models_cmd import app as models_app
 from .report_cmd import report_command
 
@@ -30,6 +31,7 @@ app.add_typer(models_app, name="models")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)
+app.command("languages")(languages_command)
 
 
 def _version(value: bool) -> None:

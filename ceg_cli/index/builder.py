@@ -29,6 +29,7 @@ from .. import __version__
 from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
 from ..corpus.sources import resolve_sources
 from ..errors import InputError, UsageError
+from ..lang.codes import check_language
 from ..progress import NO_PROGRESS, Progress
 from .buildopts import (
     READ_COUNTED,
@@ -37,6 +38,7 @@ from .buildopts import (
     BuildReport,
 )
 from .buildwork import READ_BATCH, BuildWork
+from .chunking import CHARS_PER_WORD
 from .diskfull import disk_full_error
 from .embedding import Embedder, check_device, choose_backend, load_embedder
 from .existing import check_target, finish_swap, unchanged
@@ -86,6 +88,8 @@ def build_index(
     target = Path(target)
     # Fails early on a bad path, a pipe, the index itself; drops a source named twice.
     kinds = resolve_sources(sources, target, on_warning=on_warning)
+    if check_language(options.language) != options.language:
+        options = replace(options, language=check_language(options.language))
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)
@@ -200,11 +204,13 @@ def _build(
         # Streamed from the shards: memory holds a batch of vectors, not all of them.
         written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold,
                                 progress=progress)
+        languages = document_languages(work.db)
         work.finish()
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
+        meta["languages"] = languages
         meta["faiss"].update(written)
         meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
         meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
@@ -295,6 +301,7 @@ def _manifest(
         ],
         "model": {"name": embedder.name, "dimension": embedder.dimension},
         "chunk_words": options.chunk_words,
+        "language": options.language,
         "namespaces": sorted(options.namespaces),
         "embed_text": options.embed_text,
         "follow_symlinks": options.follow_symlinks,
@@ -396,9 +403,13 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
             if row[1] not in replaced
         ]
         # Row ids must equal vector positions, so kept rows are renumbered densely.
+        # An index built before languages has no language column: its passages were
+        # all read as English.
+        old_columns = {row[1] for row in db.execute("PRAGMA old.table_info(chunks)")}
+        language = "language" if "language" in old_columns else "'en'"
         db.executemany(
-            "INSERT INTO chunks SELECT ?, doc_id, title, ordinal, start, end, text, url, source "
-            "FROM old.chunks WHERE id = ?",
+            "INSERT INTO chunks SELECT ?, doc_id, title, ordinal, start, end, text, url, source, "
+            f"{language} FROM old.chunks WHERE id = ?",
             ((new, old_id) for new, old_id in enumerate(keep)),
         )
         db.commit()
@@ -469,7 +480,7 @@ def _fill(
         from .ray_engine import RangeSettings, fill_on_ray
 
         settings = RangeSettings(options.chunk_words, options.namespaces, options.embed_text,
-                                 EMBED_CALL_SIZE)
+                                 EMBED_CALL_SIZE, options.language)
         fill_on_ray(plan, per_source, [str(p.resolve()) for p in todo], options,
                     model or embedder, settings, work, report, on_warning, bars, shard_passages)
     else:
@@ -505,6 +516,16 @@ def _size(path: Path) -> int:
     return path.stat().st_size
 
 
+def document_languages(db: sqlite3.Connection) -> dict[str, int]:
+    """Documents per language (``meta.json``'s ``languages``), most first: a document
+    counts by its first passage; one kept from an index built before languages was
+    read as English and counts as English."""
+    rows = db.execute(
+        "SELECT coalesce(language, 'en'), count(*) FROM chunks WHERE ordinal = 0 GROUP BY 1"
+    ).fetchall()
+    return {str(code): int(n) for code, n in sorted(rows, key=lambda r: (-r[1], r[0]))}
+
+
 def _meta(
     embedder: Embedder,
     options: BuildOptions,
@@ -528,7 +549,13 @@ def _meta(
         },
         "embed_text": options.embed_text,
         "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},
-        "chunker": {"max_words": options.chunk_words, "boundaries": "sentence, newline"},
+        "chunker": {
+            "max_words": options.chunk_words,
+            "boundaries": "sentence, newline",
+            # Languages written without spaces: characters that count as one word.
+            "chars_per_word": dict(CHARS_PER_WORD),
+        },
+        "language": options.language,
         "counts": {"documents": report.total_documents, "chunks": report.total_chunks},
         "sources": sources,
         "build": {"engine": options.engine, "workers": report.workers},

@@ -43,6 +43,8 @@ class BuildOptions:
     index_type: str = "auto"
     #: Passages from which ``auto`` builds an approximate index.
     auto_threshold: int = AUTO_THRESHOLD
+    #: ``auto`` (each document's language detected) or a language code (``lang.codes``).
+    language: str = "auto"
     #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).
     lexical: bool | None = None
     #: ``local`` (this process) or ``ray`` (``ray_engine``: workers across a cluster).

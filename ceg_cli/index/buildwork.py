@@ -46,13 +46,13 @@ from .vectors import ShardFiles
 _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, position TEXT)"
 #: Vectors read from a shard at a time while the index file is written.
 READ_BATCH = 8192
-_INSERT = "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT = "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 
 def chunk_row(chunk: Chunk, source: str) -> tuple[Any, ...]:
     """A passage's row of the chunk store, without its id (which comes first)."""
     return (chunk.doc_id, chunk.title, chunk.ordinal, chunk.start, chunk.end, chunk.text,
-            chunk.url, source)
+            chunk.url, source, chunk.language)
 
 
 def source_counts(per_source: dict[str, dict[str, Any]]) -> dict[str, dict[str, int]]:

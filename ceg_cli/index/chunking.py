@@ -19,49 +19,82 @@ greedily:
 
 Each chunk's text is exactly ``doc.text[start:end]``, with no surrounding
 whitespace; a chunk never ends inside a sentence except in the case above.
+
+A document's language (``language``; None is English) decides where its
+sentences end (``sentences.sentence_spans``) and, for a language written
+without spaces, how its size is counted: "100 words" means nothing in Chinese
+or Thai, so there ``CHARS_PER_WORD`` characters (spaces left out) count as one
+word. The figures are the ratio of characters to English words in XNLI's dev
+premises, which are translations of the same sentences: 1.81 Chinese
+characters and 5.19 Thai characters per English word (``benchmarks/
+sentence_split.py``'s data). Japanese takes the Chinese figure and Lao, Khmer,
+Burmese and Tibetan the Thai one, unmeasured. An over-long sentence in those
+languages is cut between characters (never inside a grapheme cluster).
 """
 
 from __future__ import annotations
 
+import math
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 
+from ceg_cli.lang.codes import AUTO, base_language
+from ceg_cli.lang.detect import detect
 from ceg_cli.sentences import sentence_spans
 from ceg_cli.types import Chunk, Document
 
-__all__ = ["DEFAULT_MAX_WORDS", "chunk_document", "chunk_or_skip", "iter_chunks"]
+__all__ = ["CHARS_PER_WORD", "DEFAULT_MAX_WORDS", "chunk_document", "chunk_or_skip",
+           "document_language", "iter_chunks"]
 
 DEFAULT_MAX_WORDS = 100
+#: Characters (spaces left out) that count as one word in languages written
+#: without spaces between words (see the module's docstring); recorded in meta.json.
+CHARS_PER_WORD = {
+    **dict.fromkeys(("zh", "ja", "yue", "wuu", "ii"), 1.8),
+    **dict.fromkeys(("th", "lo", "km", "my", "bo", "dz"), 5.2),
+}
 
 _WORD_RE = re.compile(r"\S+")
 # One line break, as str.splitlines() counts them (CRLF is one break).
 _LINE_BREAK_RE = re.compile(r"\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
-def chunk_document(doc: Document, max_words: int = DEFAULT_MAX_WORDS) -> list[Chunk]:
+def chunk_document(
+    doc: Document, max_words: int = DEFAULT_MAX_WORDS, language: str | None = None
+) -> list[Chunk]:
     """Split ``doc`` into passages of at most ``max_words`` words of whole sentences.
 
     Ordinals are 0-based and consecutive; ``doc.text[c.start:c.end] == c.text``
     for every chunk; no chunk is empty. A sentence longer than ``max_words``
     words is split at word boundaries (the only case where a chunk starts or
-    ends inside a sentence). A blank document gives no chunks.
+    ends inside a sentence). A blank document gives no chunks. ``language``
+    (a code; None is English) is the document's: see the module's docstring.
     """
     if max_words < 1:
         raise ValueError(f"max_words must be at least 1, got {max_words}")
     text = doc.text
     spans: list[tuple[int, int]] = []
     half = max(1, max_words // 2)
+    ratio = CHARS_PER_WORD.get(base_language(language)) if language else None
 
     cur_start = cur_end = -1
     cur_words = 0
     prev_end = 0
-    for start, end in sentence_spans(text):
-        words = len(text[start:end].split())
+    for start, end in sentence_spans(text, language):
+        if ratio is None:
+            words = len(text[start:end].split())
+        else:
+            words = math.ceil(_letters(text, start, end) / ratio)
         if words > max_words:
             if cur_words:
                 spans.append((cur_start, cur_end))
                 cur_words = 0
-            spans.extend(_split_long(text, start, end, words, max_words))
+            if ratio is None:
+                spans.extend(_split_long(text, start, end, words, max_words))
+            else:
+                spans.extend(_split_chars(text, start, end, -(-words // max_words)))
         elif cur_words and (
             cur_words + words > max_words
             or (cur_words >= half and _is_paragraph_break(text, prev_end, start))
@@ -93,16 +126,26 @@ def chunk_document(doc: Document, max_words: int = DEFAULT_MAX_WORDS) -> list[Ch
 
 
 def chunk_or_skip(
-    doc: Document, max_words: int, on_warning: Callable[[str], None] | None = None
+    doc: Document,
+    max_words: int,
+    on_warning: Callable[[str], None] | None = None,
+    language: str | None = None,
 ) -> list[Chunk] | None:
     """``chunk_document``, or None (with a warning naming the document) if it cannot be split.
 
+    ``language`` is the document's (a code), ``auto`` to detect it from its
+    text, or None (English, and not recorded); each chunk records it.
     NLTK runs its regular expressions under a wall-clock time limit and raises
     ``TimeoutError`` past it; lines are split in blocks so this should not
     happen, but if one document still trips it, it costs only that document.
     """
+    if language == AUTO:
+        language = document_language(doc)
     try:
-        return chunk_document(doc, max_words)
+        chunks = chunk_document(doc, max_words, language)
+        if language is None:
+            return chunks
+        return [replace(c, language=language) for c in chunks]
     except TimeoutError:
         if on_warning is not None:
             named = f"'{doc.id}'" if doc.title == doc.id else f"'{doc.id}' ('{doc.title}')"
@@ -113,10 +156,17 @@ def chunk_or_skip(
         return None
 
 
-def iter_chunks(docs: Iterable[Document], max_words: int = DEFAULT_MAX_WORDS) -> Iterator[Chunk]:
+def document_language(doc: Document) -> str:
+    """The language of ``doc`` as ``--language auto`` detects it (its text's start)."""
+    return detect(doc.text).language
+
+
+def iter_chunks(
+    docs: Iterable[Document], max_words: int = DEFAULT_MAX_WORDS, language: str | None = None
+) -> Iterator[Chunk]:
     """Chunk a stream of documents lazily, one document in memory at a time."""
     for doc in docs:
-        yield from chunk_document(doc, max_words)
+        yield from chunk_document(doc, max_words, language)
 
 
 def _is_paragraph_break(text: str, prev_end: int, start: int) -> bool:
@@ -140,3 +190,35 @@ def _split_long(
         pieces.append((bounds[first][0], bounds[last][1]))
         first = last + 1
     return pieces
+
+
+def _letters(text: str, start: int, end: int) -> int:
+    """Characters of ``text[start:end]`` that are not whitespace."""
+    return sum(1 for ch in text[start:end] if not ch.isspace())
+
+
+def _split_chars(text: str, start: int, end: int, n_pieces: int) -> list[tuple[int, int]]:
+    """Cut one over-long sentence written without spaces into ``n_pieces`` of
+    near-equal size in characters, never before a combining mark."""
+    total = _letters(text, start, end)
+    pieces: list[tuple[int, int]] = []
+    piece_start = start
+    seen = 0
+    target = 1
+    for pos in range(start, end):
+        if text[pos].isspace():
+            continue
+        if seen >= total * target / n_pieces and target < n_pieces and pos > piece_start \
+                and not unicodedata.category(text[pos]).startswith("M"):
+            pieces.append((piece_start, pos))
+            piece_start = pos
+            target += 1
+        seen += 1
+    pieces.append((piece_start, end))
+    out = []
+    for s, e in pieces:
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            out.append((s, e))
+    return out

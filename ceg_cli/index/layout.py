@@ -32,7 +32,8 @@ CREATE TABLE chunks (
     end INTEGER NOT NULL,
     text TEXT NOT NULL,
     url TEXT,
-    source TEXT NOT NULL
+    source TEXT NOT NULL,
+    language TEXT
 );
 """
 CHUNK_COLUMNS = "id, doc_id, title, ordinal, start, end, text, url, source"

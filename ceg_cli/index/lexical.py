@@ -37,9 +37,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import IndexLoadError, UsageError
+from ..lang.codes import ENGLISH
 from ..types import Chunk
 from .indexdir import sampled_digest
 from .layout import LEXICAL_DIR, Hit, embed_text
+from .lexlang import (
+    TOKENIZER,
+    corpus_tokens,
+    is_legacy,
+    language_counts,
+    query_tokens,
+    tokenizer_entry,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,10 +59,10 @@ DEFAULT_RETRIEVAL = "dense"
 FUSION_DEPTH = 50
 #: Weight of the dense score in the fused score; the lexical score gets the rest.
 DENSE_WEIGHT = 0.5
-#: bm25s's defaults, recorded in meta.json (the tokenizer: lowercase, words of
-#: two or more characters, English stop words removed, no stemming).
+#: bm25s's defaults, recorded in meta.json. The tokenizer is English's (lowercase,
+#: words of two or more characters, English stop words removed, no stemming) for
+#: an English index, each passage's language's otherwise (``lexlang``).
 BM25_PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75}
-TOKENIZER = {"lower": True, "token_pattern": r"(?u)\b\w\w+\b", "stopwords": "english"}
 
 
 # --------------------------------------------------------------------------- building
@@ -69,11 +78,18 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     """
     import bm25s
 
-    texts = [
-        embed_text(Chunk("", title, 0, 0, 0, text), embed_mode)
-        for title, text in db.execute("SELECT title, text FROM chunks ORDER BY id")
-    ]
-    tokens = bm25s.tokenize(texts, **TOKENIZER, show_progress=False)
+    texts: list[str] = []
+    languages: list[str | None] = []
+    for title, text, language in db.execute(
+        "SELECT title, text, language FROM chunks ORDER BY id"
+    ):
+        texts.append(embed_text(Chunk("", title, 0, 0, 0, text), embed_mode))
+        languages.append(language)
+    tokenizer = tokenizer_entry(language_counts(languages))
+    if is_legacy(tokenizer):
+        tokens = bm25s.tokenize(texts, **TOKENIZER, show_progress=False)
+    else:
+        tokens = corpus_tokens(texts, [lang or ENGLISH for lang in languages])
     retriever = bm25s.BM25(**BM25_PARAMS)
     retriever.index(tokens, show_progress=False)
     out = index_dir / LEXICAL_DIR
@@ -85,7 +101,7 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
         "version": bm25s.__version__,
         "dir": LEXICAL_DIR,
         "parameters": dict(BM25_PARAMS),
-        "tokenizer": dict(TOKENIZER),
+        "tokenizer": tokenizer,
         "text": embed_mode,
         "passages": len(texts),
     }
@@ -198,9 +214,14 @@ def skipped_warning(passages: int) -> str:
 class LexicalIndex:
     """A loaded bm25s index (memory-mapped): BM25 scores of every passage."""
 
-    def __init__(self, path: Path, passages: int | None = None) -> None:
+    def __init__(
+        self, path: Path, passages: int | None = None,
+        tokenizer: Mapping[str, Any] | None = None,
+    ) -> None:
         import bm25s
 
+        #: meta.json's ``lexical.tokenizer``: how the passages were read, and so the query.
+        self.tokenizer = dict(tokenizer) if tokenizer is not None else dict(TOKENIZER)
         try:
             self._bm25 = bm25s.BM25.load(str(path), mmap=True, show_progress=False)
             held = int(self._bm25.scores["num_docs"])
@@ -214,11 +235,9 @@ class LexicalIndex:
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every passage for ``query`` (zeros when no word is known)."""
-        import bm25s
         import numpy as np
 
-        tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]
-        ids = self._bm25.get_tokens_ids(tokens)
+        ids = self._bm25.get_tokens_ids(query_tokens(query, self.tokenizer))
         if not ids:
             return np.zeros(self._bm25.scores["num_docs"], dtype=np.float32)
         return np.asarray(self._bm25.get_scores_from_ids(ids))

@@ -118,7 +118,8 @@ def produce_in_background(
                     multistream_index=options.multistream_index,
                 ):
                     # Store the resolved path so that --append recognises the source.
-                    chunks = chunk_or_skip(doc, options.chunk_words, on_warning)
+                    chunks = chunk_or_skip(doc, options.chunk_words, on_warning,
+                                           options.language)
                     if chunks is None:
                         continue
                     stats["documents"] += 1
@@ -174,4 +175,5 @@ def with_source(chunk: Chunk, source: str) -> Chunk:
         chunk.text,
         chunk.url,
         source,
+        chunk.language,
     )

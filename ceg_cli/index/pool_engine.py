@@ -55,13 +55,14 @@ def read_range(
     chunk_words: int,
     embed_as: str = "text",
     tokenizer: TokenizerState | None = None,
+    language: str = "auto",
 ) -> tuple[list[list[Chunk]], list[str], list[np.ndarray] | None]:
     """One range's passages, grouped by document, the warnings met and, given the
     model's ``tokenizer``, each passage's token ids (a process's job)."""
     warnings: list[str] = []
     documents = []
     for doc in read_part(part, namespaces=namespaces, on_warning=warnings.append):
-        chunks = chunk_or_skip(doc, chunk_words, warnings.append)
+        chunks = chunk_or_skip(doc, chunk_words, warnings.append, language)
         if chunks is not None:
             documents.append(chunks)
     if tokenizer is None:
@@ -106,7 +107,8 @@ def fill_with_readers(
             with sigint_blocked():
                 while submit < len(plan) and len(ahead) < AHEAD_PER_WORKER * workers:
                     read = pool.submit(read_range, plan[submit], options.namespaces,
-                                       options.chunk_words, options.embed_text, state)
+                                       options.chunk_words, options.embed_text, state,
+                                       options.language)
                     ahead.append((submit, read))
                     submit += 1
             if not ahead:

@@ -82,6 +82,8 @@ class RangeSettings:
     embed_text: str
     #: Passages per embedding call, cut after whole documents (``builder.EMBED_CALL_SIZE``).
     call_size: int
+    #: ``auto`` (each document's detected) or a language code.
+    language: str = "auto"
 
 
 def embed_range(
@@ -118,7 +120,8 @@ def embed_range(
     try:
         for doc in read_part(part, namespaces=settings.namespaces,
                              on_warning=result.warnings.append):
-            chunks = chunk_or_skip(doc, settings.chunk_words, result.warnings.append)
+            chunks = chunk_or_skip(doc, settings.chunk_words, result.warnings.append,
+                                   settings.language)
             if chunks is None:
                 continue
             result.documents += 1

@@ -171,7 +171,8 @@ class Index:
                 raise UsageError(f"index at {self.path} has no lexical part")
             check_lexical(self.meta, self.path)
             try:
-                self._lexical = LexicalIndex(self.path / LEXICAL_DIR, self.size)
+                self._lexical = LexicalIndex(self.path / LEXICAL_DIR, self.size,
+                                             self.meta["lexical"].get("tokenizer"))
             except IndexLoadError as exc:
                 raise IndexLoadError(
                     f"{exc}; rebuild the lexical part without re-embedding: "

@@ -36,7 +36,9 @@ from ..types import (
 #: own context is numbered as that context (its 1-based position, the number the answer's
 #: own markers use), a citation of an index passage after the record's contexts; the lines
 #: of an answer's references list ("Sources:") are segments with verdict ``no_claim`` and
-#: the reason ``REFERENCE_REASON``, neither judged nor counted in citation recall.
+#: the reason ``REFERENCE_REASON``, neither judged nor counted in citation recall; and
+#: ``language`` on the record: the language its response was read in (``--language``; a
+#: code such as ``de``, or ``und-Xxxx`` for text only the script of which is known).
 SCHEMA_VERSION = 4
 
 #: Keys ceg writes; an input field with one of these names is kept under
@@ -57,6 +59,7 @@ RESERVED_KEYS = (
     "read",
     "evidence_source",
     "citation_check",
+    "language",
 )
 FLAG = "[NONFACTUAL]"
 NOT_JUDGED_FLAG = "[NOT JUDGED]"
@@ -285,6 +288,7 @@ def to_record(
                 "read": dict(inp.read),
                 "evidence_source": None,
                 "citation_check": None,
+                "language": None,
             }
         )
         return record
@@ -293,6 +297,7 @@ def to_record(
         {
             "read": dict(inp.read),
             "evidence_source": checked.evidence_source,
+            "language": checked.language,
             "citation_check": citation_summary(checked.segments),
             "question": inp.question,
             "response": inp.response,
@@ -318,6 +323,7 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         fields={k: v for k, v in record.items() if k not in RESERVED_KEYS},
         error=record.get("error"),
         read=record.get("read") or {},
+        language=record.get("language"),
     )
     if inp.error is not None:
         return CheckedResponse(inp, (), "error")
@@ -332,5 +338,6 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         results.append(SegmentResult(segment, verdict, evidence,
                                      citation_from_dict(seg.get("citation_check"))))
     return CheckedResponse(
-        inp, tuple(results), record["label"], record.get("evidence_source") or "index"
+        inp, tuple(results), record["label"], record.get("evidence_source") or "index",
+        record.get("language"),
     )

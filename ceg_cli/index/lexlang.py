@@ -1,0 +1,93 @@
+"""How BM25 reads text in each language: the terms an index is built and searched with.
+
+An index whose passages are all English (or that an older ceg built: its
+``meta.json`` records bm25s's tokenizer arguments, ``TOKENIZER``) is tokenized
+and searched exactly as before languages: bm25s's own tokenizer, lower case,
+words of two letters or more, Lucene's English stop words, no stemming.
+
+Any other index records ``{"analyzer": "ceg_cli.lang", ...}``: each passage is
+read by the analyzer of its document's language (``ceg_cli.lang.terms``: NFKC
+and case folding, the language's stop words and Snowball stems, character
+bigrams where words have no spaces, Arabic letters normalized), and a query by
+the union of the analyzers of the index's languages (the ``QUERY_LANGUAGES``
+with the most passages): a term of the query counts wherever a passage's own
+analyzer would have made the same term. That is the mixed-corpus decision:
+per-document analysis keeps each language's stems and stop words right (one
+analyzer for all would have to drop the stop words of every language, and
+German "die" or "war" are English content words); the union lets an English
+query find a German passage by the names and numbers they share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..lang.codes import ENGLISH
+from ..lang.tokenize import ANALYZER_VERSION, ENGLISH_TOKENIZER, analyzer
+
+__all__ = ["QUERY_LANGUAGES", "TOKENIZER", "corpus_tokens", "is_legacy", "query_tokens",
+           "tokenizer_entry"]
+
+#: bm25s's tokenizer arguments, as ceg recorded them before languages (English).
+TOKENIZER = dict(ENGLISH_TOKENIZER)
+ANALYZER = "ceg_cli.lang"
+#: The most languages a query is read in (those of the most passages first).
+QUERY_LANGUAGES = 8
+
+
+def is_legacy(tokenizer: Mapping[str, Any] | None) -> bool:
+    """Whether ``tokenizer`` (meta.json's ``lexical.tokenizer``) is bm25s's English one."""
+    return tokenizer is None or tokenizer.get("analyzer") != ANALYZER
+
+
+def tokenizer_entry(languages: Mapping[str, int]) -> dict[str, Any]:
+    """What meta.json records for an index whose passages are in ``languages`` (counts)."""
+    if set(languages) <= {ENGLISH}:
+        return dict(TOKENIZER)
+    ordered = dict(sorted(languages.items(), key=lambda kv: (-kv[1], kv[0])))
+    return {
+        "analyzer": ANALYZER,
+        "version": ANALYZER_VERSION,
+        "passages": "each by its document's language",
+        "query": f"the union of the terms of the {QUERY_LANGUAGES} languages with most passages",
+        "languages": ordered,
+        "analyzers": {code: analyzer(code).describe() for code in ordered},
+    }
+
+
+def corpus_tokens(texts: Sequence[str], languages: Sequence[str]) -> Any:
+    """``texts`` as bm25s's ``Tokenized`` (ids, vocabulary), each read in its language."""
+    from bm25s.tokenization import Tokenized
+
+    vocab: dict[str, int] = {}
+    ids = []
+    for text, language in zip(texts, languages):
+        ids.append([vocab.setdefault(t, len(vocab)) for t in analyzer(language)(text)])
+    return Tokenized(ids=ids, vocab=vocab)
+
+
+def query_tokens(query: str, tokenizer: Mapping[str, Any] | None) -> list[str]:
+    """The terms of ``query`` for an index that recorded ``tokenizer``."""
+    if is_legacy(tokenizer):
+        import bm25s
+
+        return list(bm25s.tokenize([query], **TOKENIZER, return_ids=False,
+                                   show_progress=False)[0])
+    assert tokenizer is not None
+    return union_terms(query, list(tokenizer.get("languages", {}))[:QUERY_LANGUAGES])
+
+
+def union_terms(query: str, languages: Sequence[str]) -> list[str]:
+    """The terms of ``query`` read in each of ``languages``, each term once, in order."""
+    out: dict[str, None] = {}
+    for language in languages:
+        for term in analyzer(language)(query):
+            out.setdefault(term)
+    return list(out)
+
+
+def language_counts(languages: Sequence[str | None]) -> Counter[str]:
+    """Passages per language; a passage of unknown language was read as English."""
+    return Counter(language or ENGLISH for language in languages)
