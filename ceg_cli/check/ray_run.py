@@ -76,6 +76,8 @@ class WorkerJob:
     #: The run's settings, as a local run on the worker: the index by its absolute
     #: path, the judge's options with this worker's share of --concurrency.
     settings: RunSettings
+    #: The run a worker makes of them (``run.FedRun``: the local run's code, fed ranges).
+    make_run: Any
     use_index: bool
     #: sha256 of the driver's ``meta.json`` (None: no index read).
     index_digest: str | None
@@ -125,7 +127,6 @@ class CheckWorker:
 
     def _start(self, job: WorkerJob) -> Any:
         from ..judges import register
-        from .run import FedRun
 
         os.environ.update(job.env)
         # Before torch is imported (the judge's or the index's model): its thread count.
@@ -148,7 +149,7 @@ class CheckWorker:
             store = RemoteReplies(replies, job.replies_path, self.number)
             settings = replace(settings, judge_options={**settings.judge_options,
                                                         "cache_store": store})
-        run = FedRun(settings, job.use_index, on_warning=self.warnings.append)
+        run = job.make_run(settings, job.use_index, on_warning=self.warnings.append)
         if "torch" in sys.modules:
             import torch
 
@@ -233,7 +234,7 @@ def _portable(exc: BaseException) -> BaseException:
 class RayChecks:
     """The driver's side: the workers started, ranges sent, results taken back in order."""
 
-    def __init__(self, settings: RunSettings, use_index: bool,
+    def __init__(self, settings: RunSettings, use_index: bool, make_run: Any,
                  on_warning: Callable[[str], None] | None = None) -> None:
         from ..index.ray_engine import _connect
         from ..index.ray_pool import require_ray
@@ -249,12 +250,12 @@ class RayChecks:
         self.reads_index = use_index
         self.started = _connect(self.ray, settings.engine.ray_address)
         try:
-            self._start(settings, use_index)
+            self._start(settings, use_index, make_run)
         except BaseException:
             self.close()
             raise
 
-    def _start(self, settings: RunSettings, use_index: bool) -> None:
+    def _start(self, settings: RunSettings, use_index: bool, make_run: Any) -> None:
         from ..index.ray_pool import launch, wait_started
         from ..judges import registered_here
 
@@ -277,7 +278,7 @@ class RayChecks:
         self.settings = settings
         resources = ray.cluster_resources()
         places, threads = _placements(ray, settings, resources, self.warn)
-        jobs = _jobs(settings, index, use_index, digest, len(places), threads)
+        jobs = _jobs(settings, make_run, index, use_index, digest, len(places), threads)
         judges = registered_here()
         cache = _reply_cache(settings)
         if cache is not None:
@@ -458,7 +459,7 @@ def _placements(ray: Any, settings: RunSettings, resources: dict[str, float],
     return [dict(place) for _ in range(count)], max(1, int(cpus))
 
 
-def _jobs(settings: RunSettings, index: Path, use_index: bool, digest: str | None,
+def _jobs(settings: RunSettings, make_run: Any, index: Path, use_index: bool, digest: str | None,
           count: int, threads: int) -> list[WorkerJob]:
     """Each worker's job: a local run's settings, with its share of --concurrency."""
     concurrency = int(settings.judge_options.get("concurrency", 4))
@@ -471,7 +472,7 @@ def _jobs(settings: RunSettings, index: Path, use_index: bool, digest: str | Non
         share = concurrency // count + (1 if n < concurrency % count else 0)
         local = replace(settings, index=index, out=None, resume=False, engine=EngineOptions(),
                         judge_options={**options, "concurrency": max(1, share)})
-        jobs.append(WorkerJob(local, use_index, digest, os.getcwd(), env, {}, threads))
+        jobs.append(WorkerJob(local, make_run, use_index, digest, os.getcwd(), env, {}, threads))
     return jobs
 
 

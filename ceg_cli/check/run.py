@@ -119,7 +119,7 @@ class CheckRun:
         if settings.regenerate and settings.rewriter is not None:
             check_judge_name(settings.rewriter)
         self._pending, first = self._peek(settings)
-        self._ray = RayChecks(settings, self._wants_index(settings, first),
+        self._ray = RayChecks(settings, self._wants_index(settings, first), FedRun,
                               on_warning=self.on_warning)
         self.settings = self._ray.settings
         self._reads_index = self._ray.reads_index
