@@ -33,6 +33,8 @@ RUN_OPTIONS = (
     "contexts_retrieval", "language",
     "response_field", "question_field", "citation_pattern", "device",
     "regenerate", "max_attempts", "rewriter",
+    # Where the answers are checked: in this process, or by Ray workers (``--engine ray``).
+    "engine", "ray_address", "workers", "gpus_per_worker",
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
@@ -156,15 +158,15 @@ class Checker:
         # As the CLI: --evidence contexts never reads the index.
         use_index = index is not None and self.settings.check.evidence != "contexts"
         self._run = FedRun(self.settings, use_index=use_index)
-        self._judge_info = {"name": self._run.judge.name, "method": self._run.judge.method}
+        self._judge_info = self._run.judge_info
 
     @property
     def judge(self) -> str:
-        return self._run.judge.name
+        return str(self._judge_info["name"])
 
     @property
     def index(self) -> Path | None:
-        return self.settings.index if self._run.index is not None else None
+        return self.settings.index if self._run.reads_index else None
 
     def check(self, response: str, *, question: str | None = None,
               contexts: Sequence[Any] | None = None) -> CheckResult:
@@ -209,8 +211,8 @@ class Checker:
                     continue
                 yield run._with_evidence(parse_line(raw, line, SOURCE, names), SOURCE)
 
-        regenerating = run.rewriter is not None
-        for checked, attempts in run.checked(inputs()):
+        regenerating = run.settings.regenerate
+        for checked, attempts in run.results(inputs()):
             record = to_record(checked, self._judge_info, attempts if regenerating else None)
             yield CheckResult(checked, record)
 

@@ -416,3 +416,26 @@ def test_importing_the_check_and_the_cli_leaves_ray_out() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+def test_a_checker_on_ray_gives_the_local_checkers_results(
+    hash_index: Path, responses: Path
+) -> None:
+    """``Checker(engine="ray")``: its workers load the judge and the index, and
+    ``check_many`` streams what the local Checker's does."""
+    from ceg_cli import Checker
+
+    records = []
+    for line in without(responses).read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    results = {}
+    for engine in ("local", "ray"):
+        with Checker(hash_index, judge="hashed", engine=engine) as checker:
+            assert (checker.judge, checker.index) == ("offline", hash_index)
+            results[engine] = [r.to_dict() for r in checker.check_many(records)]
+            one = checker.check("Aristotle was born in 384 BC.").to_dict()
+        results[engine].append(one)
+    assert results["ray"] == results["local"] and len(results["ray"]) > 280

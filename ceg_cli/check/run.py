@@ -158,10 +158,7 @@ class CheckRun:
             cut_torn_tail(resume_into)
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
-            items = self._report_bad(pending)
-            stream = (self.checked(items) if self._ray is None
-                      else self._ray.checked(items, self, progress))
-            for checked, attempts in stream:
+            for checked, attempts in self.results(self._report_bad(pending), progress):
                 record = to_record(checked, judge_info, attempts)
                 writer.write(record)
                 self._count(checked)
@@ -169,6 +166,19 @@ class CheckRun:
                     on_record(record)
         finally:
             writer.close()
+
+    @property
+    def reads_index(self) -> bool:
+        """Whether the run checks against the index (here, or on its Ray workers)."""
+        return self._reads_index
+
+    def results(
+        self, items: Iterable[ResponseInput], progress: Progress | None = None
+    ) -> Iterator[tuple[CheckedResponse, tuple[CheckedResponse, ...] | None]]:
+        """``checked``, in this process or on the run's Ray workers, whichever it uses."""
+        if self._ray is not None:
+            return self._ray.checked(items, self, progress)
+        return self.checked(items)
 
     def checked(
         self, items: Iterable[ResponseInput]
