@@ -30,6 +30,12 @@ machine's drifting load hits all alike; medians of the repeats are reported.
   read to the last record written): the part that grows with the file.
 - **identical**: whether the Ray run's output is byte for byte the local run's.
 
+With ``--one-thread-too``, the local run is also made with torch on one thread
+(``local1t``: ``OMP_NUM_THREADS=1``), as a Ray worker that asks for one CPU runs
+it: on a machine whose cores other jobs take, torch's default of a thread per
+core waits for the busiest, and the Ray worker's single thread is then the
+faster setting (docs/api.md, Speed); this run tells that apart from Ray.
+
 The Ray overhead on one machine is the Ray run's time over the local run's at
 one worker. The projection for a cluster multiplies the one-worker checking
 rate by the number of workers (one per machine of this size): an upper bound,
@@ -125,6 +131,8 @@ def make_responses(folder: Path, records: int, slice_: Path) -> dict[str, Path]:
 
 def run(responses: Path, index: Path, mode: str, judge: str, engine: str, workers: int,
         out: Path) -> dict[str, Any]:
+    """One run of the command; ``engine`` ``local1t`` is the local run with torch on one
+    thread (``OMP_NUM_THREADS=1``), as a Ray worker that asks for one CPU has it."""
     cmd = [sys.executable, "-c", CEG, "check", str(responses), "--index", str(index),
            "--judge", judge, "--out", str(out), "-q"]
     if mode == "contexts":
@@ -132,6 +140,8 @@ def run(responses: Path, index: Path, mode: str, judge: str, engine: str, worker
     if engine == "ray":
         cmd += ["--engine", "ray", "--workers", str(workers)]
     env = {**os.environ, "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error"}
+    if engine == "local1t":
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -178,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judges", default="offline,tiny")
     parser.add_argument("--passages", type=int, default=1000)
     parser.add_argument("--results", default="ray_check")
+    parser.add_argument("--one-thread-too", action="store_true",
+                        help="also run locally with torch on one thread (local1t)")
     args = parser.parse_args(argv)
     from _common import results_name
 
@@ -187,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     judges = {"offline": "offline"}
     if "tiny" in judge_names:
         judges["tiny"] = f"minicheck:{make_tiny_checker()}"
-    configs = [("local", 1)] + [("ray", k) for k in args.workers]
+    configs = [("local", 1)] + ([("local1t", 1)] if args.one_thread_too else []) + [
+        ("ray", k) for k in args.workers]
     runs: dict[str, list[dict[str, Any]]] = {}
     identical: dict[str, bool] = {}
     ceiling: dict[str, float] = {}
@@ -205,9 +218,9 @@ def main(argv: list[str] | None = None) -> int:
             for mode in modes:
                 for judge in judge_names:
                     local = (work / f"{mode}-{judge}-local-1.jsonl").read_bytes()
-                    for k in args.workers:
-                        key = f"{mode}/{judge}/ray-{k}"
-                        same = (work / f"{mode}-{judge}-ray-{k}.jsonl").read_bytes() == local
+                    for engine, k in configs[1:]:
+                        key = f"{mode}/{judge}/{engine}-{k}"
+                        same = (work / f"{mode}-{judge}-{engine}-{k}.jsonl").read_bytes() == local
                         identical[key] = identical.get(key, True) and same
         ceiling = driver_ceiling(files[modes[0]], work / f"{modes[0]}-offline-local-1.jsonl")
 
@@ -226,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
                              f"{args.records / checking:.0f}",
                              f"x{total / med(base, 'seconds'):.2f}",
                              f"x{checking / med(base, 'checking_seconds'):.2f}",
-                             "-" if engine == "local" else ("yes" if identical[key] else "NO")])
+                             "-" if engine == "local" else (
+                                 "yes" if identical[key] else "NO")])
             one = f"{mode}/{judge}/ray-1"
             if one in runs:
                 rate = args.records / med(one, "checking_seconds")
