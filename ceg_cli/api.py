@@ -11,6 +11,7 @@ it changes only with the output's ``schema_version`` (docs/api.md).
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,6 @@ LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_
                "unparsable_as", "llm_prompt")
 #: Options for a checker model (minicheck:, hhem:, nli:).
 JUDGE_OPTIONS = ("judge_precision",)
-UNPARSABLE_AS = ("not_judged", "nonfactual")
 
 
 @dataclass(frozen=True)
@@ -126,14 +126,20 @@ class CheckResult:
 class Checker:
     """Checks answers against an index, their own contexts, or both.
 
-    ``Checker(index=None, judge="offline", **options)``: ``options`` are ``ceg check``'s,
-    by their keyword names (``top_k=5``, ``evidence="both"``, ``no_cache=True``); the
-    defaults are the CLI's. ``CEG_*`` environment variables are not read: what a test
-    checks does not depend on the shell it runs in.
+    ``Checker(index=None, judge=None, *, config=None, **options)``: ``options`` are
+    ``ceg check``'s, by their keyword names (``top_k=5``, ``evidence="both"``,
+    ``no_cache=True``); the defaults are the CLI's. The project file (``ceg.toml`` or
+    ``[tool.ceg]``, found as the CLI finds it) sets what the keywords leave out
+    (``None`` is "left out"): ``config=PATH`` names the file, ``config=False`` reads
+    none. ``CEG_*`` variables that set options are not read: what a test checks does
+    not depend on the shell it runs in (``CEG_CONFIG`` and ``CEG_NO_CONFIG``, which
+    say which file applies, are).
     """
 
-    def __init__(self, index: str | Path | None = None, judge: str = "offline",
-                 **options: Any) -> None:
+    def __init__(self, index: str | Path | None = None, judge: str | None = None, *,
+                 config: str | Path | bool | None = None, **options: Any) -> None:
+        from .check.options import OPTIONS, check_options, ignored_options, llm_judge_options
+
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
                          - set(JUDGE_OPTIONS))
         if unknown:
@@ -141,23 +147,38 @@ class Checker:
                 f"Checker: unknown option {unknown[0]!r}; the options are "
                 f"{', '.join(RUN_OPTIONS + LLM_OPTIONS + JUDGE_OPTIONS)}"
             )
-        evidence = options.get("evidence")
+        from_file = _project_values(config)
+        options = {**from_file, **{k: v for k, v in options.items() if v is not None}}
+        index = index if index is not None else from_file.get("index")
+        judge = judge if judge is not None else from_file.get("judge")
+        options.pop("index", None)
+        options.pop("judge", None)
+        # Every value checked as the CLI checks it (one table), before anything loads.
+        # None, as for every option, is "not given": the default.
+        given = check_options({**options, "judge": judge or OPTIONS["judge"].default}
+                              | ({"index": index} if index is not None else {}))
+        evidence = given.get("evidence")
         if index is None and evidence in ("index", "both"):
             raise UsageError(f"--evidence {evidence}: needs an index (Checker(index=...))")
-        run_options = {k: v for k, v in options.items() if k in RUN_OPTIONS}
+        run_options = {k: v for k, v in given.items() if k in RUN_OPTIONS and v is not None}
+        llm_options = {k: v for k, v in given.items() if k in LLM_OPTIONS and v is not None}
         self.settings = RunSettings.resolve(
             responses=SOURCE,
-            index=Path(index) if index is not None else Path(),
-            judge=judge,
-            judge_options=_judge_options(options) | {
-                "device": options.get("device", "cpu"),
-                "precision": options.get("judge_precision", "float32"),
+            index=given.get("index") or Path(),
+            judge=given["judge"],
+            judge_options=llm_judge_options(**llm_options) | {
+                "device": given.get("device") or "cpu",
+                "precision": given.get("judge_precision") or "float32",
             },
             **run_options,
         )
+        for message in ignored_options(given):
+            # Python's channel for "you may not mean this": shown once, filterable.
+            warnings.warn(message, UserWarning, stacklevel=2)
         # As the CLI: --evidence contexts never reads the index.
         use_index = index is not None and self.settings.check.evidence != "contexts"
         self._run = FedRun(self.settings, use_index=use_index)
+        self._closed = False
         self._judge_info = self._run.judge_info
 
     @property
@@ -172,6 +193,7 @@ class Checker:
               contexts: Sequence[Any] | None = None) -> CheckResult:
         """Check one answer; ``contexts`` (strings, ``{"text", "title", "id", "url"}``
         objects or LangChain documents) are its own evidence, and need no index."""
+        self._refuse_closed()
         if not isinstance(response, str):
             raise UsageError(f"response: expected a string, got {type(response).__name__}")
         record: dict[str, Any] = {"response": response}
@@ -191,7 +213,15 @@ class Checker:
         a responses file holds it (``response``, ``question``, ``contexts``, or the
         fields the options name); a record that cannot be checked comes out with
         ``label == "error"``, as ``ceg check`` writes it."""
+        self._refuse_closed()
         return self._stream(items, field_names=True)
+
+    def _refuse_closed(self) -> None:
+        if self._closed:
+            raise UsageError(
+                "this Checker is closed (close() or the end of its `with` block): "
+                "make a new Checker to check more answers"
+            )
 
     def _stream(self, items: Iterable[Any], *, field_names: bool) -> Iterator[CheckResult]:
         run = self._run
@@ -203,6 +233,8 @@ class Checker:
 
         def inputs() -> Iterator[ResponseInput]:
             for line, item in enumerate(items, 1):
+                # A stream begun before close() stops at the next answer, not in sqlite.
+                self._refuse_closed()
                 obj = {"response": item} if isinstance(item, str) else item
                 try:
                     raw = json.dumps(obj).encode("utf-8")
@@ -217,14 +249,44 @@ class Checker:
             yield CheckResult(checked, record)
 
     def close(self) -> None:
-        """Close the index and the judge (an LLM judge's cache)."""
-        self._run.close()
+        """Close the index and the judge (an LLM judge's cache); a closed Checker
+        checks nothing more (``check`` raises ``UsageError``). Closing twice is fine."""
+        if not self._closed:
+            self._closed = True
+            self._run.close()
 
     def __enter__(self) -> Checker:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: The keys of a project file a Checker reads: its keywords (the rest of ``[check]``
+#: is about a run's files and gate).
+CHECKER_KEYS = ("index", "judge", *RUN_OPTIONS, *LLM_OPTIONS, *JUDGE_OPTIONS)
+
+
+def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
+    """What the project file sets for ``ceg check`` that a Checker takes (checked, paths
+    relative to the file); ``config`` as ``Checker`` takes it."""
+    from . import config as project
+
+    if config is False:
+        return {}
+    if config is None or config is True:
+        path = project.find()
+    elif isinstance(config, (str, Path)) and str(config).strip():
+        path = Path(config)
+    else:
+        raise UsageError(f"Checker: config={config!r}: a path, False (no file) or None "
+                         "(the nearest ceg.toml or [tool.ceg])")
+    if path is None:
+        return {}
+    from .cli.projectfile import load_for_api
+
+    settings = load_for_api(path).values_for(("check",))
+    return {key: s.value for key, s in settings.items() if key in CHECKER_KEYS}
 
 
 def _plain_contexts(contexts: Sequence[Any]) -> Any:
@@ -239,35 +301,6 @@ def _plain_contexts(contexts: Sequence[Any]) -> Any:
         else:
             out.append(c)
     return out
-
-
-def _judge_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The LLM judge's options, made and checked as the CLI makes them."""
-    from .cli.check_cmd import _judge_options as cli_judge_options
-
-    for name, low, high in (("concurrency", 1, None), ("temperature", 0.0, 2.0),
-                            ("max_attempts", 1, None)):
-        value = options.get(name)
-        if value is None:
-            continue
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value < low or (
-            high is not None and value > high
-        ):
-            span = f"{low}<=x<={high}" if high is not None else f"x>={low}"
-            raise UsageError(
-                f"--{name.replace('_', '-')} {value!r}: not in the range {span}"
-            )
-    unparsable = options.get("unparsable_as", "not_judged")
-    if unparsable not in UNPARSABLE_AS:
-        raise UsageError(f"--unparsable-as {unparsable}: choose one of {', '.join(UNPARSABLE_AS)}")
-    # An unknown prompt is refused by the judge, with the CLI's message.
-    prompt = str(options.get("llm_prompt") or "ceg")
-    cache_dir = options.get("cache_dir")
-    return cli_judge_options(
-        options.get("llm_base_url"), int(options.get("concurrency", 4)),
-        float(options.get("temperature", 0.0)), bool(options.get("no_cache", False)),
-        Path(cache_dir) if cache_dir is not None else None, unparsable, prompt,
-    )
 
 
 __all__ = ["Checker", "CheckResult", "CheckedSegment", "SCHEMA_VERSION"]

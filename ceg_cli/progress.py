@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -124,3 +125,23 @@ class PlainProgress:
         for counter in finished:
             self.emit(f"{counter.label}: {counter.count:,} {counter.unit} in "
                       f"{counter.moved - counter.started:.1f} s")
+
+
+@contextmanager
+def library_bars_off() -> Iterator[None]:
+    """Turn the model libraries' own bars off ("Loading weights" as transformers loads
+    a checkpoint) for a load, and back on after if they were on: a library prints
+    nothing unless asked, whether the CLI or a user's script loads the model."""
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:  # no model library, no bars
+        yield
+        return
+    was_on = transformers_logging.is_progress_bar_enabled()
+    if was_on:
+        transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            transformers_logging.enable_progress_bar()

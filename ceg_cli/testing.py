@@ -59,15 +59,21 @@ def grounding_failures(result: Any, max_nonfactual: int = 0) -> str | None:
 def _best(evidence: Sequence[Mapping[str, Any]]) -> str:
     if not evidence:
         return "none (nothing was retrieved for it)"
-    best = max(evidence, key=lambda e: float(e.get("similarity") or 0.0))
+    # Evidence comes best first; a similarity, where one was computed, picks among it.
+    # A passage ranked by BM25 (a record's contexts) has none: "similarity 0.00" said
+    # it matched nothing.
+    scored = [e for e in evidence if e.get("similarity") is not None]
+    best = max(scored, key=lambda e: float(e["similarity"])) if scored else evidence[0]
     where = str(best.get("title") or best.get("doc_id") or "")
     if best.get("source") == "context":
         # A context without a title of its own is named by its position alone.
         position = str(best.get("context"))
         title = str(best.get("title") or "")
         where = f"context {position}" + (f" ({title})" if title and title != position else "")
-    return (f"{where}, similarity {float(best.get('similarity') or 0.0):.2f}: "
-            f"{_quote(best.get('text', ''))!r}")
+    similarity = best.get("similarity")
+    score = ("ranked first by BM25 (no similarity computed)" if similarity is None
+             else f"similarity {float(similarity):.2f}")
+    return f"{where}, {score}: {_quote(best.get('text', ''))!r}"
 
 
 def assert_grounded(result: Any, max_nonfactual: int = 0) -> None:

@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """The steps of ceg's GitHub Action (action.yml), one subcommand each.
 
-    ceg_action.py key   --index DIR [--sources "A B"]   the cache key of the index
-    ceg_action.py build --index DIR --sources "A B"     build it, unless it matches them
-    ceg_action.py check --responses FILE --index DIR …  run ceg check; record its exit code
+    ceg_action.py key   [--index DIR] [--sources "A B"]   the cache key of the index
+    ceg_action.py build [--index DIR] --sources "A B"     build it, unless it matches them
+    ceg_action.py check --responses FILE [--index DIR] …  run ceg check; record its exit code
+
+An empty --index is the project file's (ceg.toml or [tool.ceg], as `ceg check` finds
+it), else ./index; an empty --judge or threshold is left out, so the project file's
+applies: the action judges as the team's CLI and tests do.
 
 Kept in one script, not in the YAML, so that a test runs what the action runs.
 Standard library only: it runs before and beside the installed ceg, which it calls
@@ -101,6 +105,30 @@ def check_index_path(value: str) -> Path:
     if (workspace() / index).resolve() == workspace():
         fail(f"--index {value}: is the workspace itself; name a folder inside it")
     return index
+
+
+def project_index() -> str:
+    """The index `ceg check` would read here: the project file's, else $CEG_INDEX, else
+    ./index (`ceg config show --json check` says it, with the CLI's own rules)."""
+    done = subprocess.run([*ceg_command(), "config", "show", "--json", "check"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        # A bad project file: ceg's own one line, as the check step would print it.
+        fail(done.stderr.strip().removeprefix("error: ") or "ceg config show failed")
+    return str(json.loads(done.stdout)["commands"]["check"]["index"]["value"])
+
+
+def resolve_index(value: str) -> Path:
+    """The --index input, else the project file's (relative to the workspace where it
+    is inside it, as the cache's paths are), checked as the action's paths are."""
+    if value.strip():
+        return check_index_path(value)
+    found = Path(project_index())
+    root = workspace()
+    resolved = (root / found).resolve()
+    if root in resolved.parents:
+        found = Path(os.path.relpath(resolved, root))
+    return check_index_path(str(found))
 
 
 def split_sources(sources: str) -> list[Path]:
@@ -206,8 +234,12 @@ def write_stamp(index: Path, key: str) -> None:
 
 
 def cmd_key(args: argparse.Namespace) -> int:
-    index = check_index_path(args.index)
+    index = resolve_index(args.index)
     sources = split_sources(args.sources)
+    write_output("index", str(index))
+    if args.if_any and not sources and not (index / "meta.json").is_file():
+        write_output("key", "")  # no index: the records check against their contexts
+        return 0
     write_output("key", index_key(index, sources, args.build_args))
     # Cached with the index (a path relative to the workspace, as the index's is).
     write_output("stamp", Path(os.path.relpath(stamp_path(index), workspace())).as_posix())
@@ -215,7 +247,7 @@ def cmd_key(args: argparse.Namespace) -> int:
 
 
 def cmd_build(args: argparse.Namespace) -> int:
-    index = check_index_path(args.index)
+    index = resolve_index(args.index)
     sources = split_sources(args.sources)
     if not sources:
         fail("build: name the sources to build the index from")
@@ -248,8 +280,10 @@ THRESHOLDS = {
 
 def check_command(args: argparse.Namespace) -> list[str]:
     """``ceg check`` with the action's inputs; an empty input is an option left out."""
-    command = [*ceg_command(), "check", args.responses, "--index", args.index,
-               "--judge", args.judge or "offline"]
+    command = [*ceg_command(), "check", args.responses]
+    for option, value in (("--index", args.index), ("--judge", args.judge)):
+        if value.strip():
+            command += [option, value]
     for name, option in THRESHOLDS.items():
         value = getattr(args, name)
         if value:
@@ -262,7 +296,8 @@ def check_command(args: argparse.Namespace) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    checked_path("--index", args.index)
+    if args.index.strip():
+        checked_path("--index", args.index)
     for option in ("report", "out", "junit"):
         value = getattr(args, option)
         if value:
@@ -295,18 +330,22 @@ class _Parser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     top = _Parser(prog="ceg_action.py", description=__doc__.split("\n\n")[0])
     sub = top.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    index_help = "Empty: the project file's index, else ./index."
     for name in ("key", "build"):
         p = sub.add_parser(name)
-        p.add_argument("--index", required=True)
+        p.add_argument("--index", default="", help=index_help)
         p.add_argument("--sources", default="", help="Space-separated (shell quoting).")
         p.add_argument("--build-args", default="", help="More options of ceg index build.")
         if name == "build":
             p.add_argument("--key", default="",
                            help="The key step's key (default: computed again).")
+        else:
+            p.add_argument("--if-any", action="store_true",
+                           help="An empty key where there is no index and no sources.")
     p = sub.add_parser("check")
     p.add_argument("--responses", required=True)
-    p.add_argument("--index", required=True)
-    p.add_argument("--judge", default="offline")
+    p.add_argument("--index", default="", help=index_help)
+    p.add_argument("--judge", default="", help="Empty: the project file's, else offline.")
     for name in THRESHOLDS:
         p.add_argument("--" + name.replace("_", "-"), default="")
     p.add_argument("--out", default="")
@@ -320,7 +359,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 #: The options of this script that take no value.
-FLAGS = frozenset({"--exit-now", "-h", "--help"})
+FLAGS = frozenset({"--exit-now", "--if-any", "-h", "--help"})
 
 
 def attach_values(argv: Sequence[str]) -> list[str]:

@@ -49,6 +49,18 @@ class HashEmbedder:
         return out
 
 
+@pytest.fixture(autouse=True)
+def _no_project_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads a project file of the machine by accident: ceg (the CLI in-process
+    or in a subprocess, a Checker, the pytest plugin) looks for ceg.toml or [tool.ceg]
+    from the working directory up to the repository's root, and a developer may keep
+    one in the checkout or above it. ``CEG_NO_CONFIG`` turns the search off in this
+    process and every process it starts; a test of the project file itself takes it
+    away (tests/test_config.py), in a folder of its own marked as a repository root."""
+    monkeypatch.setenv("CEG_NO_CONFIG", "1")
+    monkeypatch.delenv("CEG_CONFIG", raising=False)
+
+
 @pytest.fixture(scope="session")
 def mini_wiki() -> Path:
     """The real mini dump (see tests/data/wiki/README.md)."""

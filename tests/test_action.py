@@ -78,7 +78,9 @@ def test_the_action_is_composite_and_its_steps_use_its_inputs_safely() -> None:
     # The index and models are restored and saved under the key the script computes.
     restore, save = (s for s in steps if "actions/cache/" in s.get("uses", ""))
     assert restore["with"]["key"] == save["with"]["key"] == "${{ steps.key.outputs.key }}"
-    assert "${{ inputs.index }}" in restore["with"]["path"]
+    # The index is the input, else the project file's, as the key step resolves it.
+    assert "${{ steps.key.outputs.index }}" in restore["with"]["path"]
+    assert "${{ steps.key.outputs.index }}" in save["with"]["path"]
     # The report is uploaded even when the gate failed; the job fails last, by ceg's code.
     upload = next(s for s in steps if "upload-artifact" in s.get("uses", ""))
     assert upload["if"].startswith("always()")
@@ -238,11 +240,12 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     key = _outputs(outputs)["key"]
     assert re.fullmatch(r"ceg-index-v2-[A-Za-z]+-\w+-py3\.\d+-[0-9a-f]{40}", key)
     assert _outputs(outputs)["stamp"] == ".index.ceg-action"
+    assert _outputs(outputs)["index"] == str(index)  # the cache and build steps use it
     same = _run_script("key", "--index", index, "--sources", docs, cwd=tmp_path)
-    assert same.stdout.splitlines()[0] == f"key={key}"
+    assert same.stdout.splitlines()[:2] == [f"index={index}", f"key={key}"]
     other = _run_script("key", "--index", index, "--sources", docs, "--build-args",
                         "--chunk-words 50", cwd=tmp_path)
-    assert other.stdout != f"key={key}\n"  # another build, another cache entry
+    assert f"key={key}\n" not in other.stdout  # another build, another cache entry
 
     built = _run_script("build", "--index", index, "--sources", docs, env=env, cwd=tmp_path)
     assert built.returncode == 0, built.stderr
@@ -269,8 +272,8 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
                         env=env, cwd=tmp_path)
     assert "not rebuilt" in again.stdout and _outputs(outputs)["built"] == "false"
     # A committed index is keyed by its own digest.
-    ready = _run_script("key", "--index", index, cwd=tmp_path).stdout
-    assert ready.startswith("key=ceg-index-v2-") and not ready.startswith(f"key={new_key}\n")
+    ready = _run_script("key", "--index", index, cwd=tmp_path).stdout.splitlines()[1]
+    assert ready.startswith("key=ceg-index-v2-") and ready != f"key={new_key}"
 
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
@@ -495,7 +498,8 @@ def test_the_cache_steps_keep_the_stamp_with_the_index() -> None:
     steps = _action()["runs"]["steps"]
     for step in (s for s in steps if "actions/cache/" in s.get("uses", "")):
         paths = step["with"]["path"].splitlines()
-        assert paths[:2] == ["${{ inputs.index }}", "${{ steps.key.outputs.stamp }}"]
+        assert paths[:2] == ["${{ steps.key.outputs.index }}",
+                             "${{ steps.key.outputs.stamp }}"]
     build = next(s for s in steps if s["name"] == "Build the index")
     assert build["env"]["CEG_KEY"] == "${{ steps.key.outputs.key }}"
     assert '--key "$CEG_KEY"' in build["run"]

@@ -4,6 +4,7 @@ CLI's options and messages, against an index or an answer's own contexts."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,7 +108,7 @@ def test_options_the_cli_does_not_have_and_misused_ones_are_usage_errors(tmp_pat
         Checker(topk=3)
     with pytest.raises(UsageError, match="--evidence both: needs an index"):
         Checker(evidence="both")
-    with pytest.raises(UsageError, match="--concurrency 0: not in the range x>=1"):
+    with pytest.raises(UsageError, match="--concurrency 0: must be at least 1"):
         Checker(concurrency=0)
     with pytest.raises(UsageError, match="--unparsable-as maybe: choose one of"):
         Checker(unparsable_as="maybe")
@@ -234,6 +235,24 @@ def test_assert_grounded_counts_nonfactual_sentences_and_never_passes_unjudged_o
         assert_grounded("The answer.")
 
 
+def test_assert_grounded_says_no_similarity_where_none_was_computed() -> None:
+    """Contexts ranked by BM25 for a judge that reads no similarity have none (null):
+    the message said "similarity 0.00", as if the passage matched nothing."""
+    from ceg_cli.testing import grounding_failures
+
+    record = _record("nonfactual")
+    record["segments"][0]["evidence"] = [
+        {"source": "context", "context": 2, "title": None, "similarity": None,
+         "text": "Ranked first."},
+        {"source": "context", "context": 1, "title": None, "similarity": None,
+         "text": "Ranked second."},
+    ]
+    message = grounding_failures(record) or ""
+    assert "best evidence: context 2, ranked first by BM25 (no similarity computed): " \
+        "'Ranked first.'" in message
+    assert "similarity 0.00" not in message
+
+
 def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     """What docs/api.md promises; a change here is a change of SCHEMA_VERSION's contract."""
     import dataclasses
@@ -269,3 +288,47 @@ def test_langchain_documents_reach_the_parser_as_a_line_holds_them() -> None:
     [first, second] = parse_contexts(_plain_contexts(docs), "contexts")
     assert (first.position, first.text, first.title) == (1, "Paris is in France.", "Paris")
     assert (second.position, second.text) == (2, "A plain string.")
+
+
+@pytest.mark.parametrize("with_index", [True, False], ids=["index", "contexts"])
+def test_a_closed_checker_says_so_instead_of_failing_in_sqlite(
+    with_index: bool, hash_index: Path, hash_model: None
+) -> None:
+    from ceg_cli import Checker
+
+    checker = Checker(hash_index if with_index else None)
+    answer = {"response": "Aristotle was a philosopher.",
+              "contexts": ["Aristotle was a Greek philosopher."]}
+    stream = checker.check_many([answer] * 40)
+    assert next(stream).label == "factual"
+    with checker:  # the end of a `with` block closes it, as close() does
+        pass
+    checker.close()  # twice is fine
+    for call in (lambda: checker.check(answer["response"], contexts=answer["contexts"]),
+                 lambda: checker.check_many([answer]),
+                 lambda: list(stream)):  # a stream begun before close() stops too
+        with pytest.raises(UsageError, match="this Checker is closed"):
+            call()
+
+
+def test_a_checker_that_loads_a_model_prints_nothing(tmp_path: Path) -> None:
+    """A library prints nothing unless asked: no "Loading weights" bar from transformers
+    when a Checker loads its judge's model (the CLI turned it off only for itself)."""
+    from tiny_checkers import build
+
+    model = build("roberta", tmp_path / "tiny-minicheck")
+    code = (
+        "import os, sys\n"
+        "from ceg_cli import Checker\n"
+        f"checker = Checker(judge='minicheck:{model}')\n"
+        "result = checker.check('Paris is in France.', contexts=['Paris is in France.'])\n"
+        "assert result.segments, result\n"
+        "from transformers.utils import logging\n"
+        "assert logging.is_progress_bar_enabled()  # as the user had it\n"
+    )
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HF_HUB_DISABLE_PROGRESS_BARS", "TQDM_DISABLE")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (done.stdout, done.stderr) == ("", "")

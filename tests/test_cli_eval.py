@@ -102,7 +102,7 @@ def test_bad_field_names_file_and_line(tmp_path: Path, no_default_index: None) -
     result = run(data, "--format", "wiki", "--index", tmp_path)
     assert result.exit_code == 2 and "--format wiki: unknown" in result.stderr
     result = run(data, "--query", "everything", "--index", tmp_path)
-    assert result.exit_code == 2 and "'everything' is not one of" in result.stderr
+    assert result.exit_code == 2 and "--query everything: choose one of" in result.stderr
     result = run(data, "--index", tmp_path, "--out", tmp_path / "nowhere" / "p.jsonl")
     assert result.exit_code == 2 and "the folder" in result.stderr
     assert "does not exist" in result.stderr

@@ -64,6 +64,29 @@ def test_check_refuses_cuda_without_it_before_writing(
     assert not out.exists()
 
 
+def test_cuda_is_refused_where_no_model_would_load(
+    run_cli: Any, no_cuda: None, tmp_path: Path,
+) -> None:
+    """The offline judge on the records' own contexts (ranked by BM25) loads no model;
+    --device cuda is refused all the same, from the CLI and the API (issue 44 item 15)."""
+    from ceg_cli import Checker
+    from ceg_cli.errors import UsageError
+
+    src = tmp_path / "own.jsonl"
+    src.write_text(json.dumps({**RESPONSE, "contexts": ["Aristotle was a Greek philosopher."]})
+                   + "\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    for command in (["check", src, "--out", out], ["eval", src]):
+        result = run_cli(*command, "--device", "cuda", "--evidence", "contexts", "--quiet")
+        assert result.exit_code == 2, result.stderr
+        assert "--device cuda: torch" in one_line(result.stderr)
+    assert not out.exists()
+    with pytest.raises(UsageError, match="--device cuda: torch .* sees no CUDA device"):
+        Checker(device="cuda")
+    assert Checker(device="auto").check("Paris is in France.",
+                                        contexts=["Paris is in France."]).label == "factual"
+
+
 def test_check_on_auto_and_cpu_writes_what_the_default_writes(
     run_cli: Any, hash_index: Path, no_cuda: None, responses: Path,
     tmp_path: Path,

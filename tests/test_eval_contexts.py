@@ -188,7 +188,7 @@ def test_own_contexts_are_read_only_when_asked(tmp_path: Path) -> None:
         (ROWS, ["--evidence", "index", "--contexts-field", "docs"],
          "--contexts-field is read only with --evidence auto, contexts or both"),
         (ROWS, ["--contexts-field", " . "], "--contexts-field ' . ': name the field"),
-        (ROWS, ["--evidence", "everything"], "'everything' is not one of"),
+        (ROWS, ["--evidence", "everything"], "--evidence everything: choose one of"),
         ([*ROWS, {"response": "x.", "label": True}], ["--evidence", "contexts"],
          "data.jsonl:4: --evidence contexts: the item has no contexts"),
         ([{"response": "x.", "label": True, "contexts": 7}], ["--evidence", "contexts"],

@@ -40,6 +40,7 @@ FLOORS = {
     "claimsplit": 0,
     "textio": 0,
     "hub": 0,
+    "config": 0,
     "corpus": 1,
     "index": 2,
     "judges": 3,

@@ -97,7 +97,7 @@ def test_list_reads_the_cache_layout(tmp_path: Path) -> None:
     table = run_ceg(["models", "list"], clean_env(cache))
     assert table.returncode == 0
     line = next(x for x in table.stdout.splitlines() if x.startswith("minicheck-roberta-large"))
-    assert "lytang/MiniCheck-RoBERTa-Large" in line and " yes " in line and "5.0 KB" in line
+    assert "lytang/MiniCheck-RoBERTa-Large" in line and " cached " in line and "5.0 KB" in line
 
 
 @pytest.mark.parametrize(

@@ -42,9 +42,12 @@ from test_html_report import (
     UNRESOLVED_REASON,
     contexts_records,
     report_records,
+    response,
 )
 
 from ceg_cli.report.html import write_report
+from ceg_cli.report.records import to_record
+from ceg_cli.types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, Evidence, Verdict
 
 REPO = Path(__file__).resolve().parent.parent
 SCREENSHOT = REPO / "docs" / "report-screenshot.png"
@@ -416,4 +419,91 @@ def test_sample_report_screenshot(
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(data[16:20], "big") == 1280  # the IHDR width
+    report.assert_clean()
+
+
+# -- answers in other scripts (issue 39.8) -------------------------------------------
+
+ARABIC_ANSWER = "ولد أرسطو في ستاغيرا عام 384 قبل الميلاد. وكان معلم الإسكندر الأكبر."
+CHINESE_ANSWER = "亚里士多德出生于斯塔基拉。他是亚历山大大帝的老师。他在1900年获得了诺贝尔奖。"
+ARABIC_PASSAGE = Evidence(40, "3", "أرسطو", "أرسطو فيلسوف يوناني ولد في ستاغيرا سنة 384 ق.م.",
+                          0.77, "https://ar.wikipedia.org/wiki/أرسطو")
+
+
+def multilingual_records() -> list[dict[str, Any]]:
+    supported = Verdict(FACTUAL, SUPPORTED, 0.9, (0,), "found in the passage")
+    arabic_segments = ARABIC_ANSWER.split(". ")
+    arabic = response(
+        "ar", 1, ARABIC_ANSWER,
+        [(arabic_segments[0] + ".", supported, (ARABIC_PASSAGE,)),
+         (arabic_segments[1],
+          Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.2, (), "'الإسكندر' غير موجود"),
+          (ARABIC_PASSAGE,))],
+        "من هو أرسطو؟",
+    )
+    chinese_segments = [s + "。" for s in CHINESE_ANSWER.split("。") if s]
+    chinese = response(
+        "zh", 2, CHINESE_ANSWER,
+        [(chinese_segments[0], supported, (TUTOR,)), (chinese_segments[1], supported, (TUTOR,)),
+         (chinese_segments[2],
+          Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.1, (), "'1900' 不在证据中"), (TUTOR,))],
+        "亚里士多德是谁？",
+    )
+    judge = {"name": "test", "method": "a judge for tests"}
+    return [to_record(c, judge) for c in (arabic, chinese)]
+
+
+def test_arabic_and_chinese_answers_read_in_their_direction_with_exact_highlights(
+    open_report: Callable[..., Opened],
+) -> None:
+    records = multilingual_records()
+    report = open_report(records)
+    assert len(report.cards()) == 2
+    page = report.page
+    for record in records:
+        card = f"#list > article[aria-label='Response {record['id']}']"
+        spans = page.eval_on_selector_all(f"{card} .text > span.seg",
+                                          "ss => ss.map(s => s.textContent)")
+        # Each highlight holds exactly its segment's characters (offsets in characters
+        # in the output, UTF-16 in the page).
+        assert spans == [s["text"] for s in record["segments"]]
+        assert spans == [record["response"][s["start"]:s["end"]] for s in record["segments"]]
+    direction = "e => getComputedStyle(e).direction"
+    ar = "#list > article[aria-label='Response ar']"
+    zh = "#list > article[aria-label='Response zh']"
+    assert page.eval_on_selector(f"{ar} .text", direction) == "rtl"
+    assert page.eval_on_selector(f"{zh} .text", direction) == "ltr"
+    # Right to left on screen: the first Arabic segment starts at the right edge.
+    box = page.eval_on_selector(
+        "#list > article[aria-label='Response ar'] .text",
+        "e => { const t = e.getBoundingClientRect(); const s = e.querySelector('span.seg')"
+        ".getBoundingClientRect(); return [t.left, t.right, s.left, s.right]; }",
+    )
+    assert abs(box[1] - box[3]) < 4 and box[2] - box[0] > 20
+    # The question, the judge's reason and the passage text are isolated too.
+    assert page.eval_on_selector_all(
+        "#list > article[aria-label='Response ar'] [dir=auto]", "es => es.length") >= 5
+    page.click("#list > article[aria-label='Response ar'] button.flag")
+    reason = page.text_content("#list > article[aria-label='Response ar'] .flagged .reason")
+    assert "'الإسكندر' غير موجود" in reason
+    report.assert_clean()
+
+
+def test_cjk_and_arabic_glyphs_render(open_report: Callable[..., Opened]) -> None:
+    """A glyph the page's fonts lack is drawn as the same empty box as an unassigned
+    character: the Chinese and Arabic text must be wider or narrower than those boxes."""
+    report = open_report(multilingual_records())
+    widths = report.page.evaluate(
+        """() => {
+          const probe = (text) => {
+            const s = document.createElement("span"); s.textContent = text;
+            document.body.append(s);
+            const w = s.getBoundingClientRect().width; s.remove(); return w;
+          };
+          return {missing: probe("\\uE000\\uE001\\uE002"), zh: probe("亚里士多"),
+                  ar: probe("ولد أر")};
+        }"""
+    )
+    assert widths["zh"] > 0 and widths["ar"] > 0
+    assert abs(widths["zh"] * 3 / 4 - widths["missing"]) > 1, widths
     report.assert_clean()

@@ -38,6 +38,7 @@ from ..index.lexical import search as search_lexical
 from ..index.lexlang import (
     TOKENIZER,
     corpus_tokens,
+    import_bm25s,
     is_legacy,
     language_counts,
     query_tokens,
@@ -100,8 +101,7 @@ class _Bm25:
     query in the union of theirs; all English, exactly as before languages."""
 
     def __init__(self, texts: Sequence[str], languages: Sequence[str | None] = ()) -> None:
-        import bm25s
-
+        bm25s = import_bm25s()
         languages = list(languages) or [None] * len(texts)
         self.tokenizer = tokenizer_entry(language_counts(languages))
         if is_legacy(self.tokenizer):
@@ -303,7 +303,9 @@ class ContextSearch:
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray | None:
         """The queries' vectors, or None where nothing is embedded."""
-        return self.embedder.embed(list(queries)) if self.embeds else None
+        from ..index.embedding import query_vectors
+
+        return query_vectors(self.embedder, list(queries)) if self.embeds else None
 
     def prepare(
         self, records: Sequence[Sequence[Context]],

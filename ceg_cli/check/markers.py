@@ -116,6 +116,11 @@ class Marker:
     refs: tuple[str, ...]
 
 
+def _quoted(pattern: str) -> str:
+    """The pattern as the user typed it, quoted (``repr`` would double its backslashes)."""
+    return f'"{pattern}"' if "'" in pattern else f"'{pattern}'"
+
+
 def compile_pattern(pattern: str | None) -> re.Pattern[str]:
     """The default marker pattern, or the user's ``--citation-pattern``, checked."""
     if pattern is None:
@@ -125,15 +130,15 @@ def compile_pattern(pattern: str | None) -> re.Pattern[str]:
     except (re.error, ValueError, OverflowError, RecursionError) as exc:
         reason = " ".join(str(exc).split())
         raise UsageError(
-            f"--citation-pattern {pattern!r} is not a valid regular expression: {reason}"
+            f"--citation-pattern {_quoted(pattern)} is not a valid regular expression: {reason}"
         ) from None
     if compiled.groups != 1:
         raise UsageError(
-            f"--citation-pattern {pattern!r} has {compiled.groups} capture groups; it needs "
+            f"--citation-pattern {_quoted(pattern)} has {compiled.groups} capture groups; it needs "
             r"exactly one, holding the references (e.g. '\[\^(\d+)\]' for [^1])"
         )
     if compiled.search("") is not None:
-        raise UsageError(f"--citation-pattern {pattern!r} matches the empty string")
+        raise UsageError(f"--citation-pattern {_quoted(pattern)} matches the empty string")
     return compiled
 
 

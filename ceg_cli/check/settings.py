@@ -7,19 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..index.embedding import DEVICES
-from ..index.lexical import DEFAULT_RETRIEVAL, check_method
+from ..index.lexical import DEFAULT_RETRIEVAL
 from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions
 from ..report.output import refuse_index_files, refuse_same_files
-from .ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
-from .pipeline import (
-    DEFAULT_EVIDENCE,
-    DEFAULT_QUERY,
-    EVIDENCE_MODES,
-    QUERY_MODES,
-    CheckOptions,
-)
+from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
+from .pipeline import DEFAULT_EVIDENCE, DEFAULT_QUERY, CheckOptions
 from .responses import FieldNames
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
 
@@ -96,45 +89,42 @@ class RunSettings:
         workers: int | None = None,
         gpus_per_worker: float | None = None,
     ) -> RunSettings:
-        """Checked settings; ``None`` takes the library's default (the CLI reads
-        ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL`` before
-        it gets here)."""
-        top_k = DEFAULT_TOP_K if top_k is None else top_k
-        threshold = DEFAULT_THRESHOLD if threshold is None else threshold
+        """Checked settings (``check/options.py``'s table checks each value, as it
+        checks the CLI's and a project file's); ``None`` takes the library's default
+        (the CLI reads ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL``
+        before it gets here)."""
+        from .options import check_options
+
+        checked = check_options({
+            "index": index, "judge": judge, "top_k": top_k, "threshold": threshold,
+            "query": query, "retrieval": retrieval, "response_field": response_field,
+            "question_field": question_field, "max_nonfactual_rate": max_rate,
+            "max_nonfactual_responses": max_responses, "regenerate": regenerate,
+            "max_attempts": max_attempts, "rewriter": rewriter, "device": device,
+            "evidence": evidence, "contexts_field": contexts_field,
+            "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
+            "min_citation_recall": min_citation_recall,
+            "min_citation_precision": min_citation_precision,
+        })
+        top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
+        threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
         query = query or DEFAULT_QUERY
         retrieval = retrieval or DEFAULT_RETRIEVAL
-        check_method(retrieval)
-        if top_k < 1:
-            raise UsageError(f"--top-k {top_k}: must be at least 1")
-        if not -1.0 <= threshold <= 1.0:
-            raise UsageError(f"--threshold {threshold}: a cosine similarity is between -1 and 1")
+        max_rate = checked["max_nonfactual_rate"]
+        min_citation_recall = checked["min_citation_recall"]
+        min_citation_precision = checked["min_citation_precision"]
+        index = checked["index"]
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
-        if rewriter is not None and not rewriter.startswith("llm:"):
-            raise UsageError(f"--rewriter {rewriter}: name an LLM, as llm:MODEL")
-        if regenerate and max_attempts < 1:
-            raise UsageError(f"--max-attempts {max_attempts}: must be at least 1")
-        if device not in DEVICES:
-            raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
-        if query not in QUERY_MODES:
-            raise UsageError(f"--query {query}: choose one of {', '.join(QUERY_MODES)}")
-        evidence = evidence or DEFAULT_EVIDENCE
-        if evidence not in EVIDENCE_MODES:
-            raise UsageError(f"--evidence {evidence}: choose one of {', '.join(EVIDENCE_MODES)}")
-        if contexts_field is not None and not contexts_field.strip(". "):
-            raise UsageError(
-                f"--contexts-field {contexts_field!r}: name the field that holds the contexts "
-                "(dots for a nested one: retrieval.docs)"
-            )
-        if citation_pattern is not None:
-            from .markers import compile_pattern
+        if device == "cuda":
+            # Refused wherever given, even where no model would load (offline judge,
+            # contexts ranked by BM25): a run never says it used what it could not.
+            from ..index.embedding import resolve_device
 
-            compile_pattern(citation_pattern)  # a bad one is a usage error, now
+            resolve_device(device)
+        evidence = evidence or DEFAULT_EVIDENCE
         language = check_language(language)
         contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
-        if contexts_retrieval not in CONTEXT_RETRIEVAL_MODES:
-            raise UsageError(f"--contexts-retrieval {contexts_retrieval}: choose one of "
-                             f"{', '.join(CONTEXT_RETRIEVAL_MODES)}")
         if contexts_field is not None and evidence == "index":
             raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
         for option, least in (("--min-citation-recall", min_citation_recall),
@@ -147,17 +137,6 @@ class RunSettings:
                     "which --evidence index does not read; use --evidence auto, contexts "
                     "or both"
                 )
-        # An empty name matches no field: every line would be a bad line, one warning
-        # each, where the call itself is wrong.
-        if not response_field.strip():
-            raise UsageError(
-                f"--response-field {response_field!r}: name the field that holds the response"
-            )
-        if question_field is not None and not question_field.strip():
-            raise UsageError(
-                f"--question-field {question_field!r}: name the field that holds the question "
-                "(leave the option out for question, then prompt)"
-            )
         if resume and out is None:
             raise UsageError("--resume needs --out FILE: there is no file to resume into")
         if out is not None and out.is_dir():
@@ -232,3 +211,5 @@ def _field_names(
             default.response_alternatives if response_field == default.response else ()
         ),
     )
+
+

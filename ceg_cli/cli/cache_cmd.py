@@ -10,9 +10,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .commands import CegTyper
 from .common import err_console, handle_errors, warn
 
-app = typer.Typer(
+app = CegTyper(
     help="The cache of LLM replies, eval corpus indexes and ONNX model exports: show it, "
     "prune it.",
     no_args_is_help=True,

@@ -12,27 +12,20 @@ import typer
 
 from ..check.settings import ENGINES
 from .common import (
-    ContextsRetrievalMode,
     ContextsRetrievalOption,
     DeviceOption,
-    EmbedDevice,
-    EvidenceMode,
     IndexOption,
     JudgeOption,
-    JudgePrecision,
     JudgePrecisionOption,
     LanguageOption,
-    LlmPrompt,
-    QueryMode,
     QueryOption,
     QuietOption,
-    RetrievalMode,
     RetrievalOption,
     ThresholdOption,
     TopKOption,
-    UnparsableAs,
     err_console,
     handle_errors,
+    spec_option,
     warn,
 )
 from .progress import cli_progress
@@ -42,72 +35,29 @@ CheckEngine = Enum("CheckEngine", {name: name for name in ENGINES}, type=str)  #
 
 @handle_errors
 def check_command(
-    responses: str = typer.Argument(..., help="Responses file (JSONL), or - for stdin."),
+    responses: str = typer.Argument(
+        ..., help="Responses file (JSONL), or - for stdin.", metavar="RESPONSES",
+        show_default=False,
+    ),
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
     judge: str = JudgeOption,
-    judge_precision: JudgePrecision = JudgePrecisionOption,
+    judge_precision: str = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
-    query: QueryMode = QueryOption,
-    retrieval: RetrievalMode = RetrievalOption,
-    response_field: str = typer.Option(
-        "response", "--response-field", help="The field holding the text to check."
-    ),
-    question_field: str = typer.Option(
-        None,
-        "--question-field",
-        help="The field holding the question (default: question, then prompt, then a "
-        "string in user_input or input).",
-        show_default=False,
-    ),
-    evidence: EvidenceMode = typer.Option(
-        "auto", "--evidence",
-        help="What segments are checked against: the record's own contexts, the index, or "
-        "both; auto takes the record's contexts where it has them and the index otherwise.",
-    ),
-    contexts_field: str = typer.Option(
-        None,
-        "--contexts-field",
-        help="The field holding a record's contexts, dots for a nested one (default: contexts, "
-        "then retrieved_contexts, then retrieval_context).",
-        show_default=False,
-    ),
-    contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
+    query: str = QueryOption,
+    retrieval: str = RetrievalOption,
+    response_field: str = spec_option("response_field"),
+    question_field: str = spec_option("question_field"),
+    evidence: str = spec_option("evidence"),
+    contexts_field: str = spec_option("contexts_field"),
+    contexts_retrieval: str = ContextsRetrievalOption,
     language: str = LanguageOption,
-    max_rate: float = typer.Option(
-        None,
-        "--max-nonfactual-rate",
-        min=0.0,
-        max=1.0,
-        help="Fail (exit 1) when the share of nonfactual segments exceeds this "
-        "(default: no limit).",
-        show_default=False,
-    ),
-    max_responses: int = typer.Option(
-        None,
-        "--max-nonfactual-responses",
-        min=0,
-        help="Fail (exit 1) when more responses than this are nonfactual (default: no limit).",
-        show_default=False,
-    ),
-    min_citation_recall: float = typer.Option(
-        None, "--min-citation-recall", min=0.0, max=1.0,
-        help="Fail (exit 1) when fewer than this share of the sentences with a claim, in "
-        "answers that cite their contexts ([1]), are supported by the contexts they cite "
-        "(default: no limit).", show_default=False,
-    ),
-    min_citation_precision: float = typer.Option(
-        None, "--min-citation-precision", min=0.0, max=1.0,
-        help="Fail (exit 1) when fewer than this share of the citations are relevant "
-        "(default: no limit).", show_default=False,
-    ),
-    citation_pattern: str = typer.Option(
-        None, "--citation-pattern",
-        help="A regular expression for citation markers, its one group holding the "
-        "references (default: [1], [1, 3], [1][3]; e.g. '\\[\\^(\\d+)\\]' for [^1]).",
-        show_default=False,
-    ),
+    max_rate: float = spec_option("max_nonfactual_rate"),
+    max_responses: int = spec_option("max_nonfactual_responses"),
+    min_citation_recall: float = spec_option("min_citation_recall"),
+    min_citation_precision: float = spec_option("min_citation_precision"),
+    citation_pattern: str = spec_option("citation_pattern"),
     junit: Path = typer.Option(None, "--junit", help="Write a JUnit XML report here."),
     report: Path = typer.Option(
         None, "--report", help="Also write an HTML report here (one self-contained file)."
@@ -119,38 +69,17 @@ def check_command(
         False, "--resume",
         help="Continue an interrupted run: keep --out, skip the lines already in it.",
     ),
-    regenerate: bool = typer.Option(
-        False, "--regenerate", help="Rewrite nonfactual responses with the LLM from the "
-        "evidence and check them again (needs --judge llm:MODEL).",
-    ),
-    max_attempts: int = typer.Option(2, "--max-attempts", min=1, help="Rewrites per response."),
-    rewriter: str = typer.Option(
-        None, "--rewriter", help="The LLM that rewrites, as llm:MODEL (default: the judge, "
-        "when it is an LLM).", show_default=False,
-    ),
-    llm_base_url: str = typer.Option(
-        None, "--llm-base-url", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL, "
-        "else OpenAI). The key comes from $OPENAI_API_KEY.", show_default=False,
-    ),
-    concurrency: int = typer.Option(4, "--concurrency", min=1, help="LLM requests at once."),
-    temperature: float = typer.Option(
-        0.0, "--temperature", min=0.0, max=2.0, help="LLM sampling temperature."
-    ),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Do not use the LLM call cache."),
-    cache_dir: Path = typer.Option(
-        None, "--cache-dir", help="Where the LLM call cache lives (default: $CEG_CACHE_DIR, "
-        "else ~/.cache/ceg).", show_default=False,
-    ),
-    llm_prompt: LlmPrompt = typer.Option(
-        "ceg", "--llm-prompt", help="The LLM judge's prompt: ceg (the paper's: Factual or "
-        "Nonfactual, citing passages) or minicheck (MiniCheck's yes or no, scored by the "
-        "probability of yes where the endpoint gives log-probabilities).",
-    ),
-    unparsable_as: UnparsableAs = typer.Option(
-        "not_judged", "--unparsable-as", help="What an LLM reply that cannot be read counts "
-        "as (not_judged fails the run, exit 3).",
-    ),
-    device: EmbedDevice = DeviceOption,
+    regenerate: bool = spec_option("regenerate"),
+    max_attempts: int = spec_option("max_attempts"),
+    rewriter: str = spec_option("rewriter"),
+    llm_base_url: str = spec_option("llm_base_url"),
+    concurrency: int = spec_option("concurrency"),
+    temperature: float = spec_option("temperature"),
+    no_cache: bool = spec_option("no_cache"),
+    cache_dir: Path = spec_option("cache_dir"),
+    llm_prompt: str = spec_option("llm_prompt"),
+    unparsable_as: str = spec_option("unparsable_as"),
+    device: str = DeviceOption,
     engine: CheckEngine = typer.Option(
         "local", "--engine",
         help="local: check in this process; ray: on Ray workers across a cluster, which each "
@@ -180,6 +109,7 @@ def check_command(
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
+    from ..check.options import ignored_options, llm_judge_options
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
     from ..index.processes import terminate_as_interrupt
@@ -193,13 +123,13 @@ def check_command(
         judge=judge,
         top_k=top_k,
         threshold=threshold,
-        query=query.value,
-        retrieval=retrieval.value,
+        query=query,
+        retrieval=retrieval,
         response_field=response_field,
         question_field=question_field,
-        evidence=evidence.value,
+        evidence=evidence,
         contexts_field=contexts_field,
-        contexts_retrieval=contexts_retrieval.value,
+        contexts_retrieval=contexts_retrieval,
         language=language,
         citation_pattern=citation_pattern,
         min_citation_recall=min_citation_recall,
@@ -210,16 +140,25 @@ def check_command(
         regenerate=regenerate,
         max_attempts=max_attempts,
         rewriter=rewriter,
-        judge_options=_judge_options(
-            llm_base_url, concurrency, temperature, no_cache, cache_dir, unparsable_as.value,
-            llm_prompt.value,
-        ) | {"device": device.value, "precision": judge_precision.value},
-        device=device.value,
+        judge_options=llm_judge_options(
+            llm_base_url=llm_base_url, concurrency=concurrency, temperature=temperature,
+            no_cache=no_cache, cache_dir=cache_dir, unparsable_as=unparsable_as,
+            llm_prompt=llm_prompt,
+        ) | {"device": device, "precision": judge_precision},
+        device=device,
         engine=engine.value,
         ray_address=ray_address,
         workers=workers,
         gpus_per_worker=gpus_per_worker,
     )
+    for message in ignored_options({
+        "judge": judge, "judge_precision": judge_precision, "evidence": evidence,
+        "contexts_retrieval": contexts_retrieval, "regenerate": regenerate,
+        "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
+        "no_cache": no_cache, "cache_dir": cache_dir, "llm_prompt": llm_prompt,
+        "unparsable_as": unparsable_as,
+    }):
+        warn(message)
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")
     # Before anything is opened for writing: no output may be the input or another output.
@@ -266,38 +205,6 @@ def check_command(
         err_console.print(f"resumed: {run.resumed} responses were already in {out}")
     _render(run, result)
     raise typer.Exit(int(result.exit_status))
-
-
-def _judge_options(
-    base_url: str | None,
-    concurrency: int,
-    temperature: float,
-    no_cache: bool,
-    cache_dir: Path | None,
-    unparsable_as: str,
-    prompt: str = "ceg",
-) -> dict[str, Any]:
-    """What the LLM judge reads; other judges ignore it (they read ``device``). The API
-    key is not here: the client reads it from the environment, so it never passes
-    through options."""
-    from ..errors import UsageError
-
-    if base_url is not None and not base_url.strip():
-        # "$URL" of an unset variable: sending the key to the default endpoint instead
-        # would be a silent fallback.
-        raise UsageError("--llm-base-url '': name the endpoint, or leave the option out")
-    options: dict[str, Any] = {
-        "concurrency": concurrency,
-        "temperature": temperature,
-        "cache": not no_cache,
-        "count_unparsable_as": unparsable_as,
-        "prompt": prompt,
-    }
-    if base_url is not None:
-        options["base_url"] = base_url
-    if cache_dir is not None:
-        options["cache_dir"] = str(cache_dir)
-    return options
 
 
 def _render(run, result) -> None:  # type: ignore[no-untyped-def]

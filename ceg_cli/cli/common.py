@@ -5,22 +5,16 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from enum import Enum
-from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.text import Text
 
-from ..check.ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
-from ..check.pipeline import DEFAULT_QUERY, EVIDENCE_MODES, QUERY_MODES
-from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
+from ..check.options import OPTIONS, OptionSpec
 from ..errors import CegError, ExitStatus, exit_code_for
 from ..index.embedding import DEVICES, PRECISIONS
-from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
-from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
-from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION
-from ..judges.precision import PRECISIONS as JUDGE_PRECISIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,61 +22,95 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: ``ceg check x.jsonl > out.jsonl`` works.
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-IndexOption = typer.Option(
-    Path("index"),
-    "--index",
-    envvar="CEG_INDEX",
-    help="Index directory.",
-)
+
+class _Unparsed(str):
+    """Command-line text that is not a number where one is wanted: refused by the
+    option's callback, which knows where the text came from."""
+
+
+def _spec_text(spec: OptionSpec) -> Callable[[Any], Any]:
+    """Typer's parser: text (a flag's, a variable's) becomes the option's kind; a typed
+    value (a default, a project file's) passes as it is."""
+
+    def parse(value: Any) -> Any:
+        if not isinstance(value, str) or spec.kind not in ("int", "float"):
+            return value
+        try:
+            return int(value.strip()) if spec.kind == "int" else float(value.strip())
+        except ValueError:
+            return _Unparsed(value)
+
+    return parse
+
+
+def _spec_check(spec: OptionSpec) -> Callable[..., Any]:
+    """The option's callback: the value checked by the table every caller uses, a bad
+    one refused in one line (exit 2) naming where it came from."""
+
+    def check(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            if isinstance(value, _Unparsed):
+                return spec.parse(str(value))
+            return spec.check(value)
+        except CegError as exc:
+            message = str(exc)
+            source = ctx.get_parameter_source(param.name or "")
+            if source is not None and source.name == "ENVIRONMENT" and spec.envvar:
+                message += f" (from ${spec.envvar})"
+            print_error(message)
+            raise typer.Exit(int(ExitStatus.USAGE)) from None
+
+    return check
+
+
+def _metavar(spec: OptionSpec) -> str | None:
+    if spec.kind == "choice":
+        return "<" + "|".join(spec.choices) + ">"
+    if spec.kind in ("int", "float"):
+        low = None if spec.low is None else f"{spec.low:g}"
+        high = None if spec.high is None else f"{spec.high:g}"
+        span = (f"{low}<=x<={high}" if low is not None and high is not None
+                else f"x>={low}" if low is not None else None)
+        return f"<{spec.kind} range> [{span}]" if span else f"<{spec.kind}>"
+    return "<path>" if spec.kind == "path" else None
+
+
+def spec_option(key: str, default: Any = ..., **overrides: Any) -> Any:
+    """The typer option of ``check/options.py``'s entry ``key``: its flag, default, help
+    and variable (``overrides`` replace them for one command), checked by the table."""
+    spec = OPTIONS[key]
+    decls = [spec.flag, *([spec.short] if spec.short else [])]
+    settings: dict[str, Any] = {"help": spec.help, "envvar": spec.envvar}
+    settings.update(overrides)
+    default = spec.default if default is ... else default
+    if default is None:
+        settings.setdefault("show_default", False)
+    if spec.kind == "bool":
+        settings.pop("envvar")
+        return typer.Option(default, *decls, **settings)
+    return typer.Option(
+        default, *decls, parser=_spec_text(spec), callback=_spec_check(spec),
+        metavar=_metavar(spec), **settings,
+    )
+
+
+IndexOption = spec_option("index")
 QuietOption = typer.Option(False, "--quiet", "-q", help="No progress output.")
 
-# Retrieval options shared by `check` and `eval`. Defaults come from the
-# library's constants, so `--help`, the code and the README (pinned by
-# tests/test_cli_options.py) cannot drift apart.
-QueryMode = Enum("QueryMode", {mode: mode for mode in QUERY_MODES}, type=str)  # type: ignore[misc]
-EvidenceMode = Enum(  # type: ignore[misc]
-    "EvidenceMode", {mode: mode for mode in EVIDENCE_MODES}, type=str
-)
-RetrievalMode = Enum(  # type: ignore[misc]
-    "RetrievalMode", {mode: mode for mode in RETRIEVAL_MODES}, type=str
-)
-UnparsableAs = Enum(  # type: ignore[misc]
-    "UnparsableAs", {choice: choice for choice in UNPARSABLE_CHOICES}, type=str
-)
-LlmPrompt = Enum("LlmPrompt", {name: name for name in PROMPTS}, type=str)  # type: ignore[misc]
+# Options shared by `check` and `eval`: made from check/options.py's table, so
+# `--help`, the code, the API and the README (pinned by tests/test_cli_options.py)
+# cannot drift apart.
+TopKOption = spec_option("top_k")
+ThresholdOption = spec_option("threshold")
+QueryOption = spec_option("query")
+RetrievalOption = spec_option("retrieval")
+ContextsRetrievalOption = spec_option("contexts_retrieval")
+DeviceOption = spec_option("device")
+JudgePrecisionOption = spec_option("judge_precision")
+JudgeOption = spec_option("judge")
 
-TopKOption = typer.Option(
-    DEFAULT_TOP_K,
-    "--top-k",
-    "-k",
-    envvar="CEG_TOP_K",
-    min=1,
-    help="Passages retrieved per segment.",
-)
-ThresholdOption = typer.Option(
-    DEFAULT_THRESHOLD,
-    "--threshold",
-    envvar="CEG_THRESHOLD",
-    min=-1.0,
-    max=1.0,
-    help="Cosine similarity below which passages after the first are dropped (the CEG rule).",
-)
-QueryOption = typer.Option(
-    DEFAULT_QUERY,
-    "--query",
-    envvar="CEG_QUERY",
-    help="What is searched: the segment alone, or the question and the segment.",
-)
-RetrievalOption = typer.Option(
-    DEFAULT_RETRIEVAL,
-    "--retrieval",
-    envvar="CEG_RETRIEVAL",
-    help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, fused); "
-    "the threshold applies to the cosine in every case.",
-)
-ContextsRetrievalMode = Enum(  # type: ignore[misc]
-    "ContextsRetrievalMode", {name: name for name in CONTEXT_RETRIEVAL_MODES}, type=str
-)
 LanguageOption = typer.Option(
     "auto",
     "--language",
@@ -90,38 +118,11 @@ LanguageOption = typer.Option(
     "offline; a code (en, de, zh, ar, ...) names it for all. ceg languages lists the codes "
     "and what ceg does for each.",
 )
-ContextsRetrievalOption = typer.Option(
-    DEFAULT_CONTEXT_RETRIEVAL,
-    "--contexts-retrieval",
-    envvar="CEG_CONTEXTS_RETRIEVAL",
-    help="How a record's own passages are ranked: lexical (BM25, nothing embedded, no "
-    "threshold: the contexts were retrieved for the record), or dense or hybrid, as "
-    "--retrieval ranks an index, with the threshold.",
-)
+
+# `index build` and `judge train` keep their own device and precision options.
 EmbedDevice = Enum("EmbedDevice", {name: name for name in DEVICES}, type=str)  # type: ignore[misc]
 EmbedPrecision = Enum(  # type: ignore[misc]
     "EmbedPrecision", {name: name for name in PRECISIONS}, type=str
-)
-DeviceOption = typer.Option(
-    "auto",
-    "--device",
-    help="Where the models compute (the index's embedder for queries, the verifier's or "
-    "NLI judge's model): auto is CUDA when torch sees one, else the CPU.",
-)
-JudgePrecision = Enum(  # type: ignore[misc]
-    "JudgePrecision", {name: name for name in JUDGE_PRECISIONS}, type=str
-)
-JudgePrecisionOption = typer.Option(
-    DEFAULT_JUDGE_PRECISION,
-    "--judge-precision",
-    help="The float width of a minicheck:, hhem: or nli: checker: float32 (parity with "
-    "the authors), bfloat16, or float16 (CUDA only; not for T5).",
-)
-JudgeOption = typer.Option(
-    "offline",
-    "--judge",
-    help="offline, verifier, verifier:DIR, nli:MODEL, minicheck:ALIAS|DIR, hhem:ALIAS|DIR "
-    "or llm:MODEL (ceg models list shows the aliases).",
 )
 
 
@@ -154,8 +155,7 @@ def handle_errors(func: F) -> F:
         except CegError as exc:
             if _debug_enabled():
                 raise
-            # Messages quote user data (paths, input lines): never read it as markup.
-            err_console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+            print_error(str(exc))
             raise typer.Exit(exit_code_for(exc)) from None
         except Exception as exc:
             if _debug_enabled():
@@ -169,5 +169,11 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def print_error(message: str) -> None:
+    """``error: MESSAGE`` on stderr, the message as it is: it quotes user data (paths,
+    input lines, patterns with backslashes), never read as markup."""
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False)
+
+
 def warn(message: str) -> None:
-    err_console.print(f"[yellow]warning:[/] {escape(message)}", highlight=False)
+    err_console.print(Text.assemble(("warning:", "yellow"), " ", message), highlight=False)

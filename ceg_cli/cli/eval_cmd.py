@@ -18,24 +18,19 @@ import typer
 from rich.console import Console
 
 from .common import (
-    ContextsRetrievalMode,
     ContextsRetrievalOption,
     DeviceOption,
-    EmbedDevice,
-    EvidenceMode,
     JudgeOption,
-    JudgePrecision,
     JudgePrecisionOption,
     LanguageOption,
-    QueryMode,
     QueryOption,
     QuietOption,
-    RetrievalMode,
     RetrievalOption,
     ThresholdOption,
     TopKOption,
     err_console,
     handle_errors,
+    spec_option,
     warn,
 )
 from .progress import cli_progress
@@ -93,6 +88,7 @@ def eval_command(
         ...,
         help="Labelled benchmark (JSONL): FELM, HaluEval QA, FEVER or generic.",
         show_default=False,
+        metavar="DATASET",
     ),
     format: str = typer.Option(
         None,
@@ -101,12 +97,10 @@ def eval_command(
         help="felm, halueval, fever or jsonl (default: detected from the fields)",
         show_default=False,
     ),
-    index: Path = typer.Option(
-        None,
-        "--index",
+    index: Path = spec_option(
+        "index", None, envvar=None,
         help="Index to check against. FELM and HaluEval default to an index of their own "
         "corpus, built once and cached; FEVER and jsonl need one (else $CEG_INDEX, ./index).",
-        show_default=False,
     ),
     build_corpus: bool = typer.Option(
         None,
@@ -115,26 +109,24 @@ def eval_command(
         "knowledge (default: when --index is not given)",
         show_default=False,
     ),
-    evidence: EvidenceMode = typer.Option(
-        "auto", "--evidence",
+    evidence: str = spec_option(
+        "evidence",
         help="What items are judged against: each item's own documents (contexts: a jsonl "
         "item's contexts, FELM's ref_contents, HaluEval's knowledge), the index, or both; "
         "auto takes a jsonl item's contexts where it has them and the index otherwise.",
     ),
-    contexts_field: str = typer.Option(
-        None,
-        "--contexts-field",
+    contexts_field: str = spec_option(
+        "contexts_field",
         help="The field holding a jsonl item's contexts, dots for a nested one (default: "
         "contexts, then retrieved_contexts, then retrieval_context).",
-        show_default=False,
     ),
     judge: str = JudgeOption,
-    judge_precision: JudgePrecision = JudgePrecisionOption,
+    judge_precision: str = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
-    query: QueryMode = QueryOption,
-    retrieval: RetrievalMode = RetrievalOption,
-    contexts_retrieval: ContextsRetrievalMode = ContextsRetrievalOption,
+    query: str = QueryOption,
+    retrieval: str = RetrievalOption,
+    contexts_retrieval: str = ContextsRetrievalOption,
     language: str = LanguageOption,
     out: Path = typer.Option(
         None, "--out", help="Write per-item predictions (JSONL).", show_default=False
@@ -146,12 +138,13 @@ def eval_command(
         None, "--limit", min=1, help="Check only the first N records (default: all).",
         show_default=False,
     ),
-    device: EmbedDevice = DeviceOption,
+    device: str = DeviceOption,
     quiet: bool = QuietOption,
 ) -> None:
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
     from ..check.ctxsearch import context_search, reads_similarity
+    from ..check.options import ignored_options
     from ..check.pipeline import CheckOptions
     from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
@@ -172,7 +165,14 @@ def eval_command(
         if not path.resolve().parent.is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
-    mode = evidence.value
+    if device == "cuda":  # refused before any work, whether or not a model loads
+        from ..index.embedding import resolve_device
+
+        resolve_device(device)
+    mode = evidence
+    for message in ignored_options({"judge": judge, "judge_precision": judge_precision,
+                                    "evidence": mode, "contexts_retrieval": contexts_retrieval}):
+        warn(message)
     language = check_language(language)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
     started = time.perf_counter()
@@ -194,8 +194,7 @@ def eval_command(
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        checker = create_judge(judge, {"device": device.value,
-                                       "precision": judge_precision.value})
+        checker = create_judge(judge, {"device": device, "precision": judge_precision})
         if not quiet:
             against = "each item's own contexts" if index_dir is None else f"index {index_dir}"
             if index_dir is not None and mode != "index":
@@ -208,18 +207,18 @@ def eval_command(
         with ExitStack() as stack:
             idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
             if idx is not None:
-                idx.embedder(device.value)
-                method, warning = resolve_method(idx, retrieval.value)
+                idx.embedder(device)
+                method, warning = resolve_method(idx, retrieval)
                 if warning is not None:
                     warn(warning)
             else:
-                method = retrieval.value  # a record's passages always have BM25
+                method = retrieval  # a record's passages always have BM25
             options = CheckOptions(
-                RetrievalOptions(top_k, threshold, method), query=query.value, evidence=mode,
-                contexts_retrieval=contexts_retrieval.value, language=language,
+                RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
+                contexts_retrieval=contexts_retrieval, language=language,
             )
             contexts = None if mode == "index" else context_search(
-                idx, device.value, method=contexts_retrieval.value,
+                idx, device, method=contexts_retrieval,
                 similarity=reads_similarity(checker), language=language,
             )
             evaluation = run_evaluation(

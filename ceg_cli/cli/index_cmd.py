@@ -15,13 +15,13 @@ from rich.text import Text
 
 from ..index.embedding import BACKENDS
 from ..index.layout import ENGINES
+from .commands import CegTyper
 from .common import (
     EmbedDevice,
     EmbedPrecision,
     IndexOption,
     LanguageOption,
     QuietOption,
-    RetrievalMode,
     RetrievalOption,
     err_console,
     handle_errors,
@@ -39,7 +39,7 @@ class IndexType(str, Enum):
     ivfpq = "ivfpq"
 
 
-app = typer.Typer(help="Build, inspect and search an index.", no_args_is_help=True)
+app = CegTyper(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
@@ -51,6 +51,7 @@ out_console = Console(highlight=False, soft_wrap=True)
 def build(
     sources: list[Path] = typer.Argument(
         ...,
+        metavar="SOURCE",
         help="MediaWiki XML dumps (.xml, .xml.bz2, .xml.gz), JSONL documents, or folders "
         "of .txt/.md files.",
         show_default=False,
@@ -310,10 +311,10 @@ def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
 @app.command("search")
 @handle_errors
 def search(
-    query: str = typer.Argument(..., help="The text to search for."),
+    query: str = typer.Argument(..., help="The text to search for.", metavar="QUERY"),
     index: Path = IndexOption,
     k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
-    retrieval: RetrievalMode = RetrievalOption,
+    retrieval: str = RetrievalOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
     """Print the passages found for QUERY, best first, with their cosine score."""
@@ -321,7 +322,7 @@ def search(
     from ..index.lexical import resolve_method
 
     with open_index(index) as idx:
-        method, warning = resolve_method(idx, retrieval.value)
+        method, warning = resolve_method(idx, retrieval)
         if warning is not None:
             warn(warning)
         hits = idx.search([query], k, method)[0]

@@ -10,9 +10,16 @@ from pathlib import Path
 
 import typer
 
-from .common import EmbedDevice, IndexOption, QuietOption, err_console, handle_errors
+from .commands import CegTyper
+from .common import (
+    EmbedDevice,
+    IndexOption,
+    QuietOption,
+    err_console,
+    handle_errors,
+)
 
-app = typer.Typer(help="Train and inspect verifier judges.", no_args_is_help=True)
+app = CegTyper(help="Train and inspect verifier judges.", no_args_is_help=True)
 
 
 @app.command("train")

@@ -9,7 +9,9 @@ import typer
 from .. import __version__
 from .cache_cmd import app as cache_app
 from .check_cmd import check_command
+from .commands import CegTyper
 from .common import set_debug
+from .config_cmd import app as config_app
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
 from .judge_cmd import app as judge_app
@@ -17,7 +19,7 @@ from .languages_cmd import languages_command
 from .models_cmd import app as models_app
 from .report_cmd import report_command
 
-app = typer.Typer(
+app = CegTyper(
     name="ceg",
     help="Check LLM output against your documents: cite what is supported, flag the rest.",
     no_args_is_help=True,
@@ -28,6 +30,7 @@ app.add_typer(index_app, name="index")
 app.add_typer(judge_app, name="judge")
 app.add_typer(cache_app, name="cache")
 app.add_typer(models_app, name="models")
+app.add_typer(config_app, name="config")
 app.command("check")(check_command)
 app.command("eval")(eval_command)
 app.command("report")(report_command)

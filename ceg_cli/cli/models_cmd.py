@@ -6,9 +6,10 @@ import json
 
 import typer
 
+from .commands import CegTyper
 from .common import err_console, handle_errors
 
-app = typer.Typer(
+app = CegTyper(
     help="Checker and embedding models: list what ceg knows and what is cached, pull one "
     "into the Hugging Face cache (the only command that downloads a model).",
     no_args_is_help=True,
@@ -31,7 +32,8 @@ def _human(size: int) -> str:
 def list_command(
     as_json: bool = typer.Option(False, "--json", help="Print the list as JSON."),
 ) -> None:
-    """The known aliases and every cached model: cached or not, size, licence (no network)."""
+    """The known aliases and every cached model: cached, shipped with ceg or not, size,
+    licence (no network)."""
     from ..hub import cache_dir, list_models
 
     root = cache_dir()
@@ -46,6 +48,7 @@ def list_command(
                     "use": r.role or None,
                     "licence": r.licence or None,
                     "cached": r.cached,
+                    "shipped": r.shipped,
                     "size_bytes": r.size_bytes,
                     "path": r.path,
                 }
@@ -55,14 +58,15 @@ def list_command(
         typer.echo(json.dumps(payload, indent=2))
         return
     # Plain aligned columns: a table squeezed to a narrow terminal cut the names.
-    header = ("alias", "repository", "use", "licence", "cached", "size")
+    # "installed": in the Hugging Face cache, or shipped by a package ceg installed.
+    header = ("alias", "repository", "use", "licence", "installed", "size")
     lines = [header] + [
         (
             r.alias or "-",
             r.repo,
             r.role or "-",
             r.licence or "?",
-            "yes" if r.cached else "no",
+            "cached" if r.cached else "shipped" if r.shipped else "no",
             _human(r.size_bytes),
         )
         for r in rows
@@ -76,7 +80,9 @@ def list_command(
 @app.command("pull")
 @handle_errors
 def pull_command(
-    name: str = typer.Argument(..., help="An alias from `ceg models list` or OWNER/NAME."),
+    name: str = typer.Argument(
+        ..., help="An alias from `ceg models list` or OWNER/NAME.", metavar="NAME"
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Download a model and its tokenizer into the Hugging Face cache."""

@@ -11,7 +11,7 @@ from .common import err_console, handle_errors, warn
 
 @handle_errors
 def report_command(
-    records: Path = typer.Argument(..., help="Output of ceg check (JSONL)."),
+    records: Path = typer.Argument(..., help="Output of ceg check (JSONL).", metavar="RECORDS"),
     out: Path = typer.Option(Path("report.html"), "--out", "-o", help="The HTML file to write."),
     index: Path = typer.Option(
         None,

@@ -34,6 +34,7 @@ from defusedxml import (
 )
 from defusedxml.ElementTree import DefusedXMLParser, iterparse
 
+from ceg_cli.corpus.wikilocal import language_of, local_names, redirect_pattern
 from ceg_cli.corpus.wikitext import DEFAULT_DROPPED_NAMESPACES, clean_wikitext
 from ceg_cli.errors import InputError
 from ceg_cli.types import Document
@@ -42,7 +43,8 @@ _BZ2_MAGIC = b"BZh"
 _GZIP_MAGIC = b"\x1f\x8b"
 # Namespace keys whose links are not prose: Media (-2), File (6), Category (14).
 _DROPPED_NAMESPACE_KEYS = frozenset({"-2", "6", "14"})
-_REDIRECT_PREFIX = "#redirect"
+_NAMESPACE_KEY = {"media": -2, "file": 6, "category": 14}
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 
 
 def open_dump(path: Path, on_read: Callable[[int], None] | None = None) -> BufferedIOBase:
@@ -184,12 +186,16 @@ def _child_text(elem: Element, name: str) -> str | None:
 
 
 class _Site:
-    """What <siteinfo> tells us: how to build URLs, what links to drop."""
+    """What <siteinfo> tells us: how to build URLs, what links to drop, which
+    pages are redirects; in the wiki's language (``wikilocal``)."""
 
     def __init__(self) -> None:
         self.url_prefix: str | None = None
         self.dropped_namespaces: set[str] = set(DEFAULT_DROPPED_NAMESPACES)
         self.namespace_keys: dict[str, int] = {}
+        self.xml_lang: str | None = None
+        self.language: str | None = None
+        self.redirect = redirect_pattern(())
 
     def read(self, siteinfo: Element) -> None:
         base = _child_text(siteinfo, "base")
@@ -201,9 +207,18 @@ class _Site:
             key = elem.get("key", "")
             name = elem.text.strip()
             if key.lstrip("-").isdigit():
-                self.namespace_keys[name.casefold()] = int(key)
+                self.namespace_keys[_folded(name)] = int(key)
             if key in _DROPPED_NAMESPACE_KEYS:
-                self.dropped_namespaces.add(name.casefold())
+                self.dropped_namespaces.add(_folded(name))
+        # The aliases editors type (German "Bild:", Chinese "分类:") and the
+        # redirect words are the language's, not in the dump.
+        self.language = language_of(self.xml_lang, _child_text(siteinfo, "dbname"))
+        names = local_names(self.language)
+        for kind, key in _NAMESPACE_KEY.items():
+            for name in names[kind]:
+                self.dropped_namespaces.add(_folded(name))
+                self.namespace_keys.setdefault(_folded(name), key)
+        self.redirect = redirect_pattern(names["redirect"])
 
     def url(self, title: str) -> str | None:
         if self.url_prefix is None:
@@ -213,7 +228,12 @@ class _Site:
     def namespace_of(self, title: str) -> int:
         # Only used when a page has no <ns> (which the 0.8+ schemas require).
         prefix, sep, _ = title.partition(":")
-        return self.namespace_keys.get(prefix.casefold(), 0) if sep else 0
+        return self.namespace_keys.get(_folded(prefix), 0) if sep else 0
+
+
+def _folded(name: str) -> str:
+    """A namespace name compared as MediaWiki does: any case, "_" as a space."""
+    return " ".join(name.replace("_", " ").split()).casefold()
 
 
 def _url_prefix(base: str) -> str:
@@ -245,6 +265,7 @@ def _read_pages(
                         "expected <mediawiki>)"
                     )
                 root = elem
+                site.xml_lang = elem.get(_XML_LANG)
             elif name == "page":
                 page, latest = elem, None
             continue
@@ -292,9 +313,11 @@ def _page_document(
         warn(f"{path}: page {title!r}: no revision, so no text; skipped")
         return None
     wikitext = latest[1]
-    if wikitext.lstrip()[: len(_REDIRECT_PREFIX)].casefold() == _REDIRECT_PREFIX:
+    if site.redirect.match(wikitext):
         return None
-    text = clean_wikitext(wikitext, dropped_namespaces=site.dropped_namespaces)
+    text = clean_wikitext(
+        wikitext, dropped_namespaces=site.dropped_namespaces, language=site.language
+    )
     if not text:
         warn(f"{path}: page {title!r}: no text left after removing markup; skipped")
         return None

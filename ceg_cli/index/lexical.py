@@ -44,6 +44,7 @@ from .layout import LEXICAL_DIR, Hit, embed_text
 from .lexlang import (
     TOKENIZER,
     corpus_tokens,
+    import_bm25s,
     is_legacy,
     language_counts,
     query_tokens,
@@ -65,6 +66,7 @@ DENSE_WEIGHT = 0.5
 BM25_PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75}
 
 
+
 # --------------------------------------------------------------------------- building
 
 
@@ -76,8 +78,7 @@ def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> d
     memory and 0.5 GB on disk per million: ``benchmarks/lexical_scale.py``).
     Returns the ``lexical`` entry of meta.json.
     """
-    import bm25s
-
+    bm25s = import_bm25s()
     texts: list[str] = []
     languages: list[str | None] = []
     for title, text, language in db.execute(
@@ -218,8 +219,7 @@ class LexicalIndex:
         self, path: Path, passages: int | None = None,
         tokenizer: Mapping[str, Any] | None = None,
     ) -> None:
-        import bm25s
-
+        bm25s = import_bm25s()
         #: meta.json's ``lexical.tokenizer``: how the passages were read, and so the query.
         self.tokenizer = dict(tokenizer) if tokenizer is not None else dict(TOKENIZER)
         try:

@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
-from .embedding import Embedder, load_embedder, query_backend, resolve_model
-from .indexdir import sampled_digest
+from .embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
+from .indexdir import FOREIGN_OK, sampled_digest
 from .layout import CHUNK_COLUMNS, CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, Hit
 from .lexical import LEXICAL_DIR, LexicalIndex, add_lexical_hint, check_lexical, check_method
 from .lexical import search as search_lexical
@@ -45,7 +45,21 @@ def read_meta(path: Path) -> dict[str, Any]:
         raise IndexLoadError(
             f"no index at {path}: build one with 'ceg index build SOURCE --index {path}'"
         )
+    if not path.is_dir():
+        # Advice to build there would fail: a build refuses a file as its target.
+        raise IndexLoadError(
+            f"{path} is a file, not an index: an index is the folder that "
+            "'ceg index build SOURCE --index DIR' writes; name that folder"
+        )
     if not meta_path.exists():
+        others = _not_index_files(path)
+        if others:
+            # A build would refuse this folder too (it never replaces others' files).
+            raise IndexLoadError(
+                f"{path} is not a ceg index (no {META_FILE}; it holds "
+                f"{', '.join(others[:3])}{', ...' if len(others) > 3 else ''}): name the "
+                "folder an index was built into ('ceg index build SOURCE --index DIR')"
+            )
         raise IndexLoadError(
             f"{path} is not a complete ceg index (no {META_FILE}): "
             f"rebuild it with 'ceg index build SOURCE --index {path}'"
@@ -58,6 +72,15 @@ def read_meta(path: Path) -> dict[str, Any]:
                 f"'ceg index build SOURCE --index {path}'"
             )
     return meta
+
+
+def _not_index_files(path: Path) -> list[str]:
+    """What a folder holds besides an index's own files (which a build would not replace)."""
+    own = {VECTORS_FILE, CHUNKS_FILE, LEXICAL_DIR, *FOREIGN_OK}
+    try:
+        return sorted(p.name for p in path.iterdir() if p.name not in own)
+    except OSError:
+        return []
 
 
 def load_meta(meta_path: Path) -> dict[str, Any]:
@@ -189,7 +212,7 @@ class Index:
         hybrid on an index without a lexical part is dense. Scores are cosines.
         """
         check_method(retrieval)
-        vectors = self.embedder().embed(queries)
+        vectors = query_vectors(self.embedder(), queries)
         if retrieval == "dense" or (retrieval == "hybrid" and not self.has_lexical):
             return self.search_vectors(vectors, k)
         return search_lexical(self, queries, vectors, k, retrieval)

@@ -65,24 +65,11 @@ def judge_names() -> list[str]:
     return [_NEEDS_ARGUMENT.get(p, p) for p in _REGISTRY]
 
 
-def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
-    """Create the judge called ``name``; an unknown name lists the valid ones."""
-    factory, arg = _factory(name)
-    if isinstance(factory, str):
-        module_name, _, func = factory.partition(":")
-        factory = getattr(importlib.import_module(module_name), func)
-    return factory(arg, options or {})
-
-
 def check_judge_name(name: str) -> None:
-    """Refuse, as ``create_judge`` would, a name no judge answers to; load nothing."""
-    _factory(name)
-
-
-def _factory(name: str) -> tuple[str | JudgeFactory, str]:
+    """Refuse a name no registered judge answers to, or one that lacks its model,
+    without creating anything (a project file's judge is checked so, at once)."""
     prefix, colon, arg = name.partition(":")
-    factory = _REGISTRY.get(prefix)
-    if factory is None:
+    if prefix not in _REGISTRY:
         raise UsageError(
             f"--judge {name}: unknown judge; choose one of: {', '.join(judge_names())}"
         )
@@ -90,7 +77,17 @@ def _factory(name: str) -> tuple[str | JudgeFactory, str]:
         # "verifier:" and "nli:" alike: a colon promises a model, and none is named.
         usage = _NEEDS_ARGUMENT.get(prefix, f"{prefix}:DIR (or {prefix} alone)")
         raise UsageError(f"--judge {name}: say which model, as {usage}")
-    return factory, arg
+
+
+def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
+    """Create the judge called ``name``; an unknown name lists the valid ones."""
+    check_judge_name(name)
+    prefix, _, arg = name.partition(":")
+    factory = _REGISTRY[prefix]
+    if isinstance(factory, str):
+        module_name, _, func = factory.partition(":")
+        factory = getattr(importlib.import_module(module_name), func)
+    return factory(arg, options or {})
 
 
 def registered_here() -> dict[str, tuple[JudgeFactory, str | None]]:
@@ -112,3 +109,4 @@ def cpus_needed(name: str) -> int:
     size, so more copies of one thread each would fill a node's memory first), one for
     the rest."""
     return 2 if name.partition(":")[0] in _MODEL_JUDGES else 1
+

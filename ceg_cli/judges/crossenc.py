@@ -11,8 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
+from ..progress import library_bars_off
 
 __all__ = ["encode", "first_line", "load_cross_encoder", "score_pairs", "weights_file"]
+
+
+#: Files a tokenizer is read from; a model folder holds at least one.
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "vocab.json",
+                   "spiece.model", "sentencepiece.bpe.model", "spm.model")
+
+
+def model_folder_problem(folder: Path) -> str | None:
+    """What a model folder lacks, said whole (transformers' own message for a folder
+    without a tokenizer is cut off at its first line), or None."""
+    if not (folder / "config.json").is_file():
+        return "no config.json: not a model folder (config.json, the weights, the tokenizer)"
+    weights = [p for p in folder.iterdir() if p.suffix in (".safetensors", ".bin")]
+    if not weights:
+        return "no weights (model.safetensors or pytorch_model.bin) beside config.json"
+    if not any((folder / name).is_file() for name in TOKENIZER_FILES):
+        return ("no tokenizer: the folder needs the tokenizer's files saved with the model "
+                f"({', '.join(TOKENIZER_FILES[:3])}, ...)")
+    return None
 
 
 def weights_file(folder: Path) -> Path:
@@ -62,10 +82,11 @@ def load_cross_encoder(
 
     folder = Path(path)
     try:
-        tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        model, info = AutoModelForSequenceClassification.from_pretrained(
-            str(path), local_files_only=True, dtype=torch.float32, output_loading_info=True
-        )
+        with library_bars_off():
+            tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                str(path), local_files_only=True, dtype=torch.float32, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise

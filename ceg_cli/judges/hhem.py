@@ -28,7 +28,7 @@ passage. Supported when the score is above 0.5.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = ["DEFAULT_PROMPT", "HhemJudge", "create", "load_hhem"]
@@ -70,8 +71,11 @@ class HhemJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.name = f"hhem:{name}"
+        # Trained and measured on English: other languages are said once.
+        self.english_only = EnglishOnly(self.name, on_warning)
         self.tokenizer = tokenizer
         self.model = model
         self.prompt = prompt
@@ -114,6 +118,7 @@ class HhemJudge:
         return [float(row[0]) for row in rows]
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
+        self.english_only.check(items)
         verdicts: list[Verdict | None] = [None] * len(items)
         rows: dict[tuple[str, str], int] = {}
         plan: list[tuple[int, int, int]] = []
@@ -230,5 +235,6 @@ def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     kernels = kernels_option(options, f"hhem:{arg}")
     tokenizer, model, prompt = load_hhem(location, device, precision, kernels)
     return HhemJudge(
-        arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens
+        arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens,
+        on_warning=options.get("on_warning"),
     )

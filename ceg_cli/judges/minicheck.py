@@ -40,6 +40,7 @@ from typing import Any
 
 from ..claims import has_claim
 from ..errors import UsageError
+from ..progress import library_bars_off
 from ..types import (
     FACTUAL,
     NO_CLAIM,
@@ -49,6 +50,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "MiniCheckJudge",
     "create",
     "doc_chunks",
+    "hub_name",
     "locate_model",
     "sentences_with_newlines",
 ]
@@ -141,6 +144,7 @@ class MiniCheckJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        on_warning: Callable[[str], None] | None = None,
     ) -> None:
         family = str(getattr(model.config, "model_type", ""))
         if family not in MAX_LENGTH:
@@ -151,6 +155,8 @@ class MiniCheckJudge:
         if tokenizer.eos_token is None:
             raise UsageError(f"--judge minicheck:{name}: the tokenizer has no eos_token")
         self.name = f"minicheck:{name}"
+        # Trained and measured on English: other languages are said once.
+        self.english_only = EnglishOnly(self.name, on_warning)
         self.family = family
         self.seq2seq = family == "t5"
         self.tokenizer = tokenizer
@@ -233,6 +239,7 @@ class MiniCheckJudge:
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         """One verdict per item; every item's (chunk, claim) pairs run together."""
+        self.english_only.check(items)
         verdicts: list[Verdict | None] = [None] * len(items)
         rows: dict[tuple[str, str], int] = {}
         plan: list[tuple[int, list[DocChunk], list[int]]] = []
@@ -302,6 +309,12 @@ def locate_model(arg: str, prefix: str) -> str:
         return str(path.resolve())
     if path.exists():
         raise UsageError(f"--judge {prefix}:{arg}: a local model must be a directory")
+    if not hub_name(arg):
+        # A path (/abs/x, ./x, ~/x, a/b/c): pulling it is no advice, the hub has no such name.
+        raise UsageError(
+            f"--judge {prefix}:{arg}: no such directory (a local model is a folder with "
+            "config.json, the weights and the tokenizer's files)"
+        )
     snapshot = cached_snapshot(arg)
     if snapshot is None:
         raise UsageError(
@@ -310,6 +323,19 @@ def locate_model(arg: str, prefix: str) -> str:
             f"run: ceg models pull {arg}"
         )
     return str(snapshot)
+
+
+def hub_name(arg: str) -> bool:
+    """Whether ``arg`` can name a model on the hub (an alias or OWNER/NAME), not a path."""
+    from ..hub import check_name
+
+    if arg.startswith((".", "~", "/", "\\")) or "\\" in arg:
+        return False
+    try:
+        check_name(arg)
+    except UsageError:
+        return False
+    return True
 
 
 @lru_cache(maxsize=2)
@@ -324,16 +350,17 @@ def _load(
     )
 
     try:
-        config = AutoConfig.from_pretrained(location, local_files_only=True)
-        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
-        auto = (
-            AutoModelForSeq2SeqLM
-            if config.model_type == "t5"
-            else AutoModelForSequenceClassification
-        )
-        model, info = auto.from_pretrained(
-            location, local_files_only=True, output_loading_info=True
-        )
+        with library_bars_off():
+            config = AutoConfig.from_pretrained(location, local_files_only=True)
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
+            auto = (
+                AutoModelForSeq2SeqLM
+                if config.model_type == "t5"
+                else AutoModelForSequenceClassification
+            )
+            model, info = auto.from_pretrained(
+                location, local_files_only=True, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise
@@ -374,4 +401,7 @@ def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     location = locate_model(arg, "minicheck")
     kernels = kernels_option(options, f"minicheck:{arg}")
     tokenizer, model = _load(location, device, precision, kernels)
-    return MiniCheckJudge(arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens)
+    return MiniCheckJudge(
+        arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens,
+        on_warning=options.get("on_warning"),
+    )

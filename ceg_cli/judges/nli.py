@@ -36,6 +36,7 @@ from typing import Any
 
 from ..claims import has_claim
 from ..errors import UsageError
+from ..progress import library_bars_off
 from ..types import (
     CONTRADICTED,
     FACTUAL,
@@ -409,20 +410,21 @@ def _load(
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
-        model, info = AutoModelForSequenceClassification.from_pretrained(
-            location, local_files_only=True, output_loading_info=True
-        )
+        with library_bars_off():
+            tokenizer = AutoTokenizer.from_pretrained(location, local_files_only=True)
+            model, info = AutoModelForSequenceClassification.from_pretrained(
+                location, local_files_only=True, output_loading_info=True
+            )
     except Exception as exc:  # noqa: BLE001 - transformers and safetensors raise many kinds
         if isinstance(exc, MemoryError):
             raise
         # What is on disk (or not there) is the caller's to fix: a usage error.
         if Path(location).is_dir():
-            from .crossenc import weights_file
+            from .crossenc import model_folder_problem, weights_file
 
-            raise UsageError(
-                f"{weights_file(Path(location))}: cannot load NLI model: {_first_line(exc)}"
-            ) from None
+            folder = Path(location)
+            problem = model_folder_problem(folder) or _one_line(exc)
+            raise UsageError(f"{weights_file(folder)}: cannot load NLI model: {problem}") from None
         raise UsageError(
             f"cannot load NLI model {location!r}: not a local directory and not in the "
             "local Hugging Face cache (models are never downloaded at run time); "
@@ -495,6 +497,11 @@ def _option(options: Mapping[str, Any], key: str, default: Any, kind: type, arg:
         return kind(value)
     except (TypeError, ValueError) as exc:
         raise UsageError(f"--judge nli:{arg}: {key} must be a number, not {value!r}") from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    """The whole message on one line (transformers' first line can end mid-sentence)."""
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _first_line(exc: BaseException) -> str:

@@ -42,6 +42,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .langwords import Specific, Token, reader, reading_language
 
 #: A segment needs at least this share of its content words in the evidence.
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
@@ -83,24 +84,6 @@ _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # A bare list number left as a segment of its own ("4."): nothing to check.
 _LIST_NUMBER = re.compile(r"^\(?\d{1,3}[.)]$")
 _SENTENCE_END = frozenset(".!?:;")
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str  # as written
-    key: str  # what is compared: lower-cased and stemmed, or the number's value
-    start: int
-    number: bool
-
-
-@dataclass(frozen=True)
-class Specific:
-    """A detail the evidence must contain: a number or a capitalized name."""
-
-    kind: str  # "number" | "name"
-    text: str  # as written in the segment
-    keys: tuple[str, ...]  # token keys that must all occur in one passage
-    position: int  # index of its first token among the segment's tokens
 
 
 def stem(word: str) -> str:
@@ -146,9 +129,13 @@ def _blank(m: re.Match[str]) -> str:
     return " " * n if m.group() == "\\t" else "\n" + " " * (n - 1)
 
 
-def tokenize(text: str) -> list[Token]:
-    """Words and numbers with their comparison keys and offsets."""
+def tokenize(text: str, language: str | None = None) -> list[Token]:
+    """Words and numbers with their comparison keys and offsets; ``language`` (from
+    ``reading_language``): None reads English, as ceg always did, another code that
+    language (``langwords``)."""
     text = clean(text)
+    if language is not None:
+        return reader(language).tokenize(text)
     out = []
     for m in _TOKEN.finditer(text):
         raw = m.group()
@@ -160,20 +147,29 @@ def tokenize(text: str) -> list[Token]:
 
 
 def is_content(token: Token) -> bool:
+    if token.content is not None:  # read in another language: decided there
+        return token.content
     if token.number:
         return True
     return len(token.key) > 1 and token.key not in STOPWORDS and token.text.lower() not in STOPWORDS
 
 
-def specifics(text: str, tokens: Sequence[Token] | None = None) -> list[Specific]:
+def specifics(
+    text: str, tokens: Sequence[Token] | None = None, language: str | None = None,
+    nouns: frozenset[str] = frozenset(),
+) -> list[Specific]:
     """The numbers and capitalized names of a segment.
 
     A name is a run of capitalized words joined by spaces or hyphens (and the
     joiners "of", "van", ...). A single capitalized word that opens a sentence
     is not taken for a name: it may be any word ("Avoid ...", "Typically ...").
+    In another language than English, ``langwords`` says what a name is (``nouns``:
+    words the evidence uses as common nouns, in German).
     """
     text = clean(text)
-    toks = list(tokens) if tokens is not None else tokenize(text)
+    toks = list(tokens) if tokens is not None else tokenize(text, language)
+    if language is not None:
+        return reader(language).specifics(text, toks, nouns)
     out = [Specific("number", t.text, (t.key,), i) for i, t in enumerate(toks) if t.number]
     i = 0
     while i < len(toks):
@@ -236,13 +232,16 @@ class Passage:
 
 
 @lru_cache(maxsize=4096)
-def passage(text: str, title: str = "") -> Passage:
-    toks = [t for t in tokenize(text) if is_content(t)]
+def passage(text: str, title: str = "", language: str | None = None) -> Passage:
+    """A passage read as the segment is (``language``): the same keys on both sides."""
+    toks = [t for t in tokenize(text, language) if is_content(t)]
     ordered = tuple(t.key for t in toks)
     numbers = tuple((t.key, i) for i, t in enumerate(toks) if t.number)
     # The title's words count as found (the passage is part of that document),
     # but not its numbers as context for a number hint.
-    title_keys = {t.key for t in tokenize(title) if is_content(t)} if title else set()
+    title_keys = (
+        {t.key for t in tokenize(title, language) if is_content(t)} if title else set()
+    )
     return Passage(frozenset(ordered) | title_keys, ordered, numbers)
 
 
@@ -260,6 +259,8 @@ class Analysis:
     found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
     hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
     passage_keys: tuple[frozenset[str], ...]
+    #: The segment as read (layout cleaned), for quoting what is missing.
+    text: str = ""
 
     @property
     def coverage(self) -> float:
@@ -276,9 +277,14 @@ class Analysis:
         return [s for s, f in zip(self.specifics, self.found) if not f]
 
 
-def analyse(item: JudgeItem) -> Analysis:
-    """Which of the segment's words and specifics the evidence contains."""
-    toks = tokenize(item.segment.text)
+def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
+    """Which of the segment's words and specifics the evidence contains.
+
+    The segment is read in ``language``, else its record's (``item.language``, where
+    ceg passes one), and its evidence in the same way (``reading_language``).
+    """
+    language = reading_language(language or getattr(item, "language", None), item.segment.text)
+    toks = tokenize(item.segment.text, language)
     distinct: dict[str, Token] = {}
     for t in toks:
         if is_content(t):
@@ -286,9 +292,12 @@ def analyse(item: JudgeItem) -> Analysis:
     content = tuple(distinct.values())
     # A passage is read with its document's title, as it was embedded: "Agassi
     # won ..." in the article "Andre Agassi" does contain the name.
-    passages = [passage(e.text, e.title) for e in item.evidence]
+    passages = [passage(e.text, e.title, language) for e in item.evidence]
     union = frozenset().union(*(p.keys for p in passages))
-    specs = tuple(specifics(item.segment.text, toks))
+    nouns: frozenset[str] = frozenset()
+    if language is not None:
+        nouns = nouns.union(*(reader(language).evidence_nouns(e.text) for e in item.evidence))
+    specs = tuple(specifics(item.segment.text, toks, language, nouns))
     found = tuple(tuple(i for i, p in enumerate(passages) if found_in(s, p)) for s in specs)
     hints = []
     for s, where in zip(specs, found):
@@ -303,6 +312,7 @@ def analyse(item: JudgeItem) -> Analysis:
         found,
         tuple(hints),
         tuple(p.keys for p in passages),
+        clean(item.segment.text),
     )
 
 
@@ -402,9 +412,9 @@ def cite(a: Analysis) -> list[int]:
 def missing_reason(a: Analysis) -> str:
     names = [s.text for s in a.missing]
     in_specifics = {k for s in a.missing for k in s.keys}
-    names += [
-        t.text for t, c in zip(a.content, a.covered) if not c and t.key not in in_specifics
-    ]
+    names += _quoted(a, {
+        t.key for t, c in zip(a.content, a.covered) if not c and t.key not in in_specifics
+    })
     names = list(dict.fromkeys(names)) or ["the segment's words"]
     shown = [f"'{n}'" for n in names[:MAX_NAMED]]
     more = len(names) - len(shown)
@@ -420,6 +430,41 @@ def missing_reason(a: Analysis) -> str:
     for spec, other, word in a.hints[:2]:
         reason += f"; the evidence has '{other}' near '{word}' where the segment has '{spec.text}'"
     return reason
+
+
+def _quoted(a: Analysis, missing_keys: set[str]) -> list[str]:
+    """The missing content words as the segment writes them, in order. Text written
+    without spaces is read as overlapping pairs of characters; a missing pair is
+    quoted as the stretch of that text around it that no pair found in the
+    evidence touches ("斯塔基拉", not "斯塔", "塔基", "基拉")."""
+    from ..lang import BIGRAM_SCRIPTS, char_script
+
+    held: set[int] = set()
+    for t, c in zip(a.content, a.covered):
+        if t.pair and c:
+            held.update(range(t.start, t.start + len(t.text)))
+    text = a.text
+
+    def free(i: int) -> bool:
+        return (
+            0 <= i < len(text) and i not in held and char_script(text[i]) in BIGRAM_SCRIPTS
+        )
+
+    out: list[str] = []
+    for t in sorted((t for t in a.content if t.key in missing_keys), key=lambda t: t.start):
+        if not t.pair or not text:
+            out.append(t.text)
+            continue
+        start = next((i for i in range(t.start, t.start + len(t.text)) if free(i)), None)
+        if start is None:
+            continue
+        end = start
+        while free(start - 1):
+            start -= 1
+        while free(end):
+            end += 1
+        out.append(text[start:end])
+    return list(dict.fromkeys(out))
 
 
 class OfflineJudge:

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..judges.crossenc import encode, first_line
+from ..progress import library_bars_off
 
 __all__ = ["CHECKPOINT", "ID2LABEL", "TRAINING_FILE", "train_cross_encoder", "write_atomically"]
 
@@ -64,15 +65,16 @@ def train_cross_encoder(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(seed)
-    tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
-    model = AutoModelForSequenceClassification.from_pretrained(
-        base,
-        num_labels=2,
-        id2label=ID2LABEL,
-        label2id={v: k for k, v in ID2LABEL.items()},
-        local_files_only=True,
-        dtype=torch.float32,
-    ).to(device)
+    with library_bars_off():
+        tok = AutoTokenizer.from_pretrained(base, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(
+            base,
+            num_labels=2,
+            id2label=ID2LABEL,
+            label2id={v: k for k, v in ID2LABEL.items()},
+            local_files_only=True,
+            dtype=torch.float32,
+        ).to(device)
     order = list(range(len(examples)))
     random.Random(seed).shuffle(order)
     steps_total = (len(order) + batch_size - 1) // batch_size

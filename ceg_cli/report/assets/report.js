@@ -99,11 +99,11 @@
       el("summary", {}, [
         mark ? el("span", { class: "mark", text: mark }) : null,
         typeof context === "number" ? el("span", { class: "pctx", text: "context " + context }) : null,
-        el("span", { class: "ptitle", text: title || docId || "untitled" }),
+        el("span", { class: "ptitle", dir: "auto", text: title || docId || "untitled" }),
         typeof sim === "number" ? el("span", { class: "sim", text: "similarity " + sim.toFixed(2) }) : null,
-        el("span", { class: "snip", text: text.length > 90 ? text.slice(0, 90) + "…" : text }),
+        el("span", { class: "snip", dir: "auto", text: text.length > 90 ? text.slice(0, 90) + "…" : text }),
       ]),
-      el("blockquote", { class: "ptext", text: text }),
+      el("blockquote", { class: "ptext", dir: "auto", text: text }),
       el("p", { class: "psrc" }, [
         href ? el("a", { href: href, target: "_blank", rel: "noopener noreferrer", text: "Open the source ↗" })
           : url ? el("span", { text: "Source: " + url }) : null,
@@ -179,7 +179,10 @@
   /* The text with each segment highlighted, citation markers after supported
      segments and a flag after the others. */
   function textBlock(obj, prefix) {
-    const block = el("div", { class: "text" });
+    // dir="auto": an answer whose first letters are right to left (Arabic,
+    // Hebrew) reads right to left. Its segments carry no dir of their own: the
+    // browser's choice looks past elements that have one.
+    const block = el("div", { class: "text", dir: "auto" });
     const contextOf = new Map(((obj.ctx && obj.ctx.hl) || []).map((h) => [h[3], h[0]]));
     for (const [text, si] of obj.parts) {
       const seg = si >= 0 ? obj.segs[si] : undefined;
@@ -229,10 +232,11 @@
       const k = kind(seg);
       const evidence = seg.e || [];
       items.push(el("li", { class: "flagged k-" + k, id: prefix + "-f" + si }, [
-        el("q", { text: segText(obj, si) }), " ",
+        el("q", { dir: "auto", text: segText(obj, si) }), " ",
         el("span", { class: "badge k-" + k, text: verdictName(seg) }),
         typeof seg.s === "number" ? el("span", { class: "score", text: "score " + seg.s.toFixed(2) }) : null,
-        el("p", { class: "reason" }, [el("span", { class: "k", text: "Judge: " }), seg.r || "(no reason given)"]),
+        el("p", { class: "reason" }, [el("span", { class: "k", text: "Judge: " }),
+          el("span", { dir: "auto", text: seg.r || "(no reason given)" })]),
         evidence.length
           ? el("details", { class: "evidence" }, [
             el("summary", { text: "Evidence the judge saw (" + evidence.length + ")" }),
@@ -301,12 +305,12 @@
         el("details", { class: "passage" }, [
           el("summary", {}, [
             el("span", { class: "mark", text: "[" + pos + "]" }),
-            el("span", { class: "ptitle", text: title || cid || "context " + pos }),
+            el("span", { class: "ptitle", dir: "auto", text: title || cid || "context " + pos }),
             title && cid ? el("span", { class: "sim", text: "id " + cid }) : null,
             nCited ? el("span", { class: "supports", text: nCited + " cited passage" + (nCited === 1 ? "" : "s") }) : null,
-            el("span", { class: "snip", text: text.length > 90 ? text.slice(0, 90) + "…" : text }),
+            el("span", { class: "snip", dir: "auto", text: text.length > 90 ? text.slice(0, 90) + "…" : text }),
           ]),
-          el("blockquote", { class: "ptext" }, highlighted(text, spans, supports)),
+          el("blockquote", { class: "ptext", dir: "auto" }, highlighted(text, spans, supports)),
           href || url ? el("p", { class: "psrc" }, [
             href ? el("a", { href: href, target: "_blank", rel: "noopener noreferrer", text: "Open the source ↗" })
               : el("span", { text: "Source: " + url }),
@@ -337,7 +341,7 @@
     const regen = r.regen;
     if (!regen) return null;
     const head = el("h4", { text: "Regeneration" });
-    if (!regen.attempts) return el("section", { class: "regen" }, [head, el("pre", { class: "raw", text: regen.raw })]);
+    if (!regen.attempts) return el("section", { class: "regen" }, [head, el("pre", { class: "raw", dir: "auto", text: regen.raw })]);
     const columns = [el("div", { class: "attempt" }, [
       el("header", {}, ["Original ", el("span", { class: "badge label-" + labelClass(r.label), text: labelName(r.label) })]),
       textBlock(r, prefix),
@@ -346,7 +350,7 @@
       const p = prefix + "-a" + n;
       const name = (a.final ? "Final answer" : "Attempt " + (n + 1));
       if (a.raw !== undefined) {
-        columns.push(el("div", { class: "attempt" }, [el("header", { text: name }), el("pre", { class: "raw", text: a.raw })]));
+        columns.push(el("div", { class: "attempt" }, [el("header", { text: name }), el("pre", { class: "raw", dir: "auto", text: a.raw })]));
         return;
       }
       columns.push(el("div", { class: "attempt" + (a.final ? " final" : "") }, [
@@ -372,14 +376,15 @@
         el("span", { class: "meta", text: meta }),
         citationSummary(r.cc),
       ]),
-      r.q ? el("p", { class: "question" }, [el("span", { class: "k", text: "Question: " }), r.q]) : null,
+      r.q ? el("p", { class: "question" }, [el("span", { class: "k", text: "Question: " }),
+        el("span", { dir: "auto", text: r.q })]) : null,
       r.err ? el("p", { class: "error", text: r.err }) : null,
       r.parts.length ? textBlock(r, prefix) : null,
       flagsBlock(r, prefix),
       sourcesBlock(r, prefix),
       contextsBlock(r, prefix),
       regenBlock(r, prefix),
-      fields.length ? el("dl", { class: "fields" }, fields.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })])) : null,
+      fields.length ? el("dl", { class: "fields" }, fields.flatMap(([k, v]) => [el("dt", { text: k }), el("dd", { dir: "auto", text: v })])) : null,
     ]);
   }
 
