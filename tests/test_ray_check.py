@@ -9,6 +9,7 @@ small (two batches of 16) so a few hundred responses cross many of them.
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from ray_check_harness import BOOM, hashed, mixed_responses, ray_judges, timeles
 from ray_harness import by_value, no_ray_auth
 
 import ceg_cli.check.ray_run
+from ceg_cli import Checker
 from ceg_cli.check.run import CheckRun, RunSettings
 from ceg_cli.check.settings import EngineOptions
 from ceg_cli.errors import IndexLoadError, UsageError
@@ -223,25 +225,32 @@ def _row(table: str, name: str) -> str:
     return next(line for line in table.splitlines() if line.strip("│ ").startswith(name)) + " "
 
 
-def test_ray_options_are_refused_without_ray_and_bad_counts_are_usage_errors(
+def test_ray_options_without_ray_are_warned_of_and_bad_counts_are_usage_errors(
     run_cli: CliRun, hash_index: Path, responses: Path, tmp_path: Path
 ) -> None:
+    """Without --engine ray its options are read by nothing: warned of, once, and the run
+    goes on (a project file's top-level workers may be meant for index build)."""
     out = tmp_path / "out.jsonl"
-    for args, message in (
-        (("--ray-address", "127.0.0.1:1"), "--ray-address goes with --engine ray"),
-        (("--workers", "2"), "--workers goes with --engine ray"),
-        (("--gpus-per-worker", "1"), "--gpus-per-worker goes with --engine ray"),
-    ):
-        result = run_cli("check", responses, "--index", hash_index, "--out", out, *args)
-        assert result.exit_code == 2 and result.stderr.strip() == f"error: {message}"
+    result = run_cli("check", without(responses), "--index", hash_index, "--judge", "hashed",
+                     "--out", out, "-q", "--ray-address", "127.0.0.1:1", "--workers", "2")
+    assert result.exit_code == 2 and out.exists()  # bad lines: exit 2, every record written
+    assert result.stderr.count("--workers") == 1 and (
+        "warning: --ray-address 127.0.0.1:1, --workers 2: ignored: only --engine ray reads "
+        "them (the engine is local)") in result.stderr
+    with pytest.warns(UserWarning, match=r"^--gpus-per-worker 1: ignored: only --engine ray"):
+        Checker(judge="hashed", gpus_per_worker=1).close()
     zero = run_cli("check", responses, "--index", hash_index, "--engine", "ray",
-                   "--workers", "0")
+                   "--workers", "0", "--out", tmp_path / "zero.jsonl")
     assert zero.exit_code == 2 and "--workers" in zero.stderr
     assert "greater than or equal to 1" in zero.stderr
-    with pytest.raises(UsageError, match=r"^--workers 0: use at least 1$"):
-        RunSettings.resolve(responses=str(responses), index=hash_index, engine="ray",
-                            workers=0)
-    assert not out.exists()
+    for options, message in (({"workers": 0}, "--workers 0: use at least 1"),
+                             ({"workers": "2"}, "--workers '2': expected an integer, got str"),
+                             ({"gpus_per_worker": -1}, "--gpus-per-worker -1: a number of GPUs"),
+                             ({"engine": "spark"}, "--engine spark: expected one of local, ray")):
+        with pytest.raises(UsageError, match=f"^{re.escape(message)}"):
+            RunSettings.resolve(responses=str(responses), index=hash_index,
+                                **{"engine": "ray", **options})
+    assert not (tmp_path / "zero.jsonl").exists()
 
 
 def test_an_address_where_no_cluster_listens_is_one_line_in_seconds(
@@ -423,8 +432,6 @@ def test_a_checker_on_ray_gives_the_local_checkers_results(
 ) -> None:
     """``Checker(engine="ray")``: its workers load the judge and the index, and
     ``check_many`` streams what the local Checker's does."""
-    from ceg_cli import Checker
-
     records = []
     for line in without(responses).read_text(encoding="utf-8").splitlines():
         try:

@@ -177,11 +177,15 @@ def _engine(
     installed, and whether a cluster answers at ``ray_address``."""
     if name not in ENGINES:
         raise UsageError(f"--engine {name}: expected one of {', '.join(ENGINES)}")
-    if name != "ray":
-        for option, value in (("--ray-address", ray_address), ("--workers", workers),
-                              ("--gpus-per-worker", gpus_per_worker)):
-            if value is not None:
-                raise UsageError(f"{option} goes with --engine ray")
+    # With the local engine the Ray options are warned of (options.ignored_options), not
+    # refused: a project file's top-level workers may be meant for index build's readers.
+    for option, value, kinds in (("--workers", workers, (int,)),
+                                 ("--gpus-per-worker", gpus_per_worker, (int, float)),
+                                 ("--ray-address", ray_address, (str,))):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kinds)):
+            what = {int: "an integer", float: "a number", str: "a string"}[kinds[-1]]
+            raise UsageError(f"{option} {value!r}: expected {what}, got "
+                             f"{type(value).__name__}")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers {workers}: use at least 1")
     if gpus_per_worker is not None and not 0 <= gpus_per_worker < 1000:
@@ -194,6 +198,8 @@ def _engine(
         require_ray()
         if ray_address:
             check_reachable(ray_address)
+    if name != "ray":
+        return EngineOptions()
     return EngineOptions(name, ray_address or None, workers, gpus_per_worker or 0.0)
 
 

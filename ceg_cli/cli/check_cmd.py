@@ -156,7 +156,8 @@ def check_command(
         "contexts_retrieval": contexts_retrieval, "regenerate": regenerate,
         "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
         "no_cache": no_cache, "cache_dir": cache_dir, "llm_prompt": llm_prompt,
-        "unparsable_as": unparsable_as,
+        "unparsable_as": unparsable_as, "engine": engine.value, "ray_address": ray_address,
+        "workers": workers, "gpus_per_worker": gpus_per_worker,
     }):
         warn(message)
     if report is not None and report.is_dir():
