@@ -135,7 +135,10 @@ def wait_until_up(base_url: str, proc: subprocess.Popen[bytes], log_path: Path,
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"llama server exited with {proc.returncode}; see {log_path}")
+            lines = [ln.strip() for ln in log_path.read_text(errors="replace").splitlines()]
+            tail = " | ".join([ln for ln in lines if ln][-4:])
+            raise RuntimeError(f"llama server exited with {proc.returncode}; its log "
+                               f"({log_path}) ends: {tail}")
         try:
             with urllib.request.urlopen(f"{base_url}/models", timeout=2) as reply:
                 if reply.status == 200:

@@ -15,6 +15,9 @@ class ExitStatus(enum.IntEnum):
     USAGE = 2
     RUNTIME = 3
     INTERRUPTED = 130
+    #: Standard output closed by its reader (``ceg ... | head``): the output was cut, as
+    #: for a program that SIGPIPE ends (128 + 13).
+    STDOUT_CLOSED = 141
 
 
 class CegError(Exception):

@@ -26,6 +26,15 @@ WIKI = DATA / "wiki"
 MINI_WIKI = WIKI / "enwiki-mini.xml.bz2"
 
 
+def need_extra(module: str, extra: str) -> object:
+    """``module``, or the test skipped with a reason naming the optional extra it comes
+    with: ``pip install -e '.[dev]'`` alone runs the fast suite (``scripts/setup``
+    installs every extra, so nothing is skipped there)."""
+    return pytest.importorskip(
+        module, reason=f"needs {module}, from the '{extra}' extra: pip install -e '.[{extra}]'"
+    )
+
+
 class HashEmbedder:
     """A fake model for plumbing tests: a fixed pseudo-random unit vector per text.
 

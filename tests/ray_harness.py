@@ -18,6 +18,7 @@ module gets its own cluster.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -63,6 +64,28 @@ def no_ray_auth() -> Iterator[None]:
             os.environ["RAY_AUTH_MODE"] = saved
 
 
+def session_folders_of(pid: int) -> list[Path]:
+    """The folders ceg made for the Ray that process ``pid`` started (``ray_session.connect``):
+    ``/tmp/ceg-ray-*`` holding Ray's ``session_<date>_<pid>``. A process killed with SIGKILL
+    cannot remove its own; its test does, knowing the pid."""
+    return sorted({p.parent for p in Path("/tmp").glob(f"ceg-ray-*/session_*_{pid}")})
+
+
+@contextmanager
+def short_ray_temp() -> Iterator[Path]:
+    """A folder for a test's Ray sessions, with the short path ceg's own Ray start uses
+    (``ray_session.short_temp_dir``): under pytest's temporary folder, or any ``TMPDIR``
+    of some 40 characters, Ray's socket paths pass the 107 bytes a Unix socket may have.
+    Removed with what Ray wrote in it."""
+    from ceg_cli.index.ray_session import short_temp_dir
+
+    temp = short_temp_dir()
+    try:
+        yield temp
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
 RAY = str(Path(sys.executable).with_name("ray"))
 
 
@@ -85,14 +108,27 @@ def _start_node(args: Sequence[str], temp: Path, log: Path) -> subprocess.Popen[
         )
 
 
-def _wait(check: object, what: str, logs: Sequence[Path], seconds: float = 90) -> None:
+def _wait(check: object, what: str, nodes: Sequence[tuple[subprocess.Popen[bytes], Path]],
+          seconds: float = 90) -> None:
+    """Until ``check()``; else fail with the end of each node's own log (``ray start``'s
+    output), and at once when a node's process has ended (a head that cannot start)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if check():  # type: ignore[operator]
             return
+        dead = [(proc, log) for proc, log in nodes if proc.poll() is not None]
+        if dead:
+            raise AssertionError(f"not {what}: a node exited\n{_tails(dead)}")
         time.sleep(0.2)
-    tails = "\n".join(log.read_text(errors="replace")[-2000:] for log in logs)
-    raise AssertionError(f"{what} within {seconds} s:\n{tails}")
+    raise AssertionError(f"not {what} within {seconds} s:\n{_tails(nodes)}")
+
+
+def _tails(nodes: Sequence[tuple[subprocess.Popen[bytes], Path]]) -> str:
+    said = []
+    for proc, log in nodes:
+        text = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+        said.append(f"--- {log.name} (exit status {proc.poll()}):\n{text}")
+    return "\n".join(said)
 
 
 def _listening(port: int) -> bool:
@@ -118,27 +154,31 @@ def _two_nodes(
 ) -> Iterator[tuple[str, set[str]]]:
     import ray
 
-    root = tmp_path_factory.mktemp("cluster")
+    logs = tmp_path_factory.mktemp("cluster")
     port = _free_port()
     address = f"127.0.0.1:{port}"
-    logs = [root / "head.log", root / "node.log"]
-    nodes: list[subprocess.Popen[bytes]] = []
-    try:
-        nodes.append(_start_node(["--head", f"--port={port}", "--include-dashboard=false"],
-                                 root / "head", logs[0]))
-        _wait(lambda: _listening(port), "the head node answers", logs)
-        nodes.append(_start_node([f"--address={address}"], root / "node", logs[1]))
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+    nodes: list[tuple[subprocess.Popen[bytes], Path]] = []
+    # Each node's session (its sockets) in a short folder, not under pytest's: a Unix
+    # socket path may hold 107 bytes, and Ray's need about 70 under the node's folder.
+    with short_ray_temp() as temp:
         try:
-            _wait(lambda: len([n for n in ray.nodes() if n["Alive"]]) == 2,
-                  "two nodes are alive", logs)
-            ids = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+            head = _start_node(["--head", f"--port={port}", "--include-dashboard=false"],
+                               temp / "head", logs / "head.log")
+            nodes.append((head, logs / "head.log"))
+            _wait(lambda: _listening(port), "the head node answers", nodes)
+            node = _start_node([f"--address={address}"], temp / "node", logs / "node.log")
+            nodes.append((node, logs / "node.log"))
+            ray.init(address=address, log_to_driver=False, logging_level="WARNING")
+            try:
+                _wait(lambda: len([n for n in ray.nodes() if n["Alive"]]) == 2,
+                      "two nodes are alive", nodes)
+                ids = {n["NodeID"] for n in ray.nodes() if n["Alive"]}
+            finally:
+                ray.shutdown()
+            by_value(module)
+            yield address, ids
         finally:
-            ray.shutdown()
-        by_value(module)
-        yield address, ids
-    finally:
-        for node in nodes:
-            os.killpg(node.pid, signal.SIGKILL)
-        for node in nodes:
-            node.wait(timeout=30)
+            for proc, _ in nodes:
+                os.killpg(proc.pid, signal.SIGKILL)
+            for proc, _ in nodes:
+                proc.wait(timeout=30)

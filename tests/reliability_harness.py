@@ -307,9 +307,10 @@ def index_state(path: Path) -> tuple[Any, ...]:
 
 
 def leftovers(target: Path) -> list[str]:
-    """What a build left beside the index, bar its lock file (empty, kept for good)."""
+    """What a build left beside the index: its lock file included, which goes when the
+    build ends (only a SIGKILLed build leaves it, and the next build removes it)."""
     return sorted(p.name for p in target.parent.iterdir()
-                  if p.name.startswith(f".{target.name}.") and p.name != f".{target.name}.lock")
+                  if p.name.startswith(f".{target.name}."))
 
 
 def clean_up_with_a_build(target: Path, tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import HashEmbedder
+from conftest import HashEmbedder, need_extra
 from proc_harness import descendants, kill_all, wait_until_gone
 from ranged_builds import meta_of
 from reliability_harness import ceg_command, documents
@@ -241,7 +241,7 @@ def test_the_onnx_export_says_nothing_and_leaves_logging_as_it_was(
     import logging
     import warnings
 
-    pytest.importorskip("onnxruntime")
+    need_extra("onnxruntime", "fast")
     from ceg_cli.index.embedding import OnnxEmbedder, _load_sentence_transformer, resolve_model
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))  # a fresh export

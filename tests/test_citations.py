@@ -200,6 +200,28 @@ def test_a_bad_citation_pattern_is_one_line(run_cli: Any, tmp_path: Path) -> Non
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
 
 
+def test_a_citation_pattern_that_backtracks_without_end_is_one_line(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44, item 9: it ran past 60 s; now the answer's matching stops at the timeout
+    (shortened here) and the run ends with exit 2 and one line naming the answer's line."""
+    import ceg_cli.check.markers
+
+    monkeypatch.setattr(ceg_cli.check.markers, "MATCH_TIMEOUT_S", 0.25)
+    rows = write_jsonl(tmp_path / "r.jsonl", [
+        {"response": "Paris is the capital of France [1].", "contexts": [PARIS]},
+        {"response": "Paris is the capital of France [1]. " + "a" * 20_000 + "b",
+         "contexts": [PARIS]},
+    ])
+    out = tmp_path / "o.jsonl"
+    result = run_cli("check", rows, "--index", tmp_path / "none", "--out", out,
+                     "--citation-pattern", "(a+)+$", "-q")
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: line 2: --citation-pattern '(a+)+$' did not finish within "
+                           "0.25 s on an answer of 20,037 characters: it backtracks too much")
+
+
 def test_markers_with_no_contexts_are_removed_and_not_checked(
     run_cli: Any, hash_model: None, hash_index: Path, tmp_path: Path
 ) -> None:

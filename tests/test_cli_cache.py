@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CliRun
+from conftest import CliRun, need_extra
 
 from ceg_cli.eval.corpus import corpus_cache_dir, corpus_lock_path, ensure_corpus_index
 from ceg_cli.eval.datasets import load_dataset
@@ -223,8 +223,9 @@ def test_reusing_an_onnx_export_marks_it_used(
     """A model loaded every day from its export is never pruned as unused."""
     import hashlib
 
-    import onnxruntime
     import torch
+
+    onnxruntime: Any = need_extra("onnxruntime", "fast")
 
     from ceg_cli.index import embedding
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import need_extra
 
 from ceg_cli.errors import UsageError
 from ceg_cli.index import embedding, open_index
@@ -221,7 +222,7 @@ def test_an_onnx_export_leaves_the_shared_torch_model_as_it_was(
     """Exporting for ONNX tokenized with and traced the process's one loaded model, and
     an index built after it in the same process got other vectors (cosine 0.96 with a
     build before it): every later torch build and embedder shares that model."""
-    pytest.importorskip("onnxruntime")
+    need_extra("onnxruntime", "fast")
     from ceg_cli.index.embedding import _load_sentence_transformer, onnx_export, resolve_model
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))  # a fresh export

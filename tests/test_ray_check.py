@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import ray
-from conftest import CliRun
+from conftest import CliRun, need_extra
 from llm_fakes import Action, FakeOpenAI
 from ray_check_harness import BOOM, hashed, mixed_responses, ray_judges, timeless  # noqa: F401
-from ray_harness import by_value, no_ray_auth
+from ray_harness import by_value, no_ray_auth, short_ray_temp
 
 import ceg_cli.check.ray_run
 from ceg_cli import Checker
@@ -34,6 +33,7 @@ from ceg_cli.check.settings import EngineOptions
 from ceg_cli.errors import IndexLoadError, UsageError
 from ceg_cli.index.ray_pool import INSTALL_HINT
 
+ray: Any = need_extra("ray", "ray")
 #: ``--judge hashed``, ``crashing`` and ``killing:MARKER`` (``ray_check_harness``).
 pytestmark = pytest.mark.usefixtures("ray_judges")
 
@@ -41,9 +41,9 @@ pytestmark = pytest.mark.usefixtures("ray_judges")
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
     by_value(__name__, "ray_check_harness")
-    with no_ray_auth():
+    with no_ray_auth(), short_ray_temp() as temp:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level="WARNING", object_store_memory=100_000_000)
+                 logging_level="WARNING", object_store_memory=100_000_000, _temp_dir=str(temp))
         yield
         ray.shutdown()
 
@@ -162,11 +162,19 @@ def test_responses_on_standard_input_reach_the_workers_as_lines(
             by_value("ray_check_harness")
             import ceg_cli.check.ray_run
             ceg_cli.check.ray_run.RANGE_BATCHES = 2
-            if {engine == "ray"}:
-                ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-            from ceg_cli.cli.main import app
-            app(["check", "-", "--index", {str(hash_index)!r}, "--judge", "hashed",
-                 "--out", {str(out)!r}, "--engine", {engine!r}, "-q"], prog_name="ceg")
+            import shutil
+            from ceg_cli.index.ray_session import short_temp_dir
+            temp = short_temp_dir()
+            try:
+                if {engine == "ray"}:
+                    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                             _temp_dir=str(temp))
+                from ceg_cli.cli.main import app
+                app(["check", "-", "--index", {str(hash_index)!r}, "--judge", "hashed",
+                     "--out", {str(out)!r}, "--engine", {engine!r}, "-q"], prog_name="ceg")
+            finally:
+                ray.shutdown()
+                shutil.rmtree(temp, ignore_errors=True)
         """)
         done = subprocess.run([sys.executable, "-c", script], input=source.read_bytes(),
                               capture_output=True, timeout=300,

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import ray
-from conftest import CliRun
+from conftest import CliRun, need_extra
 from ray_check_harness import BOOM, mixed_responses, ray_judges, without  # noqa: F401
 from ray_harness import TESTS_DIR, by_value
 
 import ceg_cli.check.ray_run
 import ceg_cli.index.ray_pool
 
+ray: Any = need_extra("ray", "ray")
 pytestmark = pytest.mark.usefixtures("ray_judges")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -18,9 +19,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import need_extra
 from proc_harness import descendants, kill_all, wait_until_gone
+from ray_harness import session_folders_of
 
-pytest.importorskip("ray")
+need_extra("ray", "ray")
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
 
@@ -74,6 +77,7 @@ def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None
             assert code == 130, stderr_path.read_text()
             assert stderr_path.read_text().strip() == "interrupted"
             assert wait_until_gone(found, 30) == []
+            assert session_folders_of(proc.pid) == []  # ceg removed its Ray's folder
         else:
             assert wait_until_gone(found, 150) == []
         assert 0 < len(out.read_bytes().splitlines()) < 50000  # stopped mid-run, kept
@@ -82,3 +86,5 @@ def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None
             proc.kill()
         proc.wait(timeout=30)
         kill_all(found)
+        for folder in session_folders_of(proc.pid):  # what SIGKILL left no one to remove
+            shutil.rmtree(folder)

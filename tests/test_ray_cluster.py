@@ -11,10 +11,11 @@ import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from conftest import MINI_WIKI, HashEmbedder
+from conftest import MINI_WIKI, HashEmbedder, need_extra
 from multistream_fixture import make_multistream
 from ranged_builds import same_index
 from reliability_harness import documents, leftovers
@@ -22,6 +23,8 @@ from reliability_harness import documents, leftovers
 import ceg_cli.corpus.ranges
 import ceg_cli.index.builder
 from ceg_cli.index.builder import BuildOptions, build_index
+
+ray: Any = need_extra("ray", "ray")
 
 
 @pytest.fixture

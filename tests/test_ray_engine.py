@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import os
 import re
+import shutil
 import signal
 import socket
 import sqlite3
@@ -21,14 +22,14 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-import ray
-from conftest import MINI_WIKI, HashEmbedder
+from conftest import MINI_WIKI, HashEmbedder, need_extra
 from multistream_fixture import make_multistream
 from ranged_builds import meta_of, mixed_sources, rows_of, same_index, vectors_of
-from ray_harness import TESTS_DIR, by_value, no_ray_auth
+from ray_harness import TESTS_DIR, by_value, no_ray_auth, session_folders_of, short_ray_temp
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
@@ -36,15 +37,18 @@ import ceg_cli.index.builder
 from ceg_cli.errors import InputError, UsageError
 from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.indexdir import work_path
-from ceg_cli.index.ray_engine import INSTALL_HINT, _placements, check_reachable
+from ceg_cli.index.ray_engine import INSTALL_HINT, _placements
+from ceg_cli.index.ray_session import check_reachable
+
+ray: Any = need_extra("ray", "ray")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def local_ray() -> Iterator[None]:
     by_value(__name__)
-    with no_ray_auth():
+    with no_ray_auth(), short_ray_temp() as temp:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level="WARNING", object_store_memory=100_000_000)
+                 logging_level="WARNING", object_store_memory=100_000_000, _temp_dir=str(temp))
         yield
         ray.shutdown()
 
@@ -291,6 +295,8 @@ def test_a_killed_driver_leaves_shards_that_resume_finishes(
         if driver.poll() is None:
             os.killpg(driver.pid, signal.SIGKILL)
             driver.wait()
+        for folder in session_folders_of(driver.pid):  # what SIGKILL left no one to remove
+            shutil.rmtree(folder)
     assert committed >= 3 and not target.exists()
     report = build_index(sources, target,
                          BuildOptions(engine="ray", workers=2, shard_passages=20, resume=True),

@@ -66,6 +66,10 @@ def browser() -> Iterator[Browser]:
     Playwright starts it with a fresh temporary ``--user-data-dir`` and gives
     each test its own context (no shared cookies, storage or cache).
     """
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(f"needs Chromium at {CHROMIUM}, which pip does not install: "
+                    "scripts/setup installs Debian's (apt-get install chromium), or set "
+                    "CEG_CHROMIUM to one")
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield chromium

@@ -65,8 +65,9 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ceg_cli.errors import UsageError
 
@@ -82,6 +83,9 @@ __all__ = [
 ]
 
 DEFAULT_PATTERN = r"\[([^\[\]\r\n]{1,100})\]"
+#: Seconds a ``--citation-pattern`` may take on one answer: ample for a pattern that does
+#: not backtrack (60,000 markers in a 1 MB answer take well under one).
+MATCH_TIMEOUT_S = 2.0
 _DEFAULT_RE = re.compile(DEFAULT_PATTERN)
 
 _NUMBER_RE = re.compile(r"[0-9]{1,3}")
@@ -122,12 +126,20 @@ def _quoted(pattern: str) -> str:
 
 
 def compile_pattern(pattern: str | None) -> re.Pattern[str]:
-    """The default marker pattern, or the user's ``--citation-pattern``, checked."""
+    """The default marker pattern, or the user's ``--citation-pattern``, checked.
+
+    A user's pattern is compiled by the ``regex`` package (``re``'s syntax, and its
+    meaning: version 0), whose matching takes a timeout: ``find_markers`` gives each
+    answer ``MATCH_TIMEOUT_S``, so a pattern that backtracks without end (``(a+)+$``) on
+    a long answer is a one-line error, not a run that never ends.
+    """
     if pattern is None:
         return _DEFAULT_RE
+    import regex
+
     try:
-        compiled = re.compile(pattern)
-    except (re.error, ValueError, OverflowError, RecursionError) as exc:
+        compiled = regex.compile(pattern)
+    except (regex.error, ValueError, OverflowError, RecursionError) as exc:
         reason = " ".join(str(exc).split())
         raise UsageError(
             f"--citation-pattern {_quoted(pattern)} is not a valid regular expression: {reason}"
@@ -154,7 +166,7 @@ def find_markers(
     blocked = _merge(_code_spans(text) + _url_spans(text) + list(skip))
     starts = [s for s, _ in blocked]
     markers: list[Marker] = []
-    for m in pattern.finditer(text):
+    for m in _matches(pattern, text):
         start, end = m.span()
         body = m.group(1)
         if start == end or body is None:
@@ -173,6 +185,23 @@ def find_markers(
         if refs:
             markers.append(Marker(start, end, refs))
     return markers
+
+
+def _matches(pattern: re.Pattern[str], text: str) -> Iterator[re.Match[str]]:
+    """``pattern``'s matches in ``text``; a user's pattern gets ``MATCH_TIMEOUT_S`` in all."""
+    if isinstance(pattern, re.Pattern):  # the default pattern: linear, no timeout needed
+        yield from pattern.finditer(text)
+        return
+    user: Any = pattern  # the regex package's: its finditer takes a timeout
+    try:
+        yield from user.finditer(text, timeout=MATCH_TIMEOUT_S)
+    except TimeoutError:
+        raise UsageError(
+            f"--citation-pattern {pattern.pattern!r} did not finish within "
+            f"{MATCH_TIMEOUT_S:g} s on an answer of {len(text):,} characters: it backtracks "
+            "too much (a repeat inside a repeat, like '(a+)+'); write it without nested "
+            "repeats"
+        ) from None
 
 
 def strip_markers(text: str, markers: Sequence[Marker]) -> tuple[str, list[int]]:

@@ -14,6 +14,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from ..corpus.contexts import CONTEXT_FIELDS
+from ..errors import UsageError
 from ..judges import Judge
 from ..lang.codes import AUTO
 from ..lang.detect import Detection, detect
@@ -172,6 +173,15 @@ def _segments(item: ResponseInput, language: str | None) -> tuple[Segment, ...]:
     return tuple(segment_response(item.response, language))
 
 
+def _mark(
+    item: ResponseInput, pattern: str | None, references: Sequence[tuple[int, int]]
+) -> Marked | None:
+    try:
+        return mark(item.response, item.contexts, pattern, references, item.language)
+    except UsageError as exc:  # a --citation-pattern that did not finish on this answer
+        raise UsageError(f"line {item.line}: {exc}") from None
+
+
 def check_batch(
     batch: Sequence[ResponseInput],
     index: Index | None,
@@ -201,7 +211,7 @@ def check_batch(
     # Citation markers the answers carry: removed from what the judge reads; the
     # segments keep offsets into the response as written.
     marked = [
-        mark(item.response, item.contexts, options.citation_pattern, spans, item.language)
+        _mark(item, options.citation_pattern, spans)
         if item.error is None and item.segments is None else None
         for item, spans in zip(batch, listed)
     ]

@@ -236,8 +236,8 @@ class RayChecks:
 
     def __init__(self, settings: RunSettings, use_index: bool, make_run: Any,
                  on_warning: Callable[[str], None] | None = None) -> None:
-        from ..index.ray_engine import _connect
         from ..index.ray_pool import require_ray
+        from ..index.ray_session import connect
 
         self.ray = require_ray()
         self.warn = on_warning or (lambda _message: None)
@@ -248,7 +248,8 @@ class RayChecks:
         self.usage: dict[str, int] | None = None
         self.settings = settings
         self.reads_index = use_index
-        self.started = _connect(self.ray, settings.engine.ray_address)
+        #: Leaves the cluster, or stops the Ray this run started (and its session folder).
+        self.stop = connect(self.ray, settings.engine.ray_address)
         try:
             self._start(settings, use_index, make_run)
         except BaseException:
@@ -370,9 +371,8 @@ class RayChecks:
                 pass
             ray.kill(self.replies)
             self.replies = None
-        if self.started:
-            ray.shutdown()
-            self.started = False
+        stop, self.stop = self.stop, lambda: None
+        stop()
 
 
 class _Alive:

@@ -192,8 +192,8 @@ def _engine(
         raise UsageError(f"--gpus-per-worker {gpus_per_worker}: a number of GPUs, 0 or more "
                          "(a share of one, as 0.5, or several)")
     if name == "ray":
-        from ..index.ray_engine import check_reachable
         from ..index.ray_pool import require_ray
+        from ..index.ray_session import check_reachable
 
         require_ray()
         if ray_address:

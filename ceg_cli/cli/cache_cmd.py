@@ -7,18 +7,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from .commands import CegTyper
-from .common import err_console, handle_errors, warn
+from .common import err_console, handle_errors, out_console, warn
 
 app = CegTyper(
     help="The cache of LLM replies, eval corpus indexes and ONNX model exports: show it, "
     "prune it.",
     no_args_is_help=True,
 )
-out_console = Console(highlight=False, soft_wrap=True)
 
 CacheDirOption = typer.Option(
     None,

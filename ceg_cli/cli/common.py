@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import functools
+import os
+import sys
 from collections.abc import Callable
 from enum import Enum
 from typing import Any, TypeVar
@@ -21,6 +24,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Diagnostics and progress go to stderr, data to stdout, so
 #: ``ceg check x.jsonl > out.jsonl`` works.
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class _StdoutConsole(Console):
+    """rich's console on stdout that leaves a closed stdout to ``handle_errors``: rich
+    would end the process itself with exit 1, the code of a failed gate."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, "standard output was closed")
+
+
+#: What commands print as their data (tables, search hits) goes here.
+out_console = _StdoutConsole(highlight=False, soft_wrap=True)
 
 
 class _Unparsed(str):
@@ -158,6 +173,10 @@ def handle_errors(func: F) -> F:
             print_error(str(exc))
             raise typer.Exit(exit_code_for(exc)) from None
         except Exception as exc:
+            if isinstance(exc, BrokenPipeError) and stdout_closed():
+                # `ceg ... | head`: the reader has what it wanted; no message, no traceback.
+                quiet_stdout()
+                raise typer.Exit(int(ExitStatus.STDOUT_CLOSED)) from None
             if _debug_enabled():
                 raise
             err_console.print(
@@ -167,6 +186,42 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(int(ExitStatus.RUNTIME)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def stdout_closed() -> bool:
+    """Whether stdout is a pipe (or socket) whose reader has gone, so that a
+    ``BrokenPipeError`` came from it and not from another pipe (an LLM server's, a child's)."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    import select
+
+    if not hasattr(select, "poll"):  # Windows: no way to ask; stdout is the likely one
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+
+
+def stdout_is_null() -> bool:
+    """Whether stdout is the null device (where ``quiet_stdout`` and rich put a closed one)."""
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device, so that what is still buffered for it, flushed at
+    exit, cannot raise again (Python's documented recipe for a closed stdout, SIGPIPE note
+    of the ``signal`` module)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def print_error(message: str) -> None:

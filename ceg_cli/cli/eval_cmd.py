@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
 
 from .common import (
     ContextsRetrievalOption,
@@ -30,6 +29,7 @@ from .common import (
     TopKOption,
     err_console,
     handle_errors,
+    out_console,
     spec_option,
     warn,
 )
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
     from ..progress import Progress
 
-out_console = Console(highlight=False, soft_wrap=True)
 
 #: Rows of the table: (section, metric key, label); percentages unless in _COUNTS.
 _ROWS = [

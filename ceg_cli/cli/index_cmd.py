@@ -8,7 +8,6 @@ from enum import Enum
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
@@ -25,6 +24,7 @@ from .common import (
     RetrievalOption,
     err_console,
     handle_errors,
+    out_console,
     warn,
 )
 from .progress import cli_progress
@@ -43,7 +43,6 @@ app = CegTyper(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
-out_console = Console(highlight=False, soft_wrap=True)
 
 
 @app.command("build")

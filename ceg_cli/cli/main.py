@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import typer
 
 from .. import __version__
+from ..errors import ExitStatus
 from .cache_cmd import app as cache_app
 from .check_cmd import check_command
 from .commands import CegTyper
-from .common import set_debug
+from .common import quiet_stdout, set_debug, stdout_closed, stdout_is_null
 from .config_cmd import app as config_app
 from .eval_cmd import eval_command
 from .index_cmd import app as index_app
@@ -60,4 +62,29 @@ def main(
 
 
 def run() -> None:
-    app()
+    """The ``ceg`` entry point."""
+    stdout, null_before = sys.stdout, stdout_is_null()
+    try:
+        app()
+    except SystemExit as done:
+        # Output written outside a command (--help, --version, a usage message) to a stdout
+        # whose reader has gone ends with 1, the code of a failed gate: Typer's way (stdout
+        # wrapped in click's PacifyFlushWrapper) or rich's (stdout pointed at the null
+        # device). It is the closed-stdout code here.
+        if done.code == 1 and (
+            (sys.stdout is not stdout and stdout_closed())
+            or (stdout_is_null() and not null_before)
+        ):
+            quiet_stdout()
+            sys.exit(int(ExitStatus.STDOUT_CLOSED))
+        raise
+    finally:
+        # What is still buffered for stdout is written now, not at exit, where a reader
+        # that has gone (`ceg ... | head`) would print "Exception ignored ... BrokenPipeError".
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            if not stdout_closed():
+                raise
+            quiet_stdout()
+            sys.exit(int(ExitStatus.STDOUT_CLOSED))

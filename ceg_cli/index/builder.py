@@ -336,7 +336,8 @@ def _check_engine(options: BuildOptions) -> None:
         raise UsageError("--precision float16 goes with --engine local: Ray workers compute "
                          "in float32")
     if options.engine == "ray":
-        from .ray_engine import check_reachable, require_ray
+        from .ray_engine import require_ray
+        from .ray_session import check_reachable
 
         # Before the model loads: say at once how to install Ray, or that no cluster answers.
         require_ray()

@@ -21,7 +21,7 @@ import shutil
 import sqlite3
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -150,26 +150,104 @@ def build_lock(target: Path) -> Iterator[Path]:
     replace its result, and a CI job waiting on a lock cannot say for how
     long. The lock is the operating system's (``flock``): it goes with the
     process that holds it, so a killed build never leaves a stale lock.
-    """
-    from filelock import FileLock, Timeout
 
+    The lock file goes when the build ends (``_drop_lock``), and with it one a
+    killed build left; a build that opened the file just before it went sees
+    that the name no longer leads to what it locked and takes the name afresh
+    (``_take_lock``), so two builds never hold two files of one name.
+    """
     target.parent.mkdir(parents=True, exist_ok=True)
     path = lock_path(target)
+    if sys.platform == "win32":  # no flock: filelock's lock, whose file stays
+        with _filelock(target, path):
+            yield path
+        return
+    fd = _take_lock(path)
+    if fd is None:
+        raise _busy(target, path)
+    try:
+        yield path
+    finally:
+        _drop_lock(fd, path)
+
+
+def _take_lock(path: Path) -> int | None:
+    """A descriptor of ``path`` holding its exclusive ``flock``; None when another holds it."""
+    import fcntl
+
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if _names(path, fd):
+                return fd
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL):
+                raise UsageError(
+                    f"{path}: this file system cannot lock files ({exc.strerror}), and a "
+                    "build holds a lock beside its index; build it on a local disk (--index)"
+                ) from None
+            raise
+        except BaseException:
+            os.close(fd)
+            raise
+        # A build that ended removed the file between our open and our flock: what we
+        # hold is no longer anyone's lock. Take the name again.
+        os.close(fd)
+
+
+def _names(path: Path, fd: int, *, follow: bool = True) -> bool:
+    """Whether ``path`` leads to the file open as ``fd`` (``follow=False``: is that file
+    itself, not a symbolic link to it)."""
+    try:
+        found = os.stat(path) if follow else os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return os.path.samestat(found, os.fstat(fd))
+
+
+def _drop_lock(fd: int, path: Path) -> None:
+    """Remove the lock file while still holding it, then let go.
+
+    Only the file this build locked (the name still leads to it) and only an empty
+    one, as ceg's locks are: a file someone wrote under that name stays. Removed
+    before it is unlocked, so no build can lock it after this one and find it gone.
+    """
+    try:
+        if _names(path, fd, follow=False) and os.fstat(fd).st_size == 0:
+            with suppress(OSError):  # left in place, it is harmless: the next build reuses it
+                os.unlink(path)
+    finally:
+        os.close(fd)  # the flock goes with the last descriptor
+
+
+def _busy(target: Path, path: Path) -> IndexBusyError:
+    pids = [_pid_of(p) for p in target.parent.glob(f".{target.name}.building-*")]
+    pids.append(_owner_of(work_path(target)))
+    live = [pid for pid in pids if pid is not None and _pid_alive(pid)]
+    holder = f" (process {live[0]})" if live else ""
+    return IndexBusyError(
+        f"another 'ceg index build' is writing the index at {target}{holder}: it holds "
+        f"the lock {path}; run this build again when that one has finished (the lock "
+        "goes when its process ends, even if it is killed)"
+    )
+
+
+@contextmanager
+def _filelock(target: Path, path: Path) -> Iterator[None]:
+    from filelock import FileLock, Timeout
+
     lock = FileLock(str(path), timeout=0)
     try:
         lock.acquire()
     except Timeout:
-        pids = [_pid_of(p) for p in target.parent.glob(f".{target.name}.building-*")]
-        pids.append(_owner_of(work_path(target)))
-        live = [pid for pid in pids if pid is not None and _pid_alive(pid)]
-        holder = f" (process {live[0]})" if live else ""
-        raise IndexBusyError(
-            f"another 'ceg index build' is writing the index at {target}{holder}: it holds "
-            f"the lock {path}; run this build again when that one has finished (the lock "
-            "goes when its process ends, even if it is killed)"
-        ) from None
+        raise _busy(target, path) from None
     try:
-        yield path
+        yield
     finally:
         lock.release()
 

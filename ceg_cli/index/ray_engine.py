@@ -22,13 +22,11 @@ only here, and only when a Ray build runs.
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..corpus.ranges import SourceRange, read_part
-from ..errors import BackendError, InputError, UsageError
+from ..errors import BackendError, InputError
 from ..types import Chunk
 from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
@@ -51,6 +49,7 @@ from .ray_pool import (  # noqa: F401 - INSTALL_HINT and require_ray: the build'
     require_ray,
     wait_started,
 )
+from .ray_session import connect
 
 #: Ranges given to each worker at once: one being embedded, one waiting, so
 #: that no worker idles while the driver stores a result; memory stays bounded.
@@ -198,7 +197,7 @@ def fill_on_ray(
     """
     ray = require_ray()
     warn = on_warning or (lambda _message: None)
-    started = _connect(ray, options.ray_address)
+    stop = connect(ray, options.ray_address)
     actors: list[Any] = []
     try:
         actors = _start_workers(ray, model, options.workers, report,
@@ -232,8 +231,7 @@ def fill_on_ray(
     finally:
         for actor in actors:
             ray.kill(actor)
-        if started:
-            ray.shutdown()
+        stop()
 
 
 def _in_order(
@@ -275,83 +273,6 @@ def _report_progress(
         except Exception:  # noqa: BLE001 - a restarting worker: its range reports later
             continue
     on_progress(merged)
-
-
-def _connect(ray: Any, address: str | None) -> bool:
-    """Join the cluster at ``address``, or start Ray on this machine; True if we started it.
-
-    A process already connected (a test session, a notebook) is used as it is.
-    """
-    if ray.is_initialized():
-        return False
-    quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
-    if not address:
-        with _token_notice_hidden(), _sigterm_kept():
-            ray.init(address="local", include_dashboard=False, **quiet)
-        return True
-    try:
-        with _token_notice_hidden(), _sigterm_kept():
-            ray.init(address=address, **quiet)
-    except (ConnectionError, TimeoutError, RuntimeError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise UsageError(f"--ray-address {address}: cannot join the Ray cluster: {first}") from None
-    return True
-
-
-@contextmanager
-def _sigterm_kept() -> Iterator[None]:
-    """Keep this process's own SIGTERM handler (``processes.terminate_as_interrupt``)
-    through ``ray.init``, which puts in its own: a stack dump and an abort, which
-    left the build's workers to Ray and the user with a crash report."""
-    import signal
-    import threading
-
-    mine = signal.getsignal(signal.SIGTERM)
-    try:
-        yield
-    finally:
-        if callable(mine) and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, mine)
-
-
-@contextmanager
-def _token_notice_hidden() -> Iterator[None]:
-    """Drop Ray's notice that token authentication is on (Ray 2.5x), while ``ray.init`` runs.
-
-    It came through ``--quiet``, and it tells the user how to opt out of
-    security on a cluster ceg starts and stops itself. Only that notice: Ray's
-    other warnings still come through. The filter goes when ``ray.init`` returns.
-    """
-    logger = logging.getLogger("ray._private.authentication.authentication_token_setup")
-
-    def keep(record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Token authentication is enabled")
-
-    logger.addFilter(keep)
-    try:
-        yield
-    finally:
-        logger.removeFilter(keep)
-
-
-def check_reachable(address: str) -> None:
-    """Fail in seconds, with one line, where no cluster listens (Ray would retry for long).
-
-    The builder calls it before loading the model.
-    """
-    if address == "auto":
-        return
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"--ray-address {address}: expected HOST:PORT (the head node's "
-                         "address, as `ray start --head` prints it), ray://HOST:PORT or auto")
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as exc:
-        raise UsageError(
-            f"--ray-address {address}: nothing answers there ({exc.strerror or exc}); start "
-            "the cluster with `ray start --head`, or check the address"
-        ) from None
 
 
 def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | None,

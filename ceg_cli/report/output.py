@@ -253,6 +253,8 @@ class RecordWriter:
             self._fh.write(line)
             self._fh.flush()
         except OSError as exc:
+            if self.path is None and isinstance(exc, BrokenPipeError):
+                raise  # `ceg check ... | head`: the reader has gone; the CLI ends quietly
             where = self.path or "stdout"
             raise OutputError(
                 f"{where}: cannot write ({exc.strerror}); the output is incomplete"
