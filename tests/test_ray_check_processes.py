@@ -3,8 +3,9 @@
 The real ``ceg`` command starts Ray on this machine in a subprocess (its own
 session); its descendants (raylet, GCS, agents, the workers) are found in
 ``/proc`` once its workers check, and must be gone a bounded time after the
-run is stopped. The responses carry their own contexts, so the workers load
-no model. Every process a test started is SIGKILLed in its ``finally``, by id.
+run is stopped, and so must the short session folder ceg made for that Ray
+(``/tmp/ceg-ray-*``), but where SIGKILL left no one to remove it. The
+responses carry their own contexts, so the workers load no model. Every process a test started is SIGKILLed in its ``finally``, by id.
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None
             time.sleep(0.2)
             found.update(descendants(proc.pid))
         found.update(descendants(proc.pid))
+        # Ray's session in ceg's short folder (ray_session.connect), not TMPDIR/ray
+        assert len(session_folders_of(proc.pid)) == 1
         if how == "SIGINT":
             os.killpg(proc.pid, signal.SIGINT)
         else:
