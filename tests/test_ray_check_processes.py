@@ -5,7 +5,8 @@ session); its descendants (raylet, GCS, agents, the workers) are found in
 ``/proc`` once its workers check, and must be gone a bounded time after the
 run is stopped, and so must the short session folder ceg made for that Ray
 (``/tmp/ceg-ray-*``), but where SIGKILL left no one to remove it. The
-responses carry their own contexts, so the workers load no model. Every process a test started is SIGKILLed in its ``finally``, by id.
+responses carry their own contexts, so the workers load no model. Every
+process a test started is SIGKILLed in its ``finally``, by id.
 """
 
 from __future__ import annotations
