@@ -222,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                         key = f"{mode}/{judge}/{engine}-{k}"
                         same = (work / f"{mode}-{judge}-{engine}-{k}.jsonl").read_bytes() == local
                         identical[key] = identical.get(key, True) and same
-        ceiling = driver_ceiling(files[modes[0]], work / f"{modes[0]}-offline-local-1.jsonl")
+        ceiling = driver_ceiling(files[modes[0]],
+                                 work / f"{modes[0]}-{judge_names[0]}-local-1.jsonl")
 
     def med(key: str, field: str) -> float:
         return median([r[field] for r in runs[key]])
