@@ -3,7 +3,7 @@
 For each set of vectors (synthetic at the sizes given, and the real enwiki
 sample index's vectors), builds every type with the code a build uses
 (``ceg_cli.index.vectors.convert``), measures recall@10 against exact search and the
-median per-query latency (``ceg_cli.index.vectors.measure``: 200 of the index's own
+median per-query latency (``ceg_cli.index.tuning.measure``: 200 of the index's own
 vectors as queries, one at a time), the file size, and the time and resident
 memory of opening the written file with a full read and memory-mapped.
 
@@ -43,6 +43,7 @@ from _common import (  # noqa: E402
     write_json,
 )
 
+from ceg_cli.index import tuning as T  # noqa: E402
 from ceg_cli.index import vectors as V  # noqa: E402
 
 REAL = CACHE_DIR / "enwiki-sample-index" / "vectors.faiss"
@@ -102,8 +103,8 @@ def bench(
     flat = faiss.IndexFlatIP(vecs.shape[1])
     flat.add(vecs)
     source = V.ArraySource(vecs)
-    queries = V.sample_queries(source, V.MEASURE_QUERIES, 0)
-    exact = V.exact_neighbours(source, queries, V.RECALL_K)
+    queries = T.sample_queries(source, T.MEASURE_QUERIES, 0)
+    exact = T.exact_neighbours(source, queries, T.RECALL_K)
     rows = []
     for kind in types:
         gc.collect()
@@ -112,7 +113,7 @@ def bench(
         index, params = V.convert(flat, kind)
         build = time.perf_counter() - t0
         grew = round(rss_mib() - before, 1)
-        untuned = V.measure(index, queries, exact)["recall_at_10"]
+        untuned = T.measure(index, queries, exact)["recall_at_10"]
         row: dict[str, Any] = {
             "vectors": name,
             "n": int(flat.ntotal),
@@ -120,13 +121,13 @@ def bench(
             "build_s": round(build, 2),
             "build_rss_growth_mib": grew,
             "recall_at_10_untuned": untuned,
-            **V.tune(index, kind, params, queries, exact),  # as a build does: widen to the target
+            **T.tune(index, kind, params, queries, exact),  # as a build does: widen to the target
             "params": params,
         }
         if kind == "ivfpq" and hasattr(index, "base_index"):
             # The same IVF-PQ without exact re-ranking: what the refine step buys.
             base = faiss.downcast_index(index.base_index)
-            row["recall_at_10_without_refine"] = V.measure(base, queries, exact)["recall_at_10"]
+            row["recall_at_10_without_refine"] = T.measure(base, queries, exact)["recall_at_10"]
         path = workdir / f"{name}-{kind}.faiss"
         faiss.write_index(index, str(path))
         row["file_mib"] = round(path.stat().st_size / 2**20, 1)

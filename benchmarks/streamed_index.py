@@ -49,6 +49,7 @@ from _common import (  # noqa: E402
 from index_types import rss_mib, synthetic_blocks  # noqa: E402
 
 from ceg_cli.index import vectors as V  # noqa: E402
+from ceg_cli.index.vectorsource import ShardFiles  # noqa: E402
 
 SHARD = 500_000
 
@@ -78,7 +79,7 @@ def write_shards(folder: Path, n: int) -> list[Path]:
 def child(kind: str, folder: Path, out: Path) -> None:
     """Write one type (in its own process); print its figures as JSON."""
     files = sorted(folder.glob("*.npy"))
-    source = V.ShardFiles(files, 384)
+    source = ShardFiles(files, 384)
     t0 = time.perf_counter()
     entry = V.write_vectors(source, out, kind)
     seconds = time.perf_counter() - t0

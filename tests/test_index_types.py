@@ -21,8 +21,9 @@ from ceg_cli.index.indexdir import sampled_digest
 from ceg_cli.index.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 from ceg_cli.types import FACTUAL, SUPPORTED, JudgeItem, Verdict
 
-APPROXIMATE = ("hnsw", "ivfpq")
-FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat"}
+APPROXIMATE = ("hnsw", "ivfpq", "ivfpqfs")
+FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat",
+               "ivfpqfs": "IndexRefineFlat"}
 
 
 class CiteFirst:
@@ -195,6 +196,7 @@ def test_mmap_leaves_the_flat_vectors_in_the_file(
 
 
 def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ceg_cli.index.tuning as tuning
     import ceg_cli.index.vectors as vectors
 
     rng = np.random.default_rng(0)
@@ -203,10 +205,10 @@ def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPat
     flat = faiss.IndexFlatIP(384)
     flat.add(x)
     queries = x[:200]
-    exact = vectors.exact_neighbours(vectors.ArraySource(x), queries, 10)
-    assert vectors.measure(flat, queries, exact)["latency_queries"] == 200
-    monkeypatch.setattr(vectors, "LATENCY_BUDGET_S", 0.0)
-    measured = vectors.measure(flat, queries, exact)
+    exact = tuning.exact_neighbours(vectors.ArraySource(x), queries, 10)
+    assert tuning.measure(flat, queries, exact)["latency_queries"] == 200
+    monkeypatch.setattr(tuning, "LATENCY_BUDGET_S", 0.0)
+    measured = tuning.measure(flat, queries, exact)
     # Recall still from all 200 queries; latency from the minimum of 5.
     assert (measured["measured_queries"], measured["latency_queries"]) == (200, 5)
     assert measured["recall_at_10"] == 1.0
@@ -215,20 +217,21 @@ def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPat
 def test_search_is_widened_until_the_target_recall(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    import ceg_cli.index.tuning as tuning
     import ceg_cli.index.vectors as vectors
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 384)).astype(np.float32)
     faiss.normalize_L2(x)
     source = vectors.ArraySource(x)
-    monkeypatch.setattr(vectors, "TARGET_RECALL", 1.01)  # never reached: every step taken
+    monkeypatch.setattr(tuning, "TARGET_RECALL", 1.01)  # never reached: every step taken
     entry = vectors.write_vectors(source, tmp_path / "v.faiss", "hnsw")
-    assert entry["params"]["efSearch"] == vectors.HNSW_EF_SEARCH * 2**vectors.TUNE_STEPS
+    assert entry["params"]["efSearch"] == vectors.HNSW_EF_SEARCH * 2**tuning.TUNE_STEPS
     assert read_vectors(tmp_path / "v.faiss").hnsw.efSearch == entry["params"]["efSearch"]
     entry = vectors.write_vectors(source, tmp_path / "i.faiss", "ivfpq")
     nlist = entry["params"]["nlist"]
     assert entry["params"]["nprobe"] == nlist  # widened up to every list
-    assert entry["params"]["k_factor"] == vectors.REFINE_K_FACTOR * 2**vectors.TUNE_STEPS
+    assert entry["params"]["k_factor"] == vectors.REFINE_K_FACTOR * 2**tuning.TUNE_STEPS
     stored = read_vectors(tmp_path / "i.faiss")
     assert faiss.extract_index_ivf(stored).nprobe == nlist
     assert stored.k_factor == entry["params"]["k_factor"]
@@ -264,9 +267,10 @@ def test_writing_the_vectors_holds_a_batch_not_all_of_them(
 ) -> None:
     import tracemalloc
 
+    import ceg_cli.index.tuning as tuning
     import ceg_cli.index.vectors as vectors
 
-    monkeypatch.setattr(vectors, "LATENCY_BUDGET_S", 0.0)
+    monkeypatch.setattr(tuning, "LATENCY_BUDGET_S", 0.0)
     x = _unit_vectors(100_000)  # 147 MiB
     source = vectors.ArraySource(x, batch=8192)
     tracemalloc.start()
@@ -302,6 +306,8 @@ def test_writing_the_index_file_shows_progress(tmp_path: Path, kind: str) -> Non
         assert progress.counters == {"indexed": [1000, 1000]}  # FAISS writes the graph
     else:
         expected = {"written": [1000, 1000]}
-        if kind == "ivfpq":
+        if kind in ("ivfpq", "ivfpqfs"):
             expected["indexed"] = [1000, 1000]
+        if kind == "ivfpqfs":  # level-1 cells of the two-level k-means, sqrt(32 lists)
+            expected["trained"] = [None, 6]
         assert progress.counters == expected

@@ -86,6 +86,23 @@ def test_queries_find_their_passage_in_any_language(mixed_index: Path, query: st
     assert lexical_top(mixed_index, query) == doc
 
 
+@pytest.mark.parametrize("method", ["lexical", "hybrid"])
+def test_a_batch_of_queries_in_several_languages_finds_what_each_finds_alone(
+    mixed_index: Path, method: str
+) -> None:
+    # A check batch's queries are tokenized together (lexlang.queries_tokens): each must
+    # still be read in the index's languages, as one searched alone is.
+    queries = ["Wer war des Lehrers Schüler?", "亚历山大的老师是谁", "من هو معلم الاسكندر",
+               "Which river flows through Budapest?", "zzz"]
+    with open_index(mixed_index) as idx:
+        idx.use_embedder(HashEmbedder())
+        together = idx.search(queries, 3, method)
+        alone = [idx.search([q], 3, method)[0] for q in queries]
+    assert [[(h.chunk_id, round(h.score, 6)) for h in hits] for hits in together] == [
+        [(h.chunk_id, round(h.score, 6)) for h in hits] for hits in alone]
+    assert [hits[0].chunk.doc_id for hits in together[:4]] == ["de", "zh", "ar", "en"]
+
+
 def test_an_english_index_records_and_uses_bm25s_tokenizer_as_before(tmp_path: Path) -> None:
     source = write_jsonl(tmp_path / "docs.jsonl", [DOCS[3], {
         "id": "en2", "title": "Mountains",

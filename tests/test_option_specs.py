@@ -24,6 +24,7 @@ BAD: dict[str, list[Any]] = {
     "threshold": [1.5, -2.0, math.nan],
     "query": ["everything"],
     "retrieval": ["bm26"],
+    "search_width": ["nprobe", "nprobe=0", "k_factor=2,k_factor=4", "depth=3"],
     "response_field": [" "],
     "question_field": [""],
     "evidence": ["nowhere"],
@@ -49,7 +50,7 @@ BAD: dict[str, list[Any]] = {
 #: What only Python can give: a value of the wrong type.
 WRONG_TYPE: dict[str, Any] = {
     "index": 5, "judge": 5, "judge_precision": 16, "top_k": "3", "threshold": "0.3",
-    "query": 1, "retrieval": 2, "response_field": 5, "question_field": 5,
+    "query": 1, "retrieval": 2, "search_width": 5, "response_field": 5, "question_field": 5,
     "evidence": ["index"], "contexts_field": 5, "contexts_retrieval": 1,
     "max_nonfactual_rate": "0.1", "max_nonfactual_responses": 2.5,
     "min_citation_recall": True, "min_citation_precision": "x", "citation_pattern": 5,
@@ -61,6 +62,7 @@ WRONG_TYPE: dict[str, Any] = {
 RESOLVE_NAMES = {"max_nonfactual_rate": "max_rate", "max_nonfactual_responses": "max_responses"}
 #: Options `ceg eval` shares with `ceg check` (its own flags, the same table).
 EVAL_SHARES = {"judge", "judge_precision", "top_k", "threshold", "query", "retrieval",
+               "search_width",
                "evidence", "contexts_field", "contexts_retrieval", "device"}
 CASES = [(key, value) for key, values in BAD.items() for value in values]
 

@@ -141,6 +141,18 @@ def test_an_error_on_a_worker_stops_the_run_as_it_stops_a_local_one(
     assert 100 < written.count(b"\n") < 200 and BOOM.encode() not in written
 
 
+def test_a_search_width_the_index_has_not_is_refused_as_locally(
+    run_cli: CliRun, hash_index: Path, responses: Path, tmp_path: Path
+) -> None:
+    """``--search-width`` reaches the Ray run's settings (the workers' index too): on the
+    flat hash index ``nprobe`` is the local run's one line, exit 2, nothing written."""
+    local, on_ray = both(run_cli, tmp_path, without(responses), "--index", hash_index,
+                         "--judge", "hashed", "--search-width", "nprobe=4")
+    assert on_ray.exit_code == local.exit_code == 2
+    assert on_ray.stderr == local.stderr and "is flat, which has no nprobe" in on_ray.stderr
+    assert not (tmp_path / "ray" / "out.jsonl").exists()
+
+
 def test_responses_on_standard_input_reach_the_workers_as_lines(
     hash_index: Path, responses: Path, tmp_path: Path
 ) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +41,7 @@ from ..index.lexlang import (
     import_bm25s,
     is_legacy,
     language_counts,
-    query_tokens,
+    queries_tokens,
     tokenizer_entry,
 )
 from ..lang.codes import AUTO, ENGLISH
@@ -117,14 +117,21 @@ class _Bm25:
             self._bm25.index(tokens, show_progress=False)
 
     def scores(self, query: str) -> np.ndarray:
+        return next(self.scores_many([query]))
+
+    def scores_many(self, queries: Sequence[str]) -> Iterator[np.ndarray]:
         import numpy as np
 
         if self._bm25 is None:
-            return np.zeros(self._size, dtype=np.float32)
-        ids = self._bm25.get_tokens_ids(query_tokens(query, self.tokenizer))
-        if not ids:
-            return np.zeros(self._size, dtype=np.float32)
-        return np.asarray(self._bm25.get_scores_from_ids(ids))
+            for _ in queries:
+                yield np.zeros(self._size, dtype=np.float32)
+            return
+        for words in queries_tokens(queries, self.tokenizer):
+            ids = self._bm25.get_tokens_ids(words)
+            if not ids:
+                yield np.zeros(self._size, dtype=np.float32)
+            else:
+                yield np.asarray(self._bm25.get_scores_from_ids(ids))
 
 
 class RecordPassages:
@@ -168,6 +175,11 @@ class RecordPassages:
         if self.vectors is None:
             raise RuntimeError("these passages were not embedded")
         return {int(i): float(self.vectors[int(i)] @ vector) for i in ids}
+
+    def cosines_many(
+        self, vectors: np.ndarray, ids: Sequence[Sequence[int]]
+    ) -> list[dict[int, float]]:
+        return [self.cosines(vector, row) for vector, row in zip(vectors, ids)]
 
     def ranked(self, query: str, vector: np.ndarray | None, ids: Sequence[int],
                k: int) -> list[Hit]:

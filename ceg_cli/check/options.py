@@ -191,6 +191,12 @@ def _pattern(value: str) -> None:
     compile_pattern(value)
 
 
+def _search_width(value: str) -> None:
+    from ..index.searchwidth import parse
+
+    parse(value)
+
+
 def _base_url(value: str) -> None:
     if not value.strip():
         # "$URL" of an unset variable: sending the key to the default endpoint instead
@@ -230,6 +236,10 @@ OPTIONS: dict[str, OptionSpec] = dict([
           envvar="CEG_RETRIEVAL",
           help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, "
           "fused); the threshold applies to the cosine in every case."),
+    _spec("search_width", "--search-width", "str", extra=_search_width,
+          help="Search an approximate index with other settings than its build chose, e.g. "
+          "nprobe=256,k_factor=16 (ivfpq, ivfpqfs), efSearch=256 (hnsw; ivfpqfs's list "
+          "graph): wider for recall, narrower for speed (docs/index-format.md, Index types)."),
     _spec("response_field", "--response-field", "str", "response",
           extra=_not_blank("--response-field", "name the field that holds the response"),
           help="The field holding the text to check."),

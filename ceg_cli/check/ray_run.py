@@ -269,6 +269,8 @@ class RayChecks:
 
             opened = open_index(settings.index)  # as a local run: missing, unreadable...
             try:
+                if settings.search_width:  # refused here as locally, before a worker starts
+                    opened.set_search_width(settings.search_width)
                 method, warning = resolve_method(opened, settings.check.retrieval.method)
             finally:
                 opened.close()

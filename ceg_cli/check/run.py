@@ -91,6 +91,8 @@ class CheckRun:
                 # The index's model too: one that cannot be loaded, or gives another
                 # dimension, fails the run here, before --out is touched.
                 self.index.embedder(settings.device)
+                if settings.search_width:
+                    self.index.set_search_width(settings.search_width)
                 # hybrid on an index built before the lexical part: dense, with a warning.
                 method, warning = resolve_method(self.index, settings.check.retrieval.method)
             else:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL
+from ..index.searchwidth import parse as parse_search_width
 from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions
 from ..report.output import refuse_index_files, refuse_same_files
@@ -53,6 +54,8 @@ class RunSettings:
     rewriter: str | None = None
     #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
     device: str = "cpu"
+    #: Search settings that replace the ones the index was built with (``--search-width``).
+    search_width: dict[str, int] = field(default_factory=dict)
     engine: EngineOptions = EngineOptions()
 
     @classmethod
@@ -83,6 +86,7 @@ class RunSettings:
         citation_pattern: str | None = None,
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
+        search_width: str | None = None,
         language: str = AUTO,
         engine: str = "local",
         ray_address: str | None = None,
@@ -104,7 +108,7 @@ class RunSettings:
             "evidence": evidence, "contexts_field": contexts_field,
             "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
             "min_citation_recall": min_citation_recall,
-            "min_citation_precision": min_citation_precision,
+            "min_citation_precision": min_citation_precision, "search_width": search_width,
         })
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
         threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
@@ -166,6 +170,7 @@ class RunSettings:
             max_attempts=max_attempts,
             rewriter=rewriter,
             device=device,
+            search_width=parse_search_width(search_width),
             engine=_engine(engine, ray_address, workers, gpus_per_worker),
         )
 

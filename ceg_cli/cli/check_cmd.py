@@ -21,6 +21,7 @@ from .common import (
     QueryOption,
     QuietOption,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -47,6 +48,7 @@ def check_command(
     threshold: float = ThresholdOption,
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
+    search_width: str = SearchWidthOption,
     response_field: str = spec_option("response_field"),
     question_field: str = spec_option("question_field"),
     evidence: str = spec_option("evidence"),
@@ -150,6 +152,7 @@ def check_command(
         ray_address=ray_address,
         workers=workers,
         gpus_per_worker=gpus_per_worker,
+        search_width=search_width,
     )
     for message in ignored_options({
         "judge": judge, "judge_precision": judge_precision, "evidence": evidence,

@@ -126,6 +126,7 @@ DeviceOption = spec_option("device")
 JudgePrecisionOption = spec_option("judge_precision")
 JudgeOption = spec_option("judge")
 
+SearchWidthOption = spec_option("search_width")
 LanguageOption = typer.Option(
     "auto",
     "--language",

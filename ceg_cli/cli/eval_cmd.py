@@ -25,6 +25,7 @@ from .common import (
     QueryOption,
     QuietOption,
     RetrievalOption,
+    SearchWidthOption,
     ThresholdOption,
     TopKOption,
     err_console,
@@ -125,6 +126,7 @@ def eval_command(
     threshold: float = ThresholdOption,
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
+    search_width: str = SearchWidthOption,
     contexts_retrieval: str = ContextsRetrievalOption,
     language: str = LanguageOption,
     out: Path = typer.Option(
@@ -151,10 +153,12 @@ def eval_command(
     from ..eval.evaluate import prediction_record, run_evaluation
     from ..index import open_index
     from ..index.lexical import resolve_method
+    from ..index.searchwidth import parse
     from ..judges import create_judge
     from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
+    width = parse(search_width)
     # Before anything is read or written: no output may be the dataset, the
     # other output, or a file of an index (the given one, or any ceg index).
     outputs = [(flag, path) for flag, path in (("--out", out), ("--json", json_out)) if path]
@@ -207,6 +211,8 @@ def eval_command(
             idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
             if idx is not None:
                 idx.embedder(device)
+                if width:
+                    idx.set_search_width(width)
                 method, warning = resolve_method(idx, retrieval)
                 if warning is not None:
                     warn(warning)

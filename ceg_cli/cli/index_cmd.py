@@ -22,6 +22,7 @@ from .common import (
     LanguageOption,
     QuietOption,
     RetrievalOption,
+    SearchWidthOption,
     err_console,
     handle_errors,
     out_console,
@@ -37,6 +38,7 @@ class IndexType(str, Enum):
     flat = "flat"
     hnsw = "hnsw"
     ivfpq = "ivfpq"
+    ivfpqfs = "ivfpqfs"
 
 
 app = CegTyper(help="Build, inspect and search an index.", no_args_is_help=True)
@@ -274,10 +276,17 @@ def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
     kind = describe(meta)
     line = f"{kind['index_type']} ({kind['chosen']})"
     if kind["recall_at_10"] is not None:
-        line += (
-            f", recall@10 {kind['recall_at_10']:.3f} against exact search, "
-            f"{kind['search_ms']} ms/query"
-        )
+        line += f", recall@10 {kind['recall_at_10']:.3f} against exact search"
+        target = kind["target_recall"]
+        if target is not None and kind["recall_at_10"] < target:
+            line += f" (BELOW the {target} target: search wider with --search-width)"
+        line += f", {kind['search_ms']} ms/query"
+        if kind["batch_queries_per_s"] is not None:
+            line += f", {kind['batch_queries_per_s']:,.0f} queries/s in a batch"
+    if kind["search"]:
+        settings = ", ".join(f"{name} {value}" for name, value in kind["search"].items())
+        lists = kind["params"].get("nlist")
+        line += f"; search: {settings}" + (f" (of {lists:,} lists)" if lists else "")
     return line
 
 
@@ -314,13 +323,18 @@ def search(
     index: Path = IndexOption,
     k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
     retrieval: str = RetrievalOption,
+    search_width: str = SearchWidthOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
     """Print the passages found for QUERY, best first, with their cosine score."""
     from ..index import open_index
     from ..index.lexical import resolve_method
+    from ..index.searchwidth import parse
 
+    width = parse(search_width)
     with open_index(index) as idx:
+        if width:
+            idx.set_search_width(width)
         method, warning = resolve_method(idx, retrieval)
         if warning is not None:
             warn(warning)

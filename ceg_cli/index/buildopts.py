@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..progress import NO_PROGRESS, Progress
-from .vectors import AUTO_THRESHOLD
+from .vectors import AUTO_LARGE_THRESHOLD, AUTO_THRESHOLD
 
 __all__ = ["DEFAULT_EMBED_TEXT", "READ_COUNTED", "BuildCounters", "BuildOptions", "BuildReport"]
 
@@ -39,10 +39,12 @@ class BuildOptions:
     #: The index of the (one) multistream dump among the sources, where it is
     #: not beside the dump under Wikimedia's name.
     multistream_index: Path | None = None
-    #: ``auto``, ``flat``, ``hnsw`` or ``ivfpq`` (``ceg_cli.index.vectors``).
+    #: ``auto``, ``flat``, ``hnsw``, ``ivfpq`` or ``ivfpqfs`` (``ceg_cli.index.vectors``).
     index_type: str = "auto"
     #: Passages from which ``auto`` builds an approximate index.
     auto_threshold: int = AUTO_THRESHOLD
+    #: Passages from which ``auto`` builds ``ivfpqfs`` rather than ``ivfpq``.
+    large_threshold: int = AUTO_LARGE_THRESHOLD
     #: ``auto`` (each document's language detected) or a language code (``lang.codes``).
     language: str = "auto"
     #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).

@@ -41,7 +41,7 @@ from ..types import Chunk
 from .faissfile import FileWriter
 from .indexdir import OWNER_FILE, claim, write_json
 from .layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
-from .vectors import ShardFiles
+from .vectorsource import ShardFiles
 
 _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, position TEXT)"
 #: Vectors read from a shard at a time while the index file is written.

@@ -37,6 +37,10 @@ def _or_null(test: Callable[[Any], bool]) -> Callable[[Any], bool]:
     return lambda v: v is None or test(v)
 
 
+def _positive(v: Any) -> bool:
+    return _number(v) and v > 0
+
+
 def _object(v: Any) -> bool:
     return isinstance(v, dict)
 
@@ -44,6 +48,10 @@ def _object(v: Any) -> bool:
 def _one_of(*values: str) -> Callable[[Any], bool]:
     return lambda v: v in values
 
+
+#: The index types (``vectors.INDEX_TYPES`` but auto; not imported: faiss and numpy).
+_TYPES = ("flat", "hnsw", "ivfpq", "ivfpqfs")
+_TYPES_SAID = "flat, hnsw, ivfpq or ivfpqfs"
 
 # (dotted field, required, test, what the test wants)
 FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
@@ -61,10 +69,21 @@ FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
     ("embed_text", True, _one_of("text", "title+text"), "'text' or 'title+text'"),
     ("faiss", True, _object, "an object"),
     ("faiss.type", True, _text, "a FAISS class name (a string)"),
-    ("faiss.index_type", False, _one_of("flat", "hnsw", "ivfpq"), "flat, hnsw or ivfpq"),
+    ("faiss.index_type", False, _one_of(*_TYPES), _TYPES_SAID),
     ("faiss.chosen", False, _text, "a string"),
-    ("faiss.requested", False, _one_of("flat", "hnsw", "ivfpq"), "flat, hnsw or ivfpq"),
+    ("faiss.requested", False, _one_of(*_TYPES), _TYPES_SAID),
     ("faiss.params", False, _object, "an object"),
+    # The search settings a build chose, shown by 'ceg index info' (the file holds
+    # the ones searched with).
+    ("faiss.params.nlist", False, _int(1), "a whole number >= 1"),
+    ("faiss.params.nprobe", False, _int(1), "a whole number >= 1"),
+    ("faiss.params.efSearch", False, _int(1), "a whole number >= 1"),
+    ("faiss.params.k_factor", False, _positive, "a number > 0"),
+    ("faiss.params.calibration", False, _object, "an object"),
+    ("faiss.target_recall", False, _or_null(_number), "a number or null"),
+    ("faiss.recall_reached", False, lambda v: isinstance(v, bool), "true or false"),
+    ("faiss.measured_queries", False, _int(0), "a whole number >= 0"),
+    ("faiss.batch_queries_per_s", False, _or_null(_number), "a number or null"),
     ("faiss.file_size", False, _int(0), "a whole number >= 0"),
     ("faiss.file_digest", False, _text, "a digest string"),
     ("faiss.recall_at_10", False, _or_null(_number), "a number or null"),

@@ -183,6 +183,18 @@ class Index:
         self._embedder = embedder
 
     @property
+    def index_type(self) -> str:
+        """``flat``, ``hnsw``, ``ivfpq`` or ``ivfpqfs`` (an index built before types: flat)."""
+        return str((self.meta.get("faiss") or {}).get("index_type", "flat"))
+
+    def set_search_width(self, width: dict[str, int]) -> dict[str, int]:
+        """Search wider or narrower than the build chose (``--search-width``: ``searchwidth``);
+        the settings now in force. The index files are not touched."""
+        from .searchwidth import apply
+
+        return apply(self._vectors, self.index_type, width, self.path)
+
+    @property
     def has_lexical(self) -> bool:
         """Whether the index has its BM25 part (one built before it existed has not)."""
         return "lexical" in self.meta
@@ -218,7 +230,11 @@ class Index:
         return search_lexical(self, queries, vectors, k, retrieval)
 
     def dense_candidates(self, vectors: np.ndarray, k: int) -> list[list[tuple[int, float]]]:
-        """(passage id, cosine) of the top ``k`` of each vector, without the passages."""
+        """(passage id, cosine) of the top ``k`` of each vector, without the passages.
+
+        One FAISS search for all the vectors; each query's result is the one it
+        gets searched alone (``tests/test_batched_search.py``, every type).
+        """
         import numpy as np
 
         if len(vectors) == 0 or self.size == 0:
@@ -232,12 +248,31 @@ class Index:
 
     def cosines(self, vector: np.ndarray, ids: Sequence[int]) -> dict[int, float]:
         """Cosine of ``vector`` with the stored vectors of passages ``ids``."""
-        if not ids:
-            return {}
+        return self.cosines_many(vector[None, :], [ids])[0]
+
+    def cosines_many(
+        self, vectors: np.ndarray, ids: Sequence[Sequence[int]]
+    ) -> list[dict[int, float]]:
+        """For each of ``vectors``, its cosine with the stored vectors of its ``ids``.
+
+        The stored vectors of all of them are read in one call; each query's
+        cosines are then its own product, as when it is searched alone.
+        """
         import numpy as np
 
-        stored = np.vstack([self._vectors.reconstruct(int(i)) for i in ids])
-        return {int(i): float(s) for i, s in zip(ids, stored @ vector)}
+        wanted = sorted({int(i) for row in ids for i in row})
+        if not wanted:
+            return [{} for _ in ids]
+        stored = self._vectors.reconstruct_batch(np.asarray(wanted, dtype=np.int64))
+        at = {i: n for n, i in enumerate(wanted)}
+        out = []
+        for vector, row in zip(vectors, ids):
+            if not len(row):
+                out.append({})
+                continue
+            rows = stored[[at[int(i)] for i in row]]
+            out.append({int(i): float(s) for i, s in zip(row, rows @ vector)})
+        return out
 
     def search_vectors(self, vectors: np.ndarray, k: int) -> list[list[Hit]]:
         found = self.dense_candidates(vectors, k)

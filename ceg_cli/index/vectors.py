@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,26 @@ import numpy as np
 
 from ..progress import NO_PROGRESS, Counter, Progress
 from .faissfile import refine_prefix, rewrite_search_width, write_flat_file, write_refine_file
-from .vectorsource import VectorSource
+from .tuning import (
+    MEASURE_QUERIES,
+    RECALL_K,
+    exact_neighbours,
+    faiss_ivf,
+    sample_queries,
+    tune,
+)
+from .vectorsource import ArraySource, VectorSource
 
 _NO_COUNTER = NO_PROGRESS.counter("", "")
 
-INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq")
+INDEX_TYPES = ("auto", "flat", "hnsw", "ivfpq", "ivfpqfs")
 #: Passages from which ``auto`` builds an approximate index (see the module docstring).
 AUTO_THRESHOLD = 50_000
 #: The approximate type ``auto`` picks at or above the threshold.
 AUTO_APPROXIMATE = "ivfpq"
+#: Passages from which ``auto`` builds ``ivfpqfs`` instead (``fastscan``; measured:
+#: docs/measurements.md, "Search at scale").
+AUTO_LARGE_THRESHOLD = 1_000_000
 
 HNSW_M = 32
 HNSW_EF_CONSTRUCTION = 40
@@ -55,23 +65,20 @@ REFINE_K_FACTOR = 4
 IVFPQ_MIN = 16
 #: Training points per IVF list (FAISS warns below 39).
 TRAIN_PER_LIST = 64
-#: Queries (the index's own vectors) used to measure recall@10 and latency.
-MEASURE_QUERIES = 200
-RECALL_K = 10
-#: Recall@10 against exact search that tuning widens the search to reach.
-TARGET_RECALL = 0.95
-#: Doublings tried at most (efSearch 64 -> 1024; nprobe 32 -> 512 and k_factor 4 -> 64).
-TUNE_STEPS = 4
-#: Seconds of one-query-at-a-time searches after which latency has enough samples.
-LATENCY_BUDGET_S = 10.0
 
-_FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat"}
+_FAISS_CLASS = {"flat": "IndexFlatIP", "hnsw": "IndexHNSWFlat", "ivfpq": "IndexRefineFlat",
+               "ivfpqfs": "IndexRefineFlat"}
 
 
-def choose_type(requested: str, count: int, threshold: int = AUTO_THRESHOLD) -> tuple[str, str]:
+def choose_type(
+    requested: str, count: int, threshold: int = AUTO_THRESHOLD,
+    large: int = AUTO_LARGE_THRESHOLD,
+) -> tuple[str, str]:
     """The type to build for ``count`` vectors and why (recorded in meta.json)."""
     if requested != "auto":
         return requested, "user"
+    if count >= max(threshold, large):
+        return "ivfpqfs", f"auto: {count:,} passages >= {large:,}"
     if count >= threshold:
         return AUTO_APPROXIMATE, f"auto: {count:,} passages >= {threshold:,}"
     return "flat", f"auto: {count:,} passages < {threshold:,}"
@@ -89,78 +96,6 @@ def requested_type(requested: str, old_meta: dict[str, Any] | None) -> str:
     if old.get("chosen") == "user":  # recorded before "requested" was
         return str(old["index_type"])
     return requested
-
-
-class ArraySource:
-    """A ``VectorSource`` over vectors in memory (tests, benchmarks)."""
-
-    def __init__(self, vectors: np.ndarray, batch: int = 65536) -> None:
-        self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.dimension = int(self.vectors.shape[1])
-        self._batch = batch
-
-    @property
-    def count(self) -> int:
-        return len(self.vectors)
-
-    def batches(self) -> Iterator[np.ndarray]:
-        for start in range(0, len(self.vectors), self._batch):
-            yield self.vectors[start : start + self._batch]
-
-    def take(self, ids: np.ndarray) -> np.ndarray:
-        return self.vectors[ids]
-
-
-class ShardFiles:
-    """A ``VectorSource`` over ``.npy`` files of vectors, in order, then ``extra`` arrays.
-
-    The files' sizes are read once, from their headers; the vectors are read
-    a batch at a time (``batches``) or memory-mapped for a few rows (``take``).
-    """
-
-    def __init__(self, files: list[Path], dimension: int, extra: Sequence[np.ndarray] = (),
-                 batch: int = 8192) -> None:
-        self.files = files
-        self.dimension = dimension
-        self.extra = list(extra)
-        self._batch = batch
-        self._lengths = [np.load(f, mmap_mode="r").shape[0] for f in files]
-        self._lengths += [len(e) for e in self.extra]
-
-    @property
-    def count(self) -> int:
-        return sum(self._lengths)
-
-    def batches(self) -> Iterator[np.ndarray]:
-        # Read, not mapped: pages of a mapping stay in the process's resident
-        # memory while it lives, which would show the whole file as used.
-        for file in self.files:
-            with open(file, "rb") as fh:
-                fmt = np.lib.format
-                header = (fmt.read_array_header_1_0 if fmt.read_magic(fh) == (1, 0)
-                          else fmt.read_array_header_2_0)
-                shape, fortran, dtype = header(fh)
-                if fortran or dtype != np.dtype("<f4") or shape[1:] != (self.dimension,):
-                    raise RuntimeError(f"{file}: not a C-order float32 array of "
-                                       f"{self.dimension} columns")
-                for start in range(0, shape[0], self._batch):
-                    rows = min(self._batch, shape[0] - start)
-                    batch = np.empty((rows, self.dimension), dtype=np.float32)
-                    if fh.readinto(memoryview(batch).cast("B")) != batch.nbytes:
-                        raise RuntimeError(f"{file}: shorter than its header says")
-                    yield batch
-        yield from self.extra
-
-    def take(self, ids: np.ndarray) -> np.ndarray:
-        ends = np.cumsum(self._lengths)
-        which = np.searchsorted(ends, ids, side="right")
-        out = np.empty((len(ids), self.dimension), dtype=np.float32)
-        for number in np.unique(which):
-            rows = which == number
-            part = (np.load(self.files[number], mmap_mode="r") if number < len(self.files)
-                    else self.extra[number - len(self.files)])
-            out[rows] = part[ids[rows] - (ends[number] - self._lengths[number])]
-        return out
 
 
 def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
@@ -244,95 +179,6 @@ def _trained_ivfpq(source: VectorSource, seed: int) -> tuple[Any, dict[str, Any]
     }
 
 
-def exact_neighbours(source: VectorSource, queries: np.ndarray, k: int) -> np.ndarray:
-    """The ids of the ``k`` exact nearest (inner product) of each query, a batch at a time."""
-    import faiss
-
-    best_scores = np.zeros((len(queries), 0), dtype=np.float32)
-    best_ids = np.zeros((len(queries), 0), dtype=np.int64)
-    start = 0
-    for batch in source.batches():
-        scores, ids = faiss.knn(queries, batch, min(k, len(batch)),
-                                metric=faiss.METRIC_INNER_PRODUCT)
-        scores = np.hstack([best_scores, scores])
-        ids = np.hstack([best_ids, ids + start])
-        # Highest first; a stable sort keeps the lower id first among ties.
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        best_scores = np.take_along_axis(scores, order, axis=1)
-        best_ids = np.take_along_axis(ids, order, axis=1)
-        start += len(batch)
-    return best_ids
-
-
-def sample_queries(source: VectorSource, count: int, seed: int) -> np.ndarray:
-    """A sample of the index's own vectors, used as queries to measure it."""
-    n = source.count
-    picked = np.sort(np.random.default_rng(seed).choice(n, min(count, n), replace=False))
-    return np.ascontiguousarray(source.take(picked))
-
-
-def measure(
-    index: Any, queries: np.ndarray, exact: np.ndarray, k: int = RECALL_K
-) -> dict[str, Any]:
-    """Recall@k of ``index`` against the ``exact`` neighbours of ``queries``, and its latency.
-
-    Recall from one batch; latency (median) from searching the queries one at
-    a time, as many as ``LATENCY_BUDGET_S`` allows, at least 5.
-    """
-    if len(queries) == 0:
-        return {"recall_at_10": 1.0, "search_ms": 0.0, "measured_queries": 0}
-    k = min(k, int(index.ntotal))
-    _, found = index.search(queries, k)
-    times: list[float] = []
-    for row in range(len(queries)):
-        t0 = time.perf_counter()
-        index.search(queries[row : row + 1], k)
-        times.append(time.perf_counter() - t0)
-        if sum(times) > LATENCY_BUDGET_S and len(times) >= 5:
-            break  # an exact scan of tens of millions takes seconds a query
-    hits = sum(len(set(a) & set(b)) for a, b in zip(exact[:, :k].tolist(), found.tolist()))
-    return {
-        "recall_at_10": round(hits / (len(queries) * k), 4),
-        "search_ms": round(1000 * float(np.median(times)), 3),
-        "measured_queries": len(queries),
-        "latency_queries": len(times),
-    }
-
-
-def tune(
-    index: Any, kind: str, params: dict[str, Any], queries: np.ndarray, exact: np.ndarray
-) -> dict[str, Any]:
-    """Widen the search (HNSW efSearch; IVF nprobe and re-ranked candidates) to the target.
-
-    Search-time settings are saved with the index, so the width found here is
-    the one ``ceg check`` uses; ``params`` is updated. Returns the last measure.
-    """
-    measured = measure(index, queries, exact)
-    for _ in range(TUNE_STEPS):
-        if kind == "flat" or measured["recall_at_10"] >= TARGET_RECALL:
-            break
-        if kind == "hnsw":
-            index.hnsw.efSearch *= 2
-            params["efSearch"] = int(index.hnsw.efSearch)
-        else:
-            # PQ's order is what loses most (1 M synthetic: 0.60 at nprobe 32
-            # and 512 alike), so re-rank more candidates as well as probe more.
-            ivf = faiss_ivf(index)
-            ivf.nprobe = min(ivf.nlist, ivf.nprobe * 2)
-            index.k_factor = index.k_factor * 2
-            params["nprobe"] = int(ivf.nprobe)
-            params["k_factor"] = int(index.k_factor)
-        measured = measure(index, queries, exact)
-    return measured
-
-
-def faiss_ivf(index: Any) -> Any:
-    """The IVF index inside an ``ivfpq`` (refine) index."""
-    import faiss
-
-    return faiss.extract_index_ivf(index)
-
-
 def write_vectors(
     source: VectorSource,
     path: Path,
@@ -340,18 +186,24 @@ def write_vectors(
     threshold: int = AUTO_THRESHOLD,
     seed: int = 0,
     progress: Progress = NO_PROGRESS,
+    large: int = AUTO_LARGE_THRESHOLD,
 ) -> dict[str, Any]:
     """Write ``source`` to ``path`` as the chosen type; the ``faiss`` entry of meta.json.
 
     The index is measured and tuned as ``ceg check`` opens it: memory-mapped
     from ``path``. ``progress`` counts the vectors added to an approximate
-    index (``indexed``) and those written to the file (``written``).
+    index (``indexed``) and those written to the file (``written``). The entry's
+    ``recall_at_10`` below ``target_recall`` means the widest search tried missed
+    the target (the builder warns).
     """
     import faiss
 
-    kind, why = choose_type(requested, source.count, threshold)
-    if kind == "ivfpq" and source.count < IVFPQ_MIN:
-        kind, why = "flat", f"{why}; {source.count} passages are too few to train ivfpq"
+    from . import fastscan, tuning
+
+    kind, why = choose_type(requested, source.count, threshold, large)
+    least = {"ivfpq": IVFPQ_MIN, "ivfpqfs": fastscan.FASTSCAN_MIN}.get(kind, 0)
+    if source.count < least:
+        kind, why = "flat", f"{why}; {source.count} passages are too few to train {kind}"
 
     def written() -> Counter:
         return progress.counter("written", "vectors", total=source.count)
@@ -363,27 +215,37 @@ def write_vectors(
         write_flat_file(source, path, written())
     elif kind == "hnsw":
         index, params = _hnsw(source, progress.counter("indexed", "vectors", source.count))
+    elif kind == "ivfpqfs":
+        ivf, prefix_len, trained_on, params = fastscan.build(source, path, seed, progress)
     else:
         ivf, params = _trained_ivfpq(source, seed)
         prefix = refine_prefix(ivf, source.count)  # while the lists are empty: a cheap clone
+        prefix_len = len(prefix)
         indexed = progress.counter("indexed", "vectors", total=source.count)
         for batch in source.batches():
             ivf.add(batch)
             indexed.update(len(batch))
         write_refine_file(prefix, ivf, REFINE_K_FACTOR, source, path, written())
     seconds = time.perf_counter() - t0
-    queries = sample_queries(source, MEASURE_QUERIES, seed)
-    exact = exact_neighbours(source, queries, min(RECALL_K, max(source.count, 1)))
-    if kind == "hnsw":
-        measured = tune(index, kind, params, queries, exact)
-        faiss.write_index(index, str(path))
+    if kind == "ivfpqfs":
+        measured = fastscan.calibrate(source, path, ivf, prefix_len, trained_on, params,
+                                      tuning.TARGET_RECALL, seed)
     else:
-        index = read_vectors(path)
-        measured = tune(index, kind, params, queries, exact)
-        if ivf is not None:
-            ivf.nprobe = faiss_ivf(index).nprobe
-            rewrite_search_width(path, len(prefix), ivf, index.k_factor)
-    del index
+        queries = sample_queries(source, MEASURE_QUERIES, seed)
+        exact = exact_neighbours(source, queries, min(RECALL_K, max(source.count, 1)))
+        if kind == "hnsw":
+            measured = tune(index, kind, params, queries, exact)
+            faiss.write_index(index, str(path))
+        else:
+            index = read_vectors(path)
+            measured = tune(index, kind, params, queries, exact)
+            if ivf is not None:
+                ivf.nprobe = faiss_ivf(index).nprobe
+                rewrite_search_width(path, prefix_len, ivf, index.k_factor)
+        del index
+        if kind != "flat":
+            measured["target_recall"] = tuning.TARGET_RECALL
+    del ivf
     _check_written(path, source, kind)
     return {
         "type": _FAISS_CLASS[kind],
@@ -428,13 +290,35 @@ def read_vectors(path: Path, mmap: bool = True) -> Any:
     return faiss.read_index(str(path), flags)
 
 
+def recall_missed(entry: dict[str, Any]) -> str | None:
+    """What to say when a build's widest search tried fell short of the target recall."""
+    recall, target = entry.get("recall_at_10"), entry.get("target_recall")
+    if recall is None or target is None or recall >= target:
+        return None
+    settings = ", ".join(f"{name} {entry['params'][name]}"
+                         for name in ("nprobe", "efSearch", "k_factor")
+                         if name in entry.get("params", {}))
+    return (
+        f"the {entry['index_type']} index reaches recall@10 {recall:.3f} against exact "
+        f"search, below the {target} target, at the widest search tried ({settings}): "
+        "checks will miss some passages exact search finds; search wider with "
+        "--search-width, or build another --index-type"
+    )
+
+
 def describe(meta: dict[str, Any]) -> dict[str, Any]:
-    """Type, why and measured recall of an index's vectors; older indexes are flat."""
+    """Type, why, search settings and measured recall of an index's vectors; older indexes
+    are flat."""
     entry = meta.get("faiss") or {}
+    params = entry.get("params", {})
     return {
         "index_type": entry.get("index_type", "flat"),
         "chosen": entry.get("chosen", "built before index types were recorded"),
-        "params": entry.get("params", {}),
+        "params": params,
+        "search": {name: params[name] for name in ("nprobe", "efSearch", "k_factor")
+                   if name in params},
         "recall_at_10": entry.get("recall_at_10"),
+        "target_recall": entry.get("target_recall"),
         "search_ms": entry.get("search_ms"),
+        "batch_queries_per_s": entry.get("batch_queries_per_s"),
     }
