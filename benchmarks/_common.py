@@ -15,6 +15,7 @@ new, empty, or one an earlier run made, and is kept for the next run.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
@@ -207,6 +208,10 @@ def _exit_on_sigterm() -> Any:
     """Make SIGTERM raise SystemExit(143); the handler before, or None (not the main thread)."""
 
     def stop(signum: int, _frame: object) -> None:
+        # The script ends: the interpreter's teardown would walk every object a model
+        # library made (5 to 40 s after the verifier scored, on a busy machine: what
+        # made a SIGTERM take SIGKILL). Frozen objects are not walked, still freed.
+        gc.freeze()
         raise SystemExit(128 + signum)
 
     try:

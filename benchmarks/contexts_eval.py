@@ -2,7 +2,7 @@
 and each item's own documents (``ceg eval --evidence contexts``).
 
     .venv/bin/python benchmarks/contexts_eval.py [--per-source 300] [--seed 1]
-        [--judges offline,verifier] [--workdir DIR]
+        [--judges offline,verifier] [--workdir DIR] [--ship]
 
 Sets (all in ``shared/data``, each with its evidence attached):
 
@@ -22,9 +22,12 @@ Sets (all in ``shared/data``, each with its evidence attached):
 
 Each run goes through ``run_evaluation`` (what ``ceg eval`` runs) with the
 default retrieval (top-k 5, threshold 0.35, dense, question+segment).
-Reported per judge, set and setting: balanced accuracy at the judge's shipped
-threshold and nonfactual AUC-PR (segments; responses for HaluEval, plus its
-pairwise accuracy).
+Reported per judge, set and setting: balanced accuracy at the protocol's cut
+for the setting (fitted here, below; what ships) and at the judge's old cut
+(the rule's 0.5 for the offline judge, the combiner's 0.5 for the verifier),
+computed from the scores, and nonfactual AUC-PR (segments; responses for
+HaluEval, plus its pairwise accuracy, which is at the cut the judge ran at:
+``pairwise_accuracy_threshold``).
 
 Thresholds per setting, leave-one-domain-out (``benchmarks/transfer.py``'s
 ``fit_threshold`` and domains): for each train domain (encyclopedic,
@@ -35,6 +38,14 @@ fitted on all five train domains, which is also the threshold recorded for
 that judge and setting. A segment is supported when its score is at least
 the cut; a HaluEval answer when all its segments are.
 
+The judges' scores on the train sets, per item, go to
+``benchmarks/results/contexts_eval_scores.json`` (``--scores``): what the
+cuts were fitted on, committed so that ``tests/test_thresholds.py`` re-fits
+them offline and holds the shipped cuts (``ceg_cli/models/*/thresholds.json``)
+to the fit; ``--ship`` writes the fitted cuts there. The file records a
+digest of the verifier's model files, so a retrained verifier fails that test
+until this is run again.
+
 Results: ``benchmarks/results/contexts_eval.json``. Each (set, setting,
 judge)'s scores are cached under ``benchmarks/.cache/contexts_eval/``.
 """
@@ -42,6 +53,7 @@ judge)'s scores are cached under ``benchmarks/.cache/contexts_eval/``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import time
@@ -60,6 +72,7 @@ from _common import (  # noqa: E402
     markdown_table,
     results_name,
     work_dir,
+    write_json,
     write_results,
 )
 from transfer import DOMAINS, balanced_accuracy, fit_threshold  # noqa: E402
@@ -217,6 +230,72 @@ def lodo(runs: dict[str, dict[str, Any]], domain_of: dict[str, str]) -> dict[str
     return {"sets": per, "threshold_all_domains": round(fit_threshold(p, y, d), 4)}
 
 
+#: The verifier's files that make its scores: a change to one is a new verifier.
+VERIFIER_FILES = ("combiner.json", "model.safetensors", "config.json", "tokenizer.json",
+                  "tokenizer_config.json")
+
+
+def verifier_digest(directory: Path | None = None) -> dict[str, str]:
+    """sha256 of each of the verifier's model files (default: the shipped model)."""
+    from ceg_cli.judges.verifier import SHIPPED
+
+    folder = directory or SHIPPED
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+            for name in VERIFIER_FILES if (folder / name).exists()}
+
+
+def old_cut(judge: Any) -> float:
+    """The cut the judge decided at before the protocol's shipped: the offline rule's
+    0.5, the verifier's combiner's threshold."""
+    from ceg_cli.judges.offline import RULE_CUT
+
+    combiner = getattr(judge, "combiner", None)
+    return float(combiner.threshold) if combiner is not None else RULE_CUT
+
+
+def scores_record(runs: dict[str, dict[str, dict[str, dict[str, Any]]]],
+                  domain_of: dict[str, str]) -> dict[str, Any]:
+    """Each judge's score and gold label of every train item, by setting and set: what
+    the cuts are fitted on (``lodo``'s input), compact enough to commit."""
+    out: dict[str, Any] = {}
+    for jname, by_setting in runs.items():
+        out[jname] = {
+            setting: {
+                name: {"domain": domain_of[name],
+                       "gold": "".join(str(int(g)) for g in run["gold"]),
+                       "score": [round(float(x), 4) for x in run["score"]]}
+                for name, run in sets.items() if name in domain_of
+            }
+            for setting, sets in by_setting.items()
+        }
+    return out
+
+
+def fit_scores(record: dict[str, Any]) -> float:
+    """The protocol's cut for one judge and setting of a ``scores_record``: transfer.py's
+    ``fit_threshold`` over every train set's items, rounded as the results record it."""
+    y = np.concatenate([np.array([int(c) for c in s["gold"]]) for s in record.values()])
+    p = np.concatenate([np.array(s["score"], dtype=float) for s in record.values()])
+    d = np.concatenate([np.array([s["domain"]] * len(s["gold"])) for s in record.values()])
+    return round(fit_threshold(p, y, d), 4)
+
+
+def ship(fitted: dict[str, dict[str, float]]) -> None:
+    """Write the fitted cuts into the shipped judges' ``thresholds.json``."""
+    from ceg_cli.judges.cuts import THRESHOLDS_FILE
+    from ceg_cli.judges.offline import SHIPPED as OFFLINE
+    from ceg_cli.judges.verifier import SHIPPED as VERIFIER
+
+    for jname, folder in (("offline", OFFLINE), ("verifier", VERIFIER)):
+        if jname not in fitted:
+            continue
+        path = folder / THRESHOLDS_FILE
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["thresholds"] = dict(fitted[jname])
+        write_json(path, data)
+        log(f"shipped {jname}: {fitted[jname]} in {path}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=SHARED_DATA)
@@ -226,8 +305,13 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, default=None,
                     help="where the labelled files and indexes go (default: a temporary folder)")
     ap.add_argument("--results", default="contexts_eval", help="results/NAME.json")
+    ap.add_argument("--scores", default="contexts_eval_scores",
+                    help="results/NAME.json for the per-item scores of the train sets")
+    ap.add_argument("--ship", action="store_true",
+                    help="write the fitted cuts into ceg_cli/models/*/thresholds.json")
     args = ap.parse_args()
     results_name(args.results)
+    results_name(args.scores, "--scores")
     judge_names = [j.strip() for j in args.judges.split(",") if j.strip()]
     from ceg_cli.check.ctxsearch import DEFAULT_CONTEXT_RETRIEVAL, ContextSearch, reads_similarity
     from ceg_cli.eval.datasets import load_dataset
@@ -283,17 +367,30 @@ def main() -> int:
                               "sizes": sizes, "domains": domain_of,
                               "score_only": SCORE_ONLY, "judges": {}}
     rows = []
+    shipped: dict[str, dict[str, float]] = {}
     for jname in judge_names:
         report["judges"][jname] = {}
+        before = old_cut(judges[jname])
         for setting in SETTINGS:
             sets_out = {}
             fitted = lodo(runs[jname][setting], domain_of)
+            cut = fitted["threshold_all_domains"]
+            shipped.setdefault(jname, {})[setting] = cut
+            # The cut the judge ran at (what shipped when the cell was computed): the
+            # metrics that depend on labels (pairwise accuracy) are at that cut.
+            ran_at = judges[jname].cuts.at(setting).value
             for name, run in runs[jname][setting].items():
                 m = run["metrics"]
                 part = "segments" if "segments" in m else "responses"
+                gold, score = np.array(run["gold"]), np.array(run["score"])
                 sets_out[name] = {
                     "unit": part,
-                    "balanced_accuracy": m[part]["balanced_accuracy"],
+                    # At the cut of before (0.5) and at the protocol's, from the scores.
+                    "old_threshold": before,
+                    "balanced_accuracy_old_threshold": round(
+                        balanced_accuracy(gold, score >= before), 4),
+                    "threshold": cut,
+                    "balanced_accuracy": round(balanced_accuracy(gold, score >= cut), 4),
                     "auc_pr_nonfactual": m[part]["auc_pr_nonfactual"],
                     "prevalence_nonfactual": m[part]["prevalence_nonfactual"],
                     "count": m[part]["count"],
@@ -304,7 +401,10 @@ def main() -> int:
                 }
                 if "pairwise" in m:
                     sets_out[name]["pairwise_accuracy"] = m["pairwise"]["accuracy"]
-                rows.append([jname, setting, name, f"{100 * m[part]['balanced_accuracy']:.1f}",
+                    sets_out[name]["pairwise_accuracy_threshold"] = ran_at
+                rows.append([jname, setting, name,
+                             f"{100 * sets_out[name]['balanced_accuracy_old_threshold']:.1f}",
+                             f"{100 * sets_out[name]['balanced_accuracy']:.1f}",
                              f"{100 * m[part]['auc_pr_nonfactual']:.1f}",
                              f"{100 * fitted['sets'][name]['balanced_accuracy']:.1f} "
                              f"({fitted['sets'][name]['threshold']:.3f})"])
@@ -316,8 +416,19 @@ def main() -> int:
             }
     report["seconds"] = round(time.monotonic() - t0, 1)
     write_results(args.results, report)
-    print(markdown_table(["judge", "setting", "set", "balanced accuracy", "AUC-PR nonfactual",
+    scores = {"command": report["command"], "environment": report["environment"],
+              "per_source": args.per_source, "seed": args.seed,
+              "fit": "transfer.py's fit_threshold(score, gold, domain) over every set of a "
+                     "judge and setting, rounded to 4 places (contexts_eval.fit_scores)",
+              "verifier_model": verifier_digest() if "verifier" in judge_names else None,
+              "judges": scores_record(runs, domain_of)}
+    write_results(args.scores, scores)
+    if args.ship:
+        ship(shipped)
+    print(markdown_table(["judge", "setting", "set", "balanced accuracy at the old cut",
+                          "at the protocol's cut", "AUC-PR nonfactual",
                           "balanced accuracy at LODO cut (cut)"], rows))
+    print(f"\nFitted on all train domains: {shipped}")
     return 0
 
 

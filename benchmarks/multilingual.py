@@ -1,9 +1,10 @@
 """How well ceg checks text in each language, beside English on the same pipeline.
 
     .venv/bin/python benchmarks/multilingual.py [--split test|dev|all] [--languages en,de,...]
-        [--judge offline] [--model NAME] [--retrieval dense] [--language off|auto|code]
+        [--judge offline] [--model NAME] [--cross-model NAME|same] [--retrieval dense]
+        [--language off|auto|code]
         [--xnli DIR] [--xnli-judges offline,verifier,nli-tiny] [--xnli-pairs 200]
-        [--skip-xnli] [--name multilingual] [--workdir DIR]
+        [--skip-xnli] [--segmentation-only] [--name multilingual] [--workdir DIR]
 
 Two data sets:
 
@@ -32,7 +33,11 @@ Per language of the end-to-end set:
   (``--query``), searched in the language's own index (its passages): is its
   passage in the top 5?
 - **R@5 x-ling** (MLQA languages): the same query searched in the English index:
-  is the English paragraph that says the same thing in the top 5?
+  is the English paragraph that says the same thing in the top 5? The English index
+  searched across languages is built with ``--cross-model`` (default
+  ``multilingual``: a user who checks German answers against English documents
+  builds them with a model that reads both; ``same``: the English index of the
+  monolingual columns, built with ``--model`` or ceg's default for English).
 - **BA**: balanced accuracy of ``ceg check`` (``--judge``; retrieval from the
   language's index as above) on true sentences (should be factual) against
   planted errors (should be nonfactual); a sentence ceg splits in two is
@@ -273,6 +278,14 @@ def end_to_end(args: argparse.Namespace, work: Path, support: dict[str, bool]) -
         log(f"[{lang}] index ...")
         indexes[lang] = build(rows, work / f"index-{lang}", args.model,
                               lang_arg if support["build"] else None)
+    cross_index = indexes.get("en")
+    if "en" in sets and args.cross_model != "same" and any(
+        lang in PARALLEL and lang != "en" for lang in args.languages
+    ):
+        log("[en] index for cross-lingual search ...")
+        lang_arg = language_value(args.language, "en")
+        cross_index = build(sets["en"], work / "index-en-cross", args.cross_model,
+                            lang_arg if support["build"] else None)
     for lang in args.languages:
         rows = sets[lang]
         lang_arg = language_value(args.language, lang)
@@ -302,12 +315,12 @@ def end_to_end(args: argparse.Namespace, work: Path, support: dict[str, bool]) -
         if crossing and lang != "en":
             cross_true = [c for c in crossing if c["supported"]]
             result["recall@5_cross"] = _round(recall_at(
-                ranked_docs(indexes["en"], [query_of(c, args.query) for c in cross_true],
+                ranked_docs(cross_index, [query_of(c, args.query) for c in cross_true],
                             args.retrieval),
                 [c["en_passage"] for c in cross_true],
             ))
             result["judge_cross"] = judged(
-                crossing, check_claims(crossing, args.judge, options, indexes["en"])
+                crossing, check_claims(crossing, args.judge, options, cross_index)
             )
         out[lang] = result
     return out
@@ -449,7 +462,8 @@ def render(data: dict[str, Any]) -> str:
     supported = ", ".join(k for k, v in data["language_support"].items() if v) or "nothing"
     lines = [f"# Multilingual checks ({data['split']} split)", "",
              f"`{data['command']}`", "", f"judge `{data['judge']}`, embedder "
-             f"`{data['model'] or 'default'}`, language `{data['language']}` "
+             f"`{data['model'] or 'default'}` (English index searched across languages: "
+             f"`{data.get('cross_model') or 'same'}`), language `{data['language']}` "
              f"(taken by: {supported})", ""]
     e2e = data.get("end_to_end") or {}
     if e2e:
@@ -504,6 +518,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--languages", default=",".join(LANGUAGES))
     parser.add_argument("--judge", default="offline")
     parser.add_argument("--model", default=None, help="embedding model (default: ceg's)")
+    parser.add_argument("--cross-model", default="multilingual",
+                        help="model of the English index searched across languages, or "
+                             "'same' (the monolingual English index)")
     parser.add_argument("--query", default="question+segment")
     parser.add_argument("--retrieval", default="dense")
     parser.add_argument("--language", default="off",
@@ -515,6 +532,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="premises held out (odd), to tune on (even), or all")
     parser.add_argument("--skip-xnli", action="store_true")
     parser.add_argument("--skip-set", action="store_true")
+    parser.add_argument("--segmentation-only", action="store_true",
+                        help="only the set's segmentation (no index, no judge)")
     parser.add_argument("--name", default="multilingual", help="results/NAME.json")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -549,11 +568,25 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     data: dict[str, Any] = {
         "command": command_line(), "environment": environment(), "split": args.split,
-        "judge": args.judge, "model": args.model, "query": args.query,
+        "judge": args.judge, "model": args.model, "cross_model": args.cross_model,
+        "query": args.query,
         "retrieval": args.retrieval, "language": args.language,
         "language_support": support, "xnli_pairs_per_label": args.xnli_pairs,
         "xnli_part": args.xnli_part,
     }
+    if args.segmentation_only:
+        data["segmentation"] = {
+            lang: segmentation([r for r in read_set(args.set, lang) if r["type"] == "response"
+                                and args.split in ("all", r.get("split"))],
+                               language_value(args.language, lang)
+                               if support["segment"] else None)
+            for lang in args.languages
+        }
+        print(markdown_table(["language", "seg. F1", "seg. exact", "answers"],
+                             [[lang, _p(r["f1"]), _p(r["exact"]), r["answers"]]
+                              for lang, r in data["segmentation"].items()]))
+        log(f"results: {write_results(args.name, data)}")
+        return 0
     with work_dir(args.workdir, prefix="ceg-multilingual-") as work:
         if not args.skip_set:
             data["end_to_end"] = end_to_end(args, work, support)

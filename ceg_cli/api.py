@@ -33,14 +33,14 @@ RUN_OPTIONS = (
     "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
     "contexts_retrieval", "language",
     "response_field", "question_field", "citation_pattern", "device",
-    "regenerate", "max_attempts", "rewriter",
+    "regenerate", "max_attempts", "rewriter", "judge_threshold",
     # Where the answers are checked: in this process, or by Ray workers (``--engine ray``).
     "engine", "ray_address", "workers", "gpus_per_worker",
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
 #: Options for a checker model (minicheck:, hhem:, nli:).
-JUDGE_OPTIONS = ("judge_precision",)
+JUDGE_OPTIONS = ("judge_precision", "batch_tokens")
 
 
 @dataclass(frozen=True)
@@ -138,7 +138,7 @@ class Checker:
 
     def __init__(self, index: str | Path | None = None, judge: str | None = None, *,
                  config: str | Path | bool | None = None, **options: Any) -> None:
-        from .check.options import OPTIONS, check_options, ignored_options, llm_judge_options
+        from .check.options import OPTIONS, check_options, ignored_options, judge_options
 
         unknown = sorted(set(options) - set(RUN_OPTIONS) - set(LLM_OPTIONS)
                          - set(JUDGE_OPTIONS))
@@ -148,6 +148,10 @@ class Checker:
                 f"{', '.join(RUN_OPTIONS + LLM_OPTIONS + JUDGE_OPTIONS)}"
             )
         from_file = _project_values(config)
+        # A cut the file sets says so where the run shows it (not "--judge-threshold").
+        cut_source = (f"judge_threshold in {_project_file(config)}"
+                      if "judge_threshold" in from_file
+                      and options.get("judge_threshold") is None else None)
         options = {**from_file, **{k: v for k, v in options.items() if v is not None}}
         index = index if index is not None else from_file.get("index")
         judge = judge if judge is not None else from_file.get("judge")
@@ -161,15 +165,13 @@ class Checker:
         if index is None and evidence in ("index", "both"):
             raise UsageError(f"--evidence {evidence}: needs an index (Checker(index=...))")
         run_options = {k: v for k, v in given.items() if k in RUN_OPTIONS and v is not None}
-        llm_options = {k: v for k, v in given.items() if k in LLM_OPTIONS and v is not None}
         self.settings = RunSettings.resolve(
             responses=SOURCE,
             index=given.get("index") or Path(),
             judge=given["judge"],
-            judge_options=llm_judge_options(**llm_options) | {
-                "device": given.get("device") or "cpu",
-                "precision": given.get("judge_precision") or "float32",
-            },
+            # The library computes on the CPU unless told (the CLI's --device is auto).
+            judge_options=judge_options({**given, "device": given.get("device") or "cpu"}),
+            judge_threshold_source=cut_source,
             **run_options,
         )
         for message in ignored_options(given):
@@ -241,11 +243,12 @@ class Checker:
                 except (TypeError, ValueError) as exc:
                     yield ResponseInput(line, line, error=f"{SOURCE}:{line}: not JSON ({exc})")
                     continue
-                yield run._with_evidence(parse_line(raw, line, SOURCE, names), SOURCE)
+                yield run.evidence.prepare(parse_line(raw, line, SOURCE, names), SOURCE)
 
         regenerating = run.settings.regenerate
         for checked, attempts in run.results(inputs()):
-            record = to_record(checked, self._judge_info, attempts if regenerating else None)
+            record = to_record(checked, self._judge_info, attempts if regenerating else None,
+                               run.cuts)
             yield CheckResult(checked, record)
 
     def close(self) -> None:
@@ -267,20 +270,24 @@ class Checker:
 CHECKER_KEYS = ("index", "judge", *RUN_OPTIONS, *LLM_OPTIONS, *JUDGE_OPTIONS)
 
 
-def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
-    """What the project file sets for ``ceg check`` that a Checker takes (checked, paths
-    relative to the file); ``config`` as ``Checker`` takes it."""
+def _project_file(config: str | Path | bool | None) -> Path | None:
+    """The project file a Checker reads, ``config`` as ``Checker`` takes it."""
     from . import config as project
 
     if config is False:
-        return {}
+        return None
     if config is None or config is True:
-        path = project.find()
-    elif isinstance(config, (str, Path)) and str(config).strip():
-        path = Path(config)
-    else:
-        raise UsageError(f"Checker: config={config!r}: a path, False (no file) or None "
-                         "(the nearest ceg.toml or [tool.ceg])")
+        return project.find()
+    if isinstance(config, (str, Path)) and str(config).strip():
+        return Path(config)
+    raise UsageError(f"Checker: config={config!r}: a path, False (no file) or None "
+                     "(the nearest ceg.toml or [tool.ceg])")
+
+
+def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
+    """What the project file sets for ``ceg check`` that a Checker takes (checked, paths
+    relative to the file); ``config`` as ``Checker`` takes it."""
+    path = _project_file(config)
     if path is None:
         return {}
     from .cli.projectfile import load_for_api
@@ -290,14 +297,17 @@ def _project_values(config: str | Path | bool | None) -> dict[str, Any]:
 
 
 def _plain_contexts(contexts: Sequence[Any]) -> Any:
-    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects."""
+    """Contexts as JSON holds them: LangChain documents (``page_content``) as objects,
+    as ``Document.model_dump()`` writes them (``id`` included: the document's own, which
+    wins over its metadata's)."""
     if isinstance(contexts, str) or not isinstance(contexts, Sequence):
         return contexts  # parse_contexts says what is wrong, naming the field
     out = []
     for c in contexts:
         if hasattr(c, "page_content"):
             out.append({"page_content": c.page_content,
-                        "metadata": dict(getattr(c, "metadata", None) or {})})
+                        "metadata": dict(getattr(c, "metadata", None) or {}),
+                        "id": getattr(c, "id", None)})
         else:
             out.append(c)
     return out

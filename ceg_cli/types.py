@@ -96,7 +96,12 @@ class Evidence:
 
 @dataclass(frozen=True)
 class JudgeItem:
-    """What a judge decides on: one segment, its context and its evidence."""
+    """What a judge decides on: one segment, its context and its evidence.
+
+    ``setting`` is what the evidence is: ``index`` (passages of an index) or
+    ``contexts`` (the record's own documents); a judge whose cut depends on it
+    (``judges/cuts.py``) takes that setting's.
+    """
 
     segment: Segment
     evidence: tuple[Evidence, ...]
@@ -104,6 +109,7 @@ class JudgeItem:
     response: str = ""
     #: The answer's language (a code, or ``und-Xxxx``: see ``ceg_cli.lang``); None: unknown.
     language: str | None = None
+    setting: str = "index"
 
 
 #: Segment labels. ``not_judged`` marks a segment whose judge failed: it is

@@ -57,6 +57,7 @@ class Crashing:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name, self.method = inner.name, inner.method
+        self.cuts = inner.cuts  # the offline judge's cut, so records name it as its own
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         if any(BOOM in item.segment.text for item in items):
@@ -76,6 +77,7 @@ class KillsItsWorkerOnce:
         self.inner = inner
         self.marker = marker
         self.name, self.method = inner.name, inner.method
+        self.cuts = inner.cuts  # the offline judge's cut, so records name it as its own
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         try:
@@ -156,6 +158,7 @@ class Slow:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name, self.method = inner.name, inner.method
+        self.cuts = inner.cuts  # the offline judge's cut, so records name it as its own
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         import time

@@ -116,9 +116,9 @@ if gate:
 
     register("gated", lambda arg, options: Gated(create("", options)))
 
-from ceg_cli.cli.main import app
+from ceg_cli.cli.main import run
 if __name__ == "__main__":  # not in a reader process, which runs this file to start
-    app(sys.argv[1:], prog_name="ceg")
+    run(sys.argv[1:])
 '''
 
 

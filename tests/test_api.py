@@ -260,7 +260,7 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     import ceg_cli
     from ceg_cli import SCHEMA_VERSION, CheckedSegment, Checker, CheckResult
 
-    assert SCHEMA_VERSION == 4
+    assert SCHEMA_VERSION == 5
     assert [f.name for f in dataclasses.fields(CheckedSegment)] == [
         "text", "label", "verdict", "score", "reason", "citations", "evidence", "start",
         "end", "citation_check"]
@@ -288,6 +288,33 @@ def test_langchain_documents_reach_the_parser_as_a_line_holds_them() -> None:
     [first, second] = parse_contexts(_plain_contexts(docs), "contexts")
     assert (first.position, first.text, first.title) == (1, "Paris is in France.", "Paris")
     assert (second.position, second.text) == (2, "A plain string.")
+
+
+def test_a_langchain_documents_own_id_is_kept() -> None:
+    """langchain_core's ``Document`` has an ``id`` of its own (None unless set), apart
+    from its metadata: a record's contexts read from JSON keep it (``model_dump()``
+    writes it), and so must the same documents given from Python."""
+    from ceg_cli import Checker
+    from ceg_cli.api import _plain_contexts
+    from ceg_cli.corpus.contexts import parse_contexts
+
+    class Document:  # langchain_core.documents.Document's fields
+        def __init__(self, page_content: str, metadata: dict[str, Any],
+                     id: str | None = None) -> None:  # noqa: A002 - LangChain's name
+            self.page_content = page_content
+            self.metadata = metadata
+            self.id = id
+
+    docs = [Document("Paris is in France.", {"title": "Paris"}, id="doc-7"),
+            Document("Lyon is in France.", {"id": "meta-2"}),
+            Document("Nice is in France.", {"id": "meta-3"}, id="own-3")]
+    ids = [c.id for c in parse_contexts(_plain_contexts(docs), "contexts")]
+    # The document's own id, else its metadata's (as a JSON line with both reads them).
+    assert ids == ["doc-7", "meta-2", "own-3"]
+    with Checker(evidence="contexts") as checker:
+        result = checker.check("Paris is in France.", contexts=docs[:1])
+    [cited] = result.segments[0].citations
+    assert cited.doc_id == "doc-7"
 
 
 @pytest.mark.parametrize("with_index", [True, False], ids=["index", "contexts"])

@@ -227,7 +227,7 @@ def test_reusing_an_onnx_export_marks_it_used(
 
     onnxruntime: Any = need_extra("onnxruntime", "fast")
 
-    from ceg_cli.index import embedding
+    from ceg_cli.index import onnxexport
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
     weights = tmp_path / "model"
@@ -242,7 +242,7 @@ def test_reusing_an_onnx_export_marks_it_used(
     export.write_bytes(b"onnx")
     stale = NOW - 40 * DAY
     os.utime(export, (stale, stale))
-    assert embedding.onnx_export(None, str(weights), quantized=False) == export
+    assert onnxexport.onnx_export(None, str(weights), quantized=False) == export
     assert export.stat().st_mtime > NOW - DAY
 
 

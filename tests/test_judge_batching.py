@@ -195,3 +195,34 @@ def test_without_a_budget_only_the_count_limits_a_batch() -> None:
     assert batching.batch_tokens_option({}, "cuda", "x") is None
     assert batching.batch_tokens_option({}, "cpu", "x") == CPU_BATCH_TOKENS
     assert batching.batch_tokens_option({"batch_tokens": "512"}, "cuda", "x") == 512
+
+
+def test_batch_tokens_reaches_the_checker_from_the_cli_and_the_api(
+    models: dict[str, Path], monkeypatch: pytest.MonkeyPatch, run_cli: Any, tmp_path: Path
+) -> None:
+    """``--batch-tokens N`` (and ``Checker(batch_tokens=N)``, ``ceg eval``) is the budget the
+    checker batches by; without it, the device's default."""
+    import json
+
+    from ceg_cli import Checker
+
+    spec = judge_spec("roberta", models)
+    s = sentences(40, seed=9)
+    rows = [{"id": n, "response": s[n], "label": True, "contexts": [" ".join(s[10:14]), s[n + 1]]}
+            for n in range(6)]
+    src = tmp_path / "r.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    recorder = Recorder(monkeypatch)
+    for command in (["check", src, "--out", tmp_path / "out.jsonl"], ["eval", src]):
+        recorder.shapes = []
+        result = run_cli(*command, "--judge", spec, "--evidence", "contexts",
+                         "--batch-tokens", "60", "-q")
+        assert result.exit_code == 0, result.stderr
+        assert recorder.budget == 60, command
+        assert recorder.shapes and all(r * w <= 60 or r == 1 for r, w in recorder.shapes)
+    result = run_cli("check", src, "--judge", spec, "--evidence", "contexts", "-q",
+                     "--out", tmp_path / "default.jsonl")
+    assert result.exit_code == 0 and recorder.budget == CPU_BATCH_TOKENS
+    with Checker(judge=spec, evidence="contexts", batch_tokens=60) as checker:
+        checker.check(s[0], contexts=[s[1]])
+    assert recorder.budget == 60

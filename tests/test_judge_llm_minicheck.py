@@ -350,6 +350,48 @@ def test_ceg_check_with_the_minicheck_prompt(
     assert bad.exit_code == 2 and "felm" in bad.stderr
 
 
+def test_ceg_eval_takes_the_llm_options_check_takes(
+    fake: FakeOpenAI, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ceg eval --judge llm:...`` could use only $OPENAI_BASE_URL and the paper's prompt:
+    now the endpoint, prompt, temperature, cache and what an unreadable reply counts as
+    are check's options."""
+    monkeypatch.delenv("CEG_INDEX", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    fake.respond = lambda body: answer("Yes", [("Yes", -0.1), ("No", -2.4)])
+    data = tmp_path / "labelled.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in (
+        {"id": "a", "response": "Paris is the capital of France.", "label": True,
+         "contexts": ["Paris is the capital of France."]},
+        {"id": "b", "response": "Lyon is the capital of France.", "label": False,
+         "contexts": ["Paris is the capital of France."]})))
+    metrics = tmp_path / "metrics.json"
+    result = run_cli("eval", data, "--judge", "llm:fake-model", "--llm-base-url", fake.base_url,
+                     "--llm-prompt", "minicheck", "--temperature", "0.5", "--concurrency", "1",
+                     "--cache-dir", tmp_path / "cache", "--evidence", "contexts",
+                     "--json", metrics, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr
+    run = json.loads(metrics.read_text())["run"]
+    assert run["judge"] == "llm:fake-model" and "MiniCheck's prompt" in run["judge_method"]
+    assert len(fake.requests) == 2 and fake.max_in_flight == 1
+    assert all(r["top_logprobs"] == 5 and r["temperature"] == 0.5 for r in fake.requests)
+    assert (tmp_path / "cache" / "llm.sqlite").is_file()
+    # The same run again is answered from that cache: no call.
+    again = run_cli("eval", data, "--judge", "llm:fake-model", "--llm-base-url", fake.base_url,
+                    "--llm-prompt", "minicheck", "--temperature", "0.5",
+                    "--cache-dir", tmp_path / "cache", "--evidence", "contexts", "--quiet")
+    assert again.exit_code == 0 and len(fake.requests) == 2
+    # An unreadable reply counts as --unparsable-as says (the paper's prompt, no cache).
+    fake.respond = lambda body: "I cannot tell."
+    result = run_cli("eval", data, "--judge", "llm:fake-model", "--llm-base-url", fake.base_url,
+                     "--no-cache", "--unparsable-as", "nonfactual", "--evidence", "contexts",
+                     "--json", metrics, "--quiet")
+    assert result.exit_code == 0, result.stderr
+    figures = json.loads(metrics.read_text())
+    assert figures["responses"]["predicted_nonfactual"] == 2
+
+
 # --- reading log-probabilities ------------------------------------------------------
 
 

@@ -9,8 +9,10 @@ import pytest
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
+from ceg_cli.judges.cuts import Cuts
 from ceg_cli.judges.offline import (
     MIN_COVERAGE,
+    RULE_CUT,
     OfflineJudge,
     analyse,
     number_key,
@@ -43,8 +45,10 @@ def item(text: str, *passages: str, question: str | None = None) -> JudgeItem:
     return JudgeItem(Segment(0, 0, len(text), text), evidence, question, text)
 
 
-def judge_one(it: JudgeItem):  # noqa: ANN201 - a Verdict
-    (verdict,) = OfflineJudge().judge([it])
+def judge_one(it: JudgeItem, cut: float | None = None):  # noqa: ANN201 - a Verdict
+    """The shipped judge's verdict, or at ``cut`` in every setting."""
+    judge = OfflineJudge() if cut is None else OfflineJudge(Cuts.same(cut, "test"))
+    (verdict,) = judge.judge([it])
     return verdict
 
 
@@ -117,8 +121,11 @@ def test_coverage_floor_applies_to_the_share_of_content_words() -> None:
     unknown = [f"zz{chr(ord('a') + i)}q" for i in range(round(1 / MIN_COVERAGE))]
     covered = "falcon " + " ".join(unknown[:-1])
     assert analyse(item(covered, UNRELATED)).coverage == pytest.approx(MIN_COVERAGE)
-    assert judge_one(item(covered, UNRELATED)).label == FACTUAL
-    assert judge_one(item(f"{covered} {unknown[-1]}", UNRELATED)).label == NONFACTUAL
+    # The rule's floor, at the rule's own cut; the shipped cut asks for far more.
+    at_floor = judge_one(item(covered, UNRELATED), RULE_CUT)
+    assert (at_floor.label, at_floor.score) == (FACTUAL, 0.5 + MIN_COVERAGE / 2)
+    assert judge_one(item(f"{covered} {unknown[-1]}", UNRELATED), RULE_CUT).label == NONFACTUAL
+    assert judge_one(item(covered, UNRELATED)).label == NONFACTUAL
 
 
 def test_no_evidence_means_not_enough_evidence() -> None:
@@ -126,9 +133,12 @@ def test_no_evidence_means_not_enough_evidence() -> None:
     assert (v.label, v.verdict, v.score) == (NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.0)
 
 
-def test_only_function_words_cannot_be_contradicted() -> None:
-    v = judge_one(item("No, it is not.", UNRELATED))
-    assert (v.label, v.verdict, v.score) == (FACTUAL, SUPPORTED, 0.5)
+def test_only_function_words_leave_nothing_to_look_for_at_any_cut() -> None:
+    # has_claim reads "No, it is not." as an answer; the judge finds no word to look for.
+    for cut in (None, 1.0):
+        v = judge_one(item("No, it is not.", UNRELATED), cut)
+        assert (v.label, v.verdict, v.score) == (FACTUAL, NO_CLAIM, 1.0)
+        assert v.reason.startswith("only function words")
 
 
 def test_one_verdict_per_item_in_order_and_scores_agree_with_labels() -> None:
@@ -139,12 +149,13 @@ def test_one_verdict_per_item_in_order_and_scores_agree_with_labels() -> None:
         item("The peregrine falcon lives on every continent except Antarctica.", UNRELATED),
         item("Penguins live in Greenland.", UNRELATED),
     ]
-    verdicts = OfflineJudge().judge(items)
+    judge = OfflineJudge()
+    verdicts = judge.judge(items)
     assert len(verdicts) == len(items)
     assert [v.label for v in verdicts] == [FACTUAL, FACTUAL, NONFACTUAL, FACTUAL, NONFACTUAL]
     for v in verdicts:
         assert 0.0 <= v.score <= 1.0
-        assert (v.score >= 0.5) == (v.label == FACTUAL)
+        assert (v.score >= judge.cuts.index.value) == (v.label == FACTUAL)
         assert v.reason
     assert OfflineJudge().judge([]) == []
 

@@ -112,11 +112,11 @@ def test_verdicts_follow_the_combiner_and_keep_reasons(lexical_verifier: Path) -
         ]
     )
     assert (good.label, good.verdict, good.cited) == (FACTUAL, SUPPORTED, (0,))
-    assert "entailment 0.50" in good.reason and "P(supported) 0.95" in good.reason
+    assert "entailment 0.50" in good.reason and "P(supported) 0.95" in good.reason, good.reason
     assert bad.label == NONFACTUAL and bad.cited == ()
     assert bad.reason == (
         "'1812' not in the evidence; the evidence has '1793' near 'opened' where the segment "
-        "has '1812'; entailment 0.50 over passage [1]; P(supported) 0.12"
+        "has '1812'; entailment 0.50 over passage [1]; P(supported) 0.119, under the cut 0.5"
     )
     assert bad.score < 0.5 < good.score
     assert (none.label, none.verdict) == (FACTUAL, NO_CLAIM)
@@ -439,6 +439,32 @@ def test_judge_train_refuses_an_out_inside_an_index(
     # Another index's folder is no place either.
     refused(train(run_cli, hash_index, index / "adapted", lexical_verifier), "inside the index")
     assert sorted(p.name for p in index.iterdir()) == before
+
+
+def test_judge_train_refuses_an_out_holding_an_index_file_under_its_own_name(
+    tmp_path: Path, hash_index: Path, hash_model: None, run_cli, lexical_verifier: Path
+) -> None:
+    """A file ``judge train`` writes in place (``save_pretrained``'s ``config.json``,
+    ``model.safetensors``, the tokenizer's) that is a hard link to, or a copy of, an
+    index's file is refused by its content, as every other output is: writing it would
+    leave that index unreadable."""
+    import os
+    import shutil
+
+    index = tmp_path / "idx"
+    shutil.copytree(hash_index, index)
+    before = {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()}
+    for name, target in (("config.json", "meta.json"), ("model.safetensors", "chunks.sqlite"),
+                         ("vocab.txt", "vectors.faiss")):
+        out = tmp_path / f"out-{name}"
+        out.mkdir()
+        (out / "checkpoint.tmp").write_bytes(b"\x80\x02half a checkpoint")  # a run begun
+        os.link(index / target, out / name)
+        for against in (index, hash_index):  # the index in use, or another one
+            said = refused(train(run_cli, against, out, lexical_verifier), f"--out {out / name}",
+                           "index")
+            assert target in said, said
+    assert {p.name: p.read_bytes() for p in index.iterdir() if p.is_file()} == before
 
 
 def test_a_resume_with_other_pairs_or_a_garbage_checkpoint_names_it(

@@ -173,3 +173,18 @@ def test_appending_to_an_index_without_a_language_column_reads_its_passages_as_e
     assert meta["languages"] == {"de": 1, "en": 1}
     assert lexical_top(target, "Lehrer Alexanders") == "de"
     assert lexical_top(target, "Danube Vienna") == "en"
+
+
+def test_a_word_snowball_stems_to_nothing_is_no_query_term() -> None:
+    """Snowball's Greek stemmer makes "Όταν" (when) an empty term; bm25s gave it an id past
+    its matrix, and BM25 over Greek contexts failed with a ValueError for any question or
+    sentence holding the word (XNLI's Greek pairs stopped the benchmark)."""
+    from ceg_cli.check.ctxsearch import _Bm25
+    from ceg_cli.lang.tokenize import analyzer
+
+    assert analyzer("el")("Όταν") == [""]  # the stemmer's doing: the index keeps its terms
+    query = "Όταν είπα το ναι, αποφασίσαμε να παντρευτούμε εκείνη την ημέρα."
+    assert "" not in query_tokens(query, {"languages": {"el": 1}})
+    bm25 = _Bm25(["Και ήμουν εντάξει, και αυτό ήταν την ημέρα εκείνη!"], ["el"])
+    scores = bm25.scores(query)
+    assert scores.shape == (1,) and scores[0] > 0

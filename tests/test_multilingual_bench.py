@@ -130,7 +130,8 @@ def test_the_pipeline_runs_on_a_slice_of_the_set(
     _standin.install()
     args = bench.argparse.Namespace(
         set=SLICE, split="all", languages=["de", "zh"], judge="offline",
-        model=_standin.NAME, query="question+segment", retrieval="dense", language="off",
+        model=_standin.NAME, cross_model=_standin.NAME, query="question+segment",
+        retrieval="dense", language="off",
     )
     out = bench.end_to_end(args, tmp_path, {"check": False, "build": False, "segment": False})
     assert set(out) == {"de", "zh"}
@@ -144,6 +145,23 @@ def test_the_pipeline_runs_on_a_slice_of_the_set(
     text = bench.render({"split": "all", "command": "x", "judge": "offline", "model": None,
                          "language": "off", "language_support": {}, "end_to_end": out})
     assert "| de |" in text and "| zh |" in text
+
+
+def test_segmentation_only_splits_each_answer_in_its_language_and_builds_nothing(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--segmentation-only --language code``: the set's answers split as ceg splits them
+    told their language (the final table's segmentation column), with no index."""
+    written: dict[str, Any] = {}
+    monkeypatch.setattr(bench, "write_results", lambda name, data: written.update(data) or name)
+    monkeypatch.setattr(bench, "end_to_end", lambda *a: pytest.fail("built an index"))
+    assert bench.main(["--segmentation-only", "--set", str(SLICE), "--split", "all",
+                       "--languages", "de,zh", "--language", "code"]) == 0
+    seg = written["segmentation"]
+    assert set(seg) == {"de", "zh"}
+    # Told it is Chinese, ceg splits at 。; English Punkt (language off) did not.
+    assert seg["zh"]["recall"] == 1.0 and seg["zh"]["boundaries"] > 0
+    assert "| zh | 1.00 |" in capsys.readouterr().out
 
 
 def test_the_offline_judge_alone_is_told_each_sets_language(
@@ -317,3 +335,19 @@ def test_the_builder_is_deterministic_and_reads_the_sources_shape(
     texts = {r["id"]: r["text"] for r in first["de"] if r["type"] == "passage"}
     assert claims and all(c["text"] in texts[c["passage"]] for c in claims if c["supported"])
     assert sum(1 for c in claims if not c["supported"]) == sum(1 for c in claims if c["supported"])
+
+
+def test_speed_variants_name_the_model_its_batch_and_its_threads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """benchmarks/multilingual_speed.py: ``MODEL[:batch=N][:threads=T]``; anything else
+    is a usage error (exit 2), not a silently ignored part."""
+    speed = load("multilingual_speed", monkeypatch)
+    assert speed.parse_variant("multilingual-e5-small-q4:batch=256:threads=1") == {
+        "name": "multilingual-e5-small-q4:batch=256:threads=1",
+        "model": "multilingual-e5-small-q4", "batch": 256, "threads": 1}
+    assert speed.parse_variant("all-MiniLM-L6-v2")["batch"] is None
+    for bad in ("e5:batch=0", "e5:thread=2", "e5:batch=x", ":batch=8"):
+        with pytest.raises(SystemExit) as exit_info:
+            speed.parse_variant(bad)
+        assert exit_info.value.code == 2

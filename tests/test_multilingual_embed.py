@@ -322,3 +322,56 @@ def test_language_names_the_documents_language_without_reading_them(
     with pytest.raises(KeyboardInterrupt):
         build_index([docs], tmp_path / "index", BuildOptions(language="de"))
     assert asked == [packaged.MULTILINGUAL.name]
+
+
+def test_the_model_is_chosen_by_the_rule_that_names_each_passages_language(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One rule (``chunking.document_language``) names a document's language for its
+    passages, for meta.json and for the default model: an Amharic document, which the
+    detector names by its script alone (und-Ethi), used to be left out of the model's
+    choice (an English model for it) while its passages recorded und-Ethi."""
+    from ceg_cli.index.builder import build_index
+    from ceg_cli.index.chunking import document_language
+    from ceg_cli.types import Document
+
+    text = "አሪስጣጣሊስ የግሪክ ፈላስፋ ነበር። በስታጊራ ተወለደ።"
+    assert document_language(Document("0", "T0", text)) == "und-Ethi"
+    asked: list[Any] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_load(**model: Any) -> Any:
+        asked.append(model["name"])
+        raise Stop
+
+    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", fake_load)
+    with pytest.raises(Stop):
+        build_index([_documents(tmp_path / "docs.jsonl", [text, "42"])], tmp_path / "index")
+    assert asked == [packaged.MULTILINGUAL.name]
+
+
+@pytest.mark.usefixtures("fake_models")
+def test_a_build_says_when_documents_after_the_sample_call_for_the_multilingual_model(
+    tmp_path: Path,
+) -> None:
+    from ceg_cli.index.builder import build_index
+    from ceg_cli.index.doclang import LANGUAGE_SAMPLE
+    from ceg_cli.index.store import read_meta
+
+    english = [f"Document number {i} is about the city of Paris and its long history."
+               for i in range(LANGUAGE_SAMPLE)]
+    german = ["Aristoteles war ein griechischer Philosoph und wurde in Stagira geboren.",
+              "Berlin ist die Hauptstadt der Bundesrepublik Deutschland und ihr Sitz."]
+    said: list[str] = []
+    build_index([_documents(tmp_path / "docs.jsonl", english + german)], tmp_path / "index",
+                on_warning=said.append)
+    assert read_meta(tmp_path / "index")["languages"] == {"en": LANGUAGE_SAMPLE, "de": 2}
+    late = [m for m in said if "rebuild with --model multilingual" in m]
+    assert len(late) == 1 and "2 in de" in late[0], said
+    # All English: nothing to say.
+    said.clear()
+    build_index([_documents(tmp_path / "en.jsonl", english)], tmp_path / "index-en",
+                on_warning=said.append)
+    assert not [m for m in said if "multilingual" in m], said

@@ -20,6 +20,7 @@ BAD: dict[str, list[Any]] = {
     "index": [""],
     "judge": ["bogus", "nli:", "minicheck"],
     "judge_precision": ["int4"],
+    "judge_threshold": [1.5, -0.1, math.nan, math.inf],
     "top_k": [0, -3],
     "threshold": [1.5, -2.0, math.nan],
     "query": ["everything"],
@@ -45,30 +46,52 @@ BAD: dict[str, list[Any]] = {
     "cache_dir": [""],
     "llm_prompt": ["bogus"],
     "unparsable_as": ["maybe"],
+    "batch_tokens": [0, -512],
     "device": ["tpu"],
 }
 #: What only Python can give: a value of the wrong type.
 WRONG_TYPE: dict[str, Any] = {
-    "index": 5, "judge": 5, "judge_precision": 16, "top_k": "3", "threshold": "0.3",
+    "index": 5, "judge": 5, "judge_precision": 16, "judge_threshold": "0.8", "top_k": "3",
+    "threshold": "0.3",
     "query": 1, "retrieval": 2, "search_width": 5, "response_field": 5, "question_field": 5,
     "evidence": ["index"], "contexts_field": 5, "contexts_retrieval": 1,
     "max_nonfactual_rate": "0.1", "max_nonfactual_responses": 2.5,
     "min_citation_recall": True, "min_citation_precision": "x", "citation_pattern": 5,
     "regenerate": "yes", "max_attempts": 2.0, "rewriter": 5, "llm_base_url": 5,
     "concurrency": "4", "temperature": "0", "no_cache": 1, "cache_dir": 5,
-    "llm_prompt": 1.0, "unparsable_as": 0, "device": b"cpu",
+    "llm_prompt": 1.0, "unparsable_as": 0, "batch_tokens": "2048", "device": b"cpu",
 }
 #: RunSettings.resolve's keyword for an option of the gate.
 RESOLVE_NAMES = {"max_nonfactual_rate": "max_rate", "max_nonfactual_responses": "max_responses"}
-#: Options `ceg eval` shares with `ceg check` (its own flags, the same table).
-EVAL_SHARES = {"judge", "judge_precision", "top_k", "threshold", "query", "retrieval",
-               "search_width",
-               "evidence", "contexts_field", "contexts_retrieval", "device"}
+#: Options `ceg eval` shares with `ceg check` (its own flags, the same table): all but
+#: what is about a run's files, its gate, its fields and its rewrites.
+EVAL_SHARES = {"judge", "judge_precision", "judge_threshold", "batch_tokens", "top_k",
+               "threshold", "query", "retrieval", "search_width", "evidence", "contexts_field",
+               "contexts_retrieval", "device", "llm_base_url", "concurrency", "temperature",
+               "no_cache", "cache_dir", "llm_prompt", "unparsable_as"}
 CASES = [(key, value) for key, values in BAD.items() for value in values]
 
 
 def test_every_option_of_the_table_has_bad_values_here() -> None:
     assert set(BAD) == set(OPTIONS) == set(WRONG_TYPE)
+
+
+def test_eval_takes_every_option_of_check_that_a_judge_reads() -> None:
+    """``ceg eval --judge llm:...`` had no --llm-base-url, --llm-prompt, ... (only
+    $OPENAI_BASE_URL and the paper's prompt): the judge's options are check's, from the
+    table, whoever runs the judge."""
+    import typer
+
+    from ceg_cli.check.options import CHECKER_KEYS, LLM_KEYS
+    from ceg_cli.cli.main import app
+
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
+    flags = {name: {o for p in commands[name].params for o in getattr(p, "opts", ())}
+             for name in ("check", "eval")}
+    judge_keys = {"judge", *LLM_KEYS, *CHECKER_KEYS, "device"}
+    assert judge_keys <= EVAL_SHARES
+    for key in EVAL_SHARES:
+        assert OPTIONS[key].flag in flags["eval"] and OPTIONS[key].flag in flags["check"], key
 
 
 def _cli_text(value: Any) -> str:
@@ -181,7 +204,8 @@ def test_an_option_this_run_does_not_read_is_warned_of_once(
     src.write_text('{"response": "Paris is in France.", "contexts": ["Paris is in France."]}\n',
                    encoding="utf-8")
     result = run_cli("check", src, "-q", "--evidence", "contexts", "--llm-prompt", "minicheck",
-                     "--judge-precision", "bfloat16", "--temperature", "0.5", "--no-cache")
+                     "--judge-precision", "bfloat16", "--temperature", "0.5", "--no-cache",
+                     "--batch-tokens", "512")
     assert result.exit_code == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert warnings == [
@@ -189,8 +213,8 @@ def test_an_option_this_run_does_not_read_is_warned_of_once(
         "offline)",
         "warning: --temperature 0.5, --no-cache: ignored: only an LLM reads them (an llm: "
         "judge, or --regenerate's rewriter), and this run uses none (the judge is offline)",
-        "warning: --judge-precision bfloat16: ignored: only a minicheck:, hhem: or nli: "
-        "checker reads it (the judge is offline)",
+        "warning: --judge-precision bfloat16, --batch-tokens 512: ignored: only a minicheck:, "
+        "hhem: or nli: checker reads them (the judge is offline)",
     ]
     for command in (["check", src, "--index", tmp_path / "none"], ["eval", src]):
         result = run_cli(*command, "--evidence", "index", "--contexts-retrieval", "dense", "-q")
@@ -214,5 +238,6 @@ def test_the_api_warns_of_the_same_options(recwarn: pytest.WarningsRecorder) -> 
     assert ignored_options({"judge": "llm:gpt-4o-mini", "llm_prompt": "minicheck",
                             "temperature": 0.7}) == []
     assert ignored_options({"judge": "offline", "regenerate": True, "temperature": 0.7}) == []
-    assert ignored_options({"judge": "minicheck:x", "judge_precision": "bfloat16"}) == []
+    assert ignored_options({"judge": "minicheck:x", "judge_precision": "bfloat16",
+                            "batch_tokens": 512}) == []
     assert ignored_options({"evidence": "both", "contexts_retrieval": "dense"}) == []

@@ -19,11 +19,8 @@ from ceg_cli.corpus import iter_positioned
 from ceg_cli.errors import UsageError
 from ceg_cli.index.builder import BuildOptions, build_index, vector_precision
 from ceg_cli.index.chunking import chunk_or_skip
-from ceg_cli.index.embedding import (
-    SentenceTransformerEmbedder,
-    resolve_model,
-    resolve_precision,
-)
+from ceg_cli.index.devices import resolve_precision
+from ceg_cli.index.embedding import SentenceTransformerEmbedder, resolve_model
 from ceg_cli.index.layout import embed_text
 
 

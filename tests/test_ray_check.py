@@ -90,8 +90,25 @@ def test_a_ray_check_writes_what_the_local_check_writes(
     assert len(records) > 290
     assert {r["evidence_source"] for r in records} == {"index", "contexts", None}
     assert any(seg.get("citation_check") for r in records for seg in r["segments"])
+    # Each judged record names the judge's own cut for its setting (the workers' judge's).
+    assert all(r["judge"]["threshold"] is not None for r in records if r["label"] != "error")
     # The same warnings and summary table, said once each.
     assert timeless(on_ray.stderr) == timeless(local.stderr)
+
+
+def test_a_ray_check_decides_at_the_local_runs_cut(
+    run_cli: CliRun, hash_index: Path, responses: Path, tmp_path: Path
+) -> None:
+    """The driver creates no judge: the cut each record names (here --judge-threshold's,
+    else the judge's own per setting) is the workers' judge's, as the local run's."""
+    local, on_ray = both(run_cli, tmp_path, without(responses), "--index", hash_index,
+                         "--judge", "hashed", "--judge-threshold", "0.6")
+    assert on_ray.exit_code == local.exit_code == 2, on_ray.stderr
+    same_files(tmp_path)
+    assert timeless(on_ray.stderr) == timeless(local.stderr)
+    judged = [json.loads(line)["judge"] for line in (tmp_path / "ray" / "out.jsonl").open()]
+    assert {(j["threshold"], j["threshold_source"]) for j in judged} == {
+        (0.6, "--judge-threshold"), (None, None)}  # None: the bad lines' error records
 
 
 def without(responses: Path) -> Path:

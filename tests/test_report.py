@@ -35,6 +35,10 @@ from ceg_cli.types import (
 )
 
 JUDGE = {"name": "test", "method": "a judge for tests"}
+#: The record's judge block of a judge that cuts no score (``cuts`` None).
+JUDGE_BLOCK = {**JUDGE, "threshold": None, "threshold_source": None}
+JUDGE_KEYS = {"name": str, "method": str, "threshold": (float, type(None)),
+              "threshold_source": (str, type(None))}
 
 P10 = Evidence(10, "doc-a", "Aristotle", "Aristotle was a Greek philosopher.", 0.8123,
                "https://en.wikipedia.org/wiki/Aristotle")
@@ -154,17 +158,42 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_4() -> None:
-    assert SCHEMA_VERSION == 4
-    assert to_record(checked(), JUDGE)["schema_version"] == 4
-    assert to_record(error_response(), JUDGE)["schema_version"] == 4
+def test_schema_version_is_5() -> None:
+    assert SCHEMA_VERSION == 5
+    assert to_record(checked(), JUDGE)["schema_version"] == 5
+    assert to_record(error_response(), JUDGE)["schema_version"] == 5
+
+
+def test_the_judge_block_gives_the_cut_of_the_records_setting() -> None:
+    from ceg_cli.judges.cuts import Cut, Cuts
+
+    cuts = Cuts(Cut(0.6, "protocol, index setting"), Cut(0.7, "protocol, contexts setting"))
+    by_source = {}
+    for source in ("index", "both", "contexts", "none"):
+        response = checked()
+        response = CheckedResponse(response.input, response.segments, response.label, source)
+        block = as_json(to_record(response, JUDGE, cuts=cuts))["judge"]
+        assert_shape(block, JUDGE_KEYS)
+        by_source[source] = (block["threshold"], block["threshold_source"])
+    assert by_source == {
+        "index": (0.6, "protocol, index setting"), "both": (0.6, "protocol, index setting"),
+        "contexts": (0.7, "protocol, contexts setting"),
+        "none": (0.7, "protocol, contexts setting"),
+    }
+    # An error record was judged at no cut; a judge with no cuts gives none.
+    assert to_record(error_response(), JUDGE, cuts=cuts)["judge"] == JUDGE_BLOCK
+    assert to_record(checked(), JUDGE)["judge"] == JUDGE_BLOCK
+    # Read back from a record (ceg report, --resume), the block keeps its cut.
+    record = as_json(to_record(checked(), JUDGE, cuts=cuts))
+    assert to_record(checked(), record["judge"])["judge"] == record["judge"]
 
 
 def test_record_keys_and_types() -> None:
     record = as_json(to_record(checked(), JUDGE))
     assert_shape(record, RECORD_KEYS)
+    assert_shape(record["judge"], JUDGE_KEYS)
     assert record["label"] == NONFACTUAL
-    assert record["judge"] == JUDGE
+    assert record["judge"] == JUDGE_BLOCK
     assert (record["id"], record["line"]) == ("r1", 3)
     assert (record["response"], record["question"]) == (RESPONSE, "Who was Aristotle?")
     assert len(record["segments"]) == 6
@@ -244,7 +273,7 @@ def test_input_fields_that_clash_with_reserved_keys_are_kept_under_input() -> No
     assert record["label"] == NONFACTUAL
     assert record["segments"][0]["index"] == 0
     assert record["line"] == 3
-    assert record["judge"] == JUDGE
+    assert record["judge"] == JUDGE_BLOCK
     assert record["schema_version"] == SCHEMA_VERSION
     assert record["error"] is None
 

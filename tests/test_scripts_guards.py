@@ -262,8 +262,11 @@ def test_the_default_workdir_is_removed_however_the_script_ends(
             raise RuntimeError("the build failed")
     assert made and not made[0].exists()
     # SIGTERM: the script exits 143 and its work folder is gone.
+    # The heap is frozen first: the interpreter's teardown does not walk it (after a
+    # model ran, that walk took 5 to 40 s on a busy machine, and the signal SIGKILL).
     child = (
-        "import sys, time; sys.path.insert(0, sys.argv[1]); import _common\n"
+        "import atexit, gc, sys, time; sys.path.insert(0, sys.argv[1]); import _common\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count(), flush=True))\n"
         "with _common.work_dir(None, prefix='ceg-test-work-') as w:\n"
         "    print(w, flush=True); time.sleep(60)\n"
     )
@@ -275,6 +278,8 @@ def test_the_default_workdir_is_removed_however_the_script_ends(
         assert folder.is_dir()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 143
+        frozen = proc.stdout.read().split()
+        assert frozen[0] == "frozen" and int(frozen[1]) > 1000, frozen
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -201,7 +201,9 @@ def _run(
     for n, _, _, cited in jobs:
         s = open_[n]
         evidence = _evidence_of(s.passages, s.query, cited)
-        items.append(JudgeItem(s.item.segment, evidence, s.item.question, s.item.response))
+        # Judged against the contexts it cites: the contexts setting's cut.
+        items.append(JudgeItem(s.item.segment, evidence, s.item.question, s.item.response,
+                               s.item.language, setting="contexts"))
     verdicts = judge.judge(items)
     for (n, kind, context, _), verdict in zip(jobs, verdicts):
         s = open_[n]

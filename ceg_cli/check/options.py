@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..index.embedding import DEVICES
+from ..index.devices import DEVICES
 from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
 from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION
@@ -223,6 +223,13 @@ OPTIONS: dict[str, OptionSpec] = dict([
           choices=JUDGE_PRECISIONS,
           help="The float width of a minicheck:, hhem: or nli: checker: float32 (parity "
           "with the authors), bfloat16, or float16 (CUDA only; not for T5)."),
+    _spec("judge_threshold", "--judge-threshold", "float", low=0.0, high=1.0,
+          range_text="the judge's score is between 0 and 1, and so is its cut",
+          help="The judge's cut on its score, 0 to 1, in every setting: a segment is "
+          "supported when its score reaches it (default: the judge's own: for offline and "
+          "verifier the leave-one-domain-out protocol's for the index or contexts setting, "
+          "for minicheck:, hhem: and nli: 0.5; llm: with the paper's prompt gives a label "
+          "and refuses it)."),
     _spec("top_k", "--top-k", "int", DEFAULT_TOP_K, low=1, envvar="CEG_TOP_K", short="-k",
           help="Passages retrieved per segment."),
     _spec("threshold", "--threshold", "float", DEFAULT_THRESHOLD, low=-1.0, high=1.0,
@@ -306,6 +313,9 @@ OPTIONS: dict[str, OptionSpec] = dict([
           choices=UNPARSABLE_CHOICES,
           help="What an LLM reply that cannot be read counts as (not_judged fails the run, "
           "exit 3)."),
+    _spec("batch_tokens", "--batch-tokens", "int", low=1,
+          help="The padded tokens a batch of a minicheck:, hhem: or nli: checker holds at "
+          "most (pairs x its longest pair; default: 2048 on a CPU, no limit on a GPU)."),
     _spec("device", "--device", "choice", "auto", choices=DEVICES,
           help="Where the models compute (the index's embedder for queries, the verifier's "
           "or NLI judge's model): auto is CUDA when torch sees one, else the CPU."),
@@ -326,40 +336,55 @@ def check_options(values: Mapping[str, Any]) -> dict[str, Any]:
             for key in sorted(values, key=lambda k: order.get(k, len(order)))}
 
 
-def llm_judge_options(
-    *,
-    llm_base_url: str | None = None,
-    concurrency: int = 4,
-    temperature: float = 0.0,
-    no_cache: bool = False,
-    cache_dir: str | Path | None = None,
-    unparsable_as: str = "not_judged",
-    llm_prompt: str = "ceg",
-) -> dict[str, Any]:
-    """What the LLM judge reads, each value checked; other judges ignore it. The API key
-    is not here: the client reads it from the environment, so it never passes through
-    options."""
-    values = {
-        "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
-        "no_cache": no_cache, "cache_dir": cache_dir, "unparsable_as": unparsable_as,
-        "llm_prompt": llm_prompt,
-    }
-    checked = {key: check_option(key, value) for key, value in values.items()}
+#: The options an LLM judge's client and prompt read (and --regenerate's rewriter).
+LLM_KEYS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
+            "unparsable_as", "llm_prompt")
+#: The options a checker model reads (minicheck:, hhem:, nli:).
+CHECKER_KEYS = ("judge_precision", "batch_tokens")
+
+
+#: What ``judge_options`` and ``ignored_options`` read of a command's values.
+JUDGE_VALUE_KEYS = ("judge", *LLM_KEYS, *CHECKER_KEYS, "device", "evidence",
+                    "contexts_retrieval", "regenerate")
+
+
+def judge_values(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of ``params`` (a command's parameters by option name, its ``locals()``)
+    that say which judge a run uses and what it reads (``JUDGE_VALUE_KEYS``)."""
+    return {key: params[key] for key in JUDGE_VALUE_KEYS if key in params}
+
+
+def judge_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``create_judge`` reads, from the options' values (each checked; a key left
+    out or None is its default): the LLM client's and prompt's, a checker model's float
+    width and batch budget, and the device. Every judge takes what it needs. The API
+    key is not here: the client reads it from the environment, so it never passes
+    through options."""
+    checked = {key: check_option(key, values.get(key))
+               for key in (*LLM_KEYS, *CHECKER_KEYS, "device")}
+
+    def value(key: str) -> Any:
+        return OPTIONS[key].default if checked[key] is None else checked[key]
+
     options: dict[str, Any] = {
-        "concurrency": checked["concurrency"],
-        "temperature": checked["temperature"],
-        "cache": not checked["no_cache"],
-        "count_unparsable_as": checked["unparsable_as"],
-        "prompt": checked["llm_prompt"],
+        "concurrency": value("concurrency"),
+        "temperature": value("temperature"),
+        "cache": not value("no_cache"),
+        "count_unparsable_as": value("unparsable_as"),
+        "prompt": value("llm_prompt"),
+        "precision": value("judge_precision"),
+        "device": value("device"),
     }
-    if checked["llm_base_url"] is not None:
-        options["base_url"] = checked["llm_base_url"]
-    if checked["cache_dir"] is not None:
-        options["cache_dir"] = str(checked["cache_dir"])
+    for key, name in (("llm_base_url", "base_url"), ("cache_dir", "cache_dir"),
+                      ("batch_tokens", "batch_tokens")):
+        if checked[key] is not None:
+            options[name] = str(checked[key]) if key == "cache_dir" else checked[key]
     return options
 
 
-#: Judges that read --judge-precision (checker models).
+#: What only an llm: judge reads (a rewriter reads the rest of LLM_KEYS too).
+_PROMPT_KEYS = ("llm_prompt", "unparsable_as")
+#: Judges that read --judge-precision and --batch-tokens (checker models).
 _PRECISION_JUDGES = ("minicheck", "hhem", "nli")
 
 
@@ -381,19 +406,19 @@ def ignored_options(values: Mapping[str, Any]) -> list[str]:
     prefix = judge.partition(":")[0]
     llm_judge = prefix == "llm"
     out = []
-    judge_only = [k for k in ("llm_prompt", "unparsable_as") if changed(k)]
+    judge_only = [k for k in _PROMPT_KEYS if changed(k)]
     if judge_only and not llm_judge:
         out.append(f"{said(judge_only)}: ignored: only an llm: judge reads "
                    f"{'it' if len(judge_only) == 1 else 'them'} (the judge is {judge})")
-    client = [k for k in ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir")
-              if changed(k)]
+    client = [k for k in LLM_KEYS if k not in _PROMPT_KEYS and changed(k)]
     if client and not llm_judge and not values.get("regenerate"):
         out.append(f"{said(client)}: ignored: only an LLM reads "
                    f"{'it' if len(client) == 1 else 'them'} (an llm: judge, or --regenerate's "
                    f"rewriter), and this run uses none (the judge is {judge})")
-    if changed("judge_precision") and prefix not in _PRECISION_JUDGES:
-        out.append(f"{said(['judge_precision'])}: ignored: only a minicheck:, hhem: or nli: "
-                   f"checker reads it (the judge is {judge})")
+    checker = [k for k in CHECKER_KEYS if changed(k)]
+    if checker and prefix not in _PRECISION_JUDGES:
+        out.append(f"{said(checker)}: ignored: only a minicheck:, hhem: or nli: checker "
+                   f"reads {'it' if len(checker) == 1 else 'them'} (the judge is {judge})")
     if changed("contexts_retrieval") and values.get("evidence") == "index":
         out.append(f"{said(['contexts_retrieval'])}: ignored: it ranks a record's own "
                    "contexts, which --evidence index does not read")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ..corpus.contexts import CONTEXT_FIELDS
 from ..errors import UsageError
 from ..judges import Judge
+from ..judges.cuts import setting_of
 from ..lang.codes import AUTO
 from ..lang.detect import Detection, detect
 from ..types import (
@@ -232,10 +233,12 @@ def check_batch(
                                             contexts)
     items = []
     at = 0
-    for item, segs, m in zip(batch, segmented, marked):
+    for item, segs, m, source in zip(batch, segmented, marked, sources):
         said = m.clean if m is not None else item.response
+        setting = setting_of(source)
         for seg in segs:
-            items.append(JudgeItem(seg, evidence[at], item.question, said, item.language))
+            items.append(JudgeItem(seg, evidence[at], item.question, said, item.language,
+                                   setting=setting))
             at += 1
     verdicts = judge.judge(items) if items else []
     if len(verdicts) != len(items):

@@ -163,7 +163,8 @@ class CheckWorker:
         torch = sys.modules.get("torch")
         said, self.warnings[:] = list(self.warnings), []
         return {"where": _where(), "version": __version__, "judge": self.run.judge_info,
-                "check": self.run.settings.check, "pid": os.getpid(), "warnings": said,
+                "cuts": self.run.cuts, "check": self.run.settings.check, "pid": os.getpid(),
+                "warnings": said,
                 "threads": torch.get_num_threads() if torch is not None else None}
 
     def alive(self) -> bool:
@@ -301,6 +302,10 @@ class RayChecks:
             self._say(hello["warnings"])
         first = hellos[0]
         self.judge_info = first["judge"]
+        #: The judge's cut in each setting, and where each came from (its thresholds.json,
+        #: --judge-threshold, a project file), as the workers' judge has them: the driver
+        #: creates no judge, and each record says the cut it was judged at.
+        self.cuts = first["cuts"]
         self.settings = replace(settings, check=first["check"])
         #: Each worker's node, its process and its torch threads, for a test or a report.
         self.workers = [{"where": h["where"], "pid": h["pid"], "threads": h["threads"]}

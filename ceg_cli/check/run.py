@@ -12,15 +12,16 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import CegError
-from ..index.lexical import resolve_method
-from ..lang.codes import UNDETERMINED
+from ..judges.cuts import OPTION as CUT_OPTION
+from ..judges.cuts import SETTINGS, Cuts, setting_of
+from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
 from ..progress import Progress
 from ..report.gate import GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished
 from ..report.records import to_record
 from ..types import CheckedResponse, ResponseInput
-from .pipeline import check, evidence_source, response_language
+from .evidence import RecordEvidence, RunEvidence, wants_index
+from .pipeline import check
 from .responses import read_responses
 from .resume import _finished_record, _made_from, _skip_finished
 from .settings import RunSettings
@@ -46,7 +47,8 @@ class CheckRun:
         self._rewriter_judge: Any = None
         self.index: Any = None
         self.contexts: Any = None
-        self._said_language = False  # the language fallback is said once a run
+        #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
+        self.cuts: Cuts | None = None
         #: The Ray workers that check for this run (``--engine ray``), else None.
         self._ray: Any = None
         if settings.engine.name == "ray":
@@ -55,7 +57,7 @@ class CheckRun:
             self._load(settings)
         self.summary = Summary(
             judge=self.judge_info["name"],
-            index=str(settings.index) if self._reads_index else "",
+            index=str(settings.index) if self.reads_index else "",
         )
         self.resumed = 0
         #: Responses rewritten by --regenerate, and how many came out all supported.
@@ -66,7 +68,6 @@ class CheckRun:
     def _load(self, settings: RunSettings) -> None:
         """Create the judge, the rewriter and the context search, and open the index: the
         run checks in this process."""
-        from ..index import open_index
         from ..judges import create_judge
 
         on_warning = self.on_warning
@@ -76,42 +77,35 @@ class CheckRun:
         # log-probabilities) says it where the run's warnings go.
         judge_options = {**settings.judge_options, "on_warning": on_warning}
         self.judge = create_judge(settings.judge, judge_options)
+        self.cuts = getattr(self.judge, "cuts", None)
         if settings.regenerate:
             from .regenerate import LlmRewriter
 
-            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair.
+            # A separate rewriter lets a cheap judge (offline) flag and an LLM repair;
+            # it rewrites, it decides nothing: the judge's cut is not its option.
             if settings.rewriter is not None:
-                self._rewriter_judge = create_judge(settings.rewriter, judge_options)
+                rewriter_options = {k: v for k, v in judge_options.items()
+                                    if k not in (CUT_OPTION, CUT_SOURCE_OPTION)}
+                self._rewriter_judge = create_judge(settings.rewriter, rewriter_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
         self._pending, first = self._peek(settings)
-        if self._wants_index(settings, first):
-            self.index = open_index(settings.index)
-        try:
-            if self.index is not None:
-                # The index's model too: one that cannot be loaded, or gives another
-                # dimension, fails the run here, before --out is touched.
-                self.index.embedder(settings.device)
-                if settings.search_width:
-                    self.index.set_search_width(settings.search_width)
-                # hybrid on an index built before the lexical part: dense, with a warning.
-                method, warning = resolve_method(self.index, settings.check.retrieval.method)
-            else:
-                method, warning = settings.check.retrieval.method, None
-        except CegError:
-            if self.index is not None:
-                self.index.close()
-            raise
-        if warning is not None and on_warning is not None:
-            on_warning(warning)
-        retrieval = replace(settings.check.retrieval, method=method)
-        self.settings = replace(settings, check=replace(settings.check, retrieval=retrieval))
-        self.contexts = self._context_search()
-        self._reads_index = self.index is not None
+        # What the run checks against: the index opened (and its model loaded) only
+        # when needed, its retrieval method resolved, the contexts' search.
+        self.evidence: RecordEvidence = RunEvidence(
+            settings.index, settings.check, device=settings.device,
+            context_fields=settings.fields.contexts, search_width=settings.search_width,
+            judge=self.judge,
+            use_index=self._wants_index(settings, first), on_warning=on_warning,
+        )
+        self.index = self.evidence.index
+        self.settings = replace(settings, check=self.evidence.check)
+        self.contexts = self.evidence.contexts
         self.judge_info = {"name": self.judge.name, "method": self.judge.method}
 
     def _start_on_ray(self, settings: RunSettings) -> None:
         """Start the Ray workers that check for this run, each with its judge and index;
-        this process reads the responses and writes what they return."""
+        this process reads the responses, decides each one's evidence and writes what
+        they return."""
         from ..judges import check_judge_name
         from .ray_run import RayChecks
 
@@ -124,8 +118,13 @@ class CheckRun:
         self._ray = RayChecks(settings, self._wants_index(settings, first), FedRun,
                               on_warning=self.on_warning)
         self.settings = self._ray.settings
-        self._reads_index = self._ray.reads_index
+        # The workers' judge: its name, method and cuts, as the local run's.
         self.judge_info = self._ray.judge_info
+        self.cuts = self._ray.cuts
+        self.evidence = RecordEvidence(
+            self.settings.check, context_fields=settings.fields.contexts,
+            reads_index=self._ray.reads_index, on_warning=self.on_warning,
+        )
 
     def execute(
         self,
@@ -151,6 +150,7 @@ class CheckRun:
                 self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
         judge_info = self.judge_info
+        cuts = self.cuts
         pending = self._pending
         if resume_into is not None:
             # Records are written one per input line, in input order: the
@@ -161,7 +161,7 @@ class CheckRun:
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
             for checked, attempts in self.results(self._report_bad(pending), progress):
-                record = to_record(checked, judge_info, attempts)
+                record = to_record(checked, judge_info, attempts, cuts)
                 writer.write(record)
                 self._count(checked)
                 if on_record is not None:
@@ -172,7 +172,7 @@ class CheckRun:
     @property
     def reads_index(self) -> bool:
         """Whether the run checks against the index (here, or on its Ray workers)."""
-        return self._reads_index
+        return self.evidence.reads_index
 
     def results(
         self, items: Iterable[ResponseInput], progress: Progress | None = None
@@ -220,42 +220,13 @@ class CheckRun:
     def _report_bad(self, items):  # type: ignore[no-untyped-def]
         source = "<stdin>" if self.settings.responses == "-" else self.settings.responses
         for item in items:
-            item = self._with_evidence(item, source)
+            item = self.evidence.prepare(item, source)
             if self.on_bad_line is not None:
                 for message in item.warnings:
                     self.on_bad_line(message)
                 if item.error is not None:
                     self.on_bad_line(item.error)
             yield item
-
-    def _with_evidence(self, item: ResponseInput, source: str) -> ResponseInput:
-        """``item``, an error record if it has nothing to be checked against."""
-        if item.error is not None:
-            return item
-        where = f"{source}:{item.line}"
-        found, problem = evidence_source(item, self.settings.check.evidence,
-                                         self._reads_index, self.settings.fields.contexts)
-        if problem is not None:
-            return replace(item, error=f"{where}: {problem}")
-        found_language = response_language(item, self.settings.check.language)
-        item = replace(item, language=found_language.language)
-        # Text with letters in a script no language is known for; none at all ("42",
-        # emoji) has no words to read either way.
-        if (found_language.language.startswith(f"{UNDETERMINED}-")
-                and not self._said_language and self.on_warning is not None):
-            self._said_language = True
-            self.on_warning(
-                f"{where}: cannot tell the response's language; it is read by the rules of "
-                f"its script ({found_language.language}); name the language with --language "
-                "CODE (said once: later such records are read the same way)"
-            )
-        if found == "none" and self.on_warning is not None:
-            holds = "is an empty list" if not item.contexts else "holds only blank text"
-            self.on_warning(
-                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
-                "its segments are judged on no evidence"
-            )
-        return item
 
     def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], ResponseInput | None]:
         """The responses, and the first readable one (whether an index is needed depends on it)."""
@@ -271,18 +242,19 @@ class CheckRun:
 
     def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
         # A method so that a run fed from Python (ceg_cli.api) decides by its own argument.
-        return _wants_index(settings, first)
+        return wants_index(settings.check.evidence, settings.index, first)
 
-    def _context_search(self) -> Any:
-        """What searches the records' contexts: with the index's model where there is one."""
-        if self.settings.check.evidence == "index":
-            return None
-        from .ctxsearch import context_search, reads_similarity
-
-        return context_search(self.index, self.settings.device,
-                              method=self.settings.check.contexts_retrieval,
-                              language=self.settings.check.language,
-                              similarity=reads_similarity(self.judge))
+    def describe_cuts(self, *, used: bool = False) -> str:
+        """The judge's cut in the settings this run may judge in (by ``--evidence``), or,
+        with ``used``, in those its records were judged in: "0.8333 (protocol, index
+        setting); 0.8333 (protocol, contexts setting)"."""
+        if self.cuts is None:
+            return "none (the judge gives a label, not a score)"
+        settings = cut_settings(self.settings.check.evidence)
+        if used and self.summary.evidence_sources:
+            seen = {setting_of(source) for source in self.summary.evidence_sources}
+            settings = tuple(s for s in SETTINGS if s in seen)
+        return self.cuts.describe(settings)
 
     def _count(self, checked: Any) -> None:
         outcome = self.summary.add(checked)
@@ -317,36 +289,22 @@ class CheckRun:
         started it)."""
         if self._ray is not None:
             self._ray.close()
-        if self.index is not None:
-            self.index.close()
+        self.evidence.close()
         for judge in (self.judge, self._rewriter_judge):
             close_judge = getattr(judge, "close", None)
             if close_judge is not None:
                 close_judge()
 
 
-def _wants_index(settings: RunSettings, first: ResponseInput | None) -> bool:
-    """Whether the run opens the index (``open_index`` says why when it cannot).
-
-    ``--evidence index`` and ``both`` need it; ``contexts`` never reads it; by
-    default (``auto``) an index that is there is used for the records without
-    contexts, and one that is not is needed only when the first record has none:
-    a file of records without contexts and no index fails at once, as before. A
-    file with no readable record needs no index that is not there: its lines are
-    error records, and the gate says what was wrong with them.
-    """
-    mode = settings.check.evidence
-    if first is None and not settings.index.exists():
-        # No record can be read (an empty file, every line bad): nothing would be checked
-        # against an index, and what to report is the input's problem, not a missing index.
-        return False
-    if mode in ("index", "both"):
-        return True
-    if mode == "contexts":
-        return False
-    if settings.index.exists():
-        return True
-    return first is None or first.contexts is None
+def cut_settings(evidence: str) -> tuple[str, ...]:
+    """The settings a run with ``--evidence`` judges in: ``index`` and ``both`` the
+    index setting (``cuts.setting_of``), ``contexts`` the contexts setting, ``auto``
+    either, record by record."""
+    if evidence in ("index", "both"):
+        return ("index",)
+    if evidence == "contexts":
+        return ("contexts",)
+    return SETTINGS
 
 
 class FedRun(CheckRun):

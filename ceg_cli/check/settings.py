@@ -9,6 +9,8 @@ from typing import Any
 from ..errors import UsageError
 from ..index.lexical import DEFAULT_RETRIEVAL
 from ..index.searchwidth import parse as parse_search_width
+from ..judges.cuts import OPTION as CUT_OPTION
+from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
 from ..lang.codes import AUTO, check_language
 from ..report.gate import GateOptions
 from ..report.output import refuse_index_files, refuse_same_files
@@ -88,6 +90,8 @@ class RunSettings:
         min_citation_precision: float | None = None,
         search_width: str | None = None,
         language: str = AUTO,
+        judge_threshold: float | None = None,
+        judge_threshold_source: str | None = None,
         engine: str = "local",
         ray_address: str | None = None,
         workers: int | None = None,
@@ -109,6 +113,7 @@ class RunSettings:
             "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
             "min_citation_recall": min_citation_recall,
             "min_citation_precision": min_citation_precision, "search_width": search_width,
+            "judge_threshold": judge_threshold,
         })
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
         threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
@@ -118,12 +123,18 @@ class RunSettings:
         min_citation_recall = checked["min_citation_recall"]
         min_citation_precision = checked["min_citation_precision"]
         index = checked["index"]
+        # The judge's cut, for every setting (None: the judge's own per setting).
+        judge_options = dict(judge_options or {})
+        if checked["judge_threshold"] is not None:
+            judge_options[CUT_OPTION] = checked["judge_threshold"]
+            if judge_threshold_source is not None:  # a project file's, not the flag
+                judge_options[CUT_SOURCE_OPTION] = judge_threshold_source
         if rewriter is not None and not regenerate:
             raise UsageError("--rewriter is used only with --regenerate")
         if device == "cuda":
             # Refused wherever given, even where no model would load (offline judge,
             # contexts ranked by BM25): a run never says it used what it could not.
-            from ..index.embedding import resolve_device
+            from ..index.devices import resolve_device
 
             resolve_device(device)
         evidence = evidence or DEFAULT_EVIDENCE
@@ -165,7 +176,7 @@ class RunSettings:
                 min_citation_precision=min_citation_precision,
             ),
             resume=resume,
-            judge_options=judge_options or {},
+            judge_options=judge_options,
             regenerate=regenerate,
             max_attempts=max_attempts,
             rewriter=rewriter,

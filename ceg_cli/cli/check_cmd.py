@@ -11,12 +11,14 @@ from typing import Any
 import typer
 
 from ..check.settings import ENGINES
+from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
     IndexOption,
     JudgeOption,
     JudgePrecisionOption,
+    JudgeThresholdOption,
     LanguageOption,
     QueryOption,
     QuietOption,
@@ -36,6 +38,7 @@ CheckEngine = Enum("CheckEngine", {name: name for name in ENGINES}, type=str)  #
 
 @handle_errors
 def check_command(
+    ctx: typer.Context,
     responses: str = typer.Argument(
         ..., help="Responses file (JSONL), or - for stdin.", metavar="RESPONSES",
         show_default=False,
@@ -43,6 +46,7 @@ def check_command(
     index: Path = IndexOption,
     out: Path = typer.Option(None, "--out", "-o", help="Output JSONL file (default: stdout)."),
     judge: str = JudgeOption,
+    judge_threshold: float = JudgeThresholdOption,
     judge_precision: str = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -81,6 +85,7 @@ def check_command(
     cache_dir: Path = spec_option("cache_dir"),
     llm_prompt: str = spec_option("llm_prompt"),
     unparsable_as: str = spec_option("unparsable_as"),
+    batch_tokens: int = spec_option("batch_tokens"),
     device: str = DeviceOption,
     engine: CheckEngine = typer.Option(
         "local", "--engine",
@@ -111,18 +116,22 @@ def check_command(
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
-    from ..check.options import ignored_options, llm_judge_options
+    from ..check.options import ignored_options, judge_options, judge_values
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
     from ..index.processes import terminate_as_interrupt
     from ..report.html import ReportBuilder, write_report
     from ..report.output import refuse_index_files, refuse_same_files
 
+    # What the judge reads, and whether this run reads it (one warning for each it does not).
+    given = judge_values(locals())
     settings = RunSettings.resolve(
         responses=responses,
         index=index,
         out=out,
         judge=judge,
+        judge_threshold=judge_threshold,
+        judge_threshold_source=judge_threshold_source(ctx),
         top_k=top_k,
         threshold=threshold,
         query=query,
@@ -142,11 +151,7 @@ def check_command(
         regenerate=regenerate,
         max_attempts=max_attempts,
         rewriter=rewriter,
-        judge_options=llm_judge_options(
-            llm_base_url=llm_base_url, concurrency=concurrency, temperature=temperature,
-            no_cache=no_cache, cache_dir=cache_dir, unparsable_as=unparsable_as,
-            llm_prompt=llm_prompt,
-        ) | {"device": device, "precision": judge_precision},
+        judge_options=judge_options(given),
         device=device,
         engine=engine.value,
         ray_address=ray_address,
@@ -154,14 +159,9 @@ def check_command(
         gpus_per_worker=gpus_per_worker,
         search_width=search_width,
     )
-    for message in ignored_options({
-        "judge": judge, "judge_precision": judge_precision, "evidence": evidence,
-        "contexts_retrieval": contexts_retrieval, "regenerate": regenerate,
-        "llm_base_url": llm_base_url, "concurrency": concurrency, "temperature": temperature,
-        "no_cache": no_cache, "cache_dir": cache_dir, "llm_prompt": llm_prompt,
-        "unparsable_as": unparsable_as, "engine": engine.value, "ray_address": ray_address,
-        "workers": workers, "gpus_per_worker": gpus_per_worker,
-    }):
+    engine_values = {"engine": engine.value, "ray_address": ray_address, "workers": workers,
+                     "gpus_per_worker": gpus_per_worker}
+    for message in ignored_options({**given, **engine_values}):
         warn(message)
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")
@@ -188,6 +188,9 @@ def check_command(
     # On Ray, SIGTERM stops the run as Ctrl-C does: its workers stopped, one line, 130.
     with terminate_as_interrupt() if settings.engine.name == "ray" else nullcontext():
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
+        if not quiet:
+            err_console.print(f"judge {run.judge_info['name']}, threshold "
+                              f"{run.describe_cuts()}", markup=False)
         started = time.perf_counter()
         try:
             with cli_progress(quiet) as progress:
@@ -235,6 +238,7 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
         table.add_row("  uncited claims", str(cited["uncited"]))
     table.add_row("time", f"{s.seconds:.1f} s")
     table.add_row("judge", s.judge)
+    table.add_row("  threshold", run.describe_cuts(used=True))
     if set(s.evidence_sources) - {"index"}:  # say so when not all came from the index
         table.add_row("evidence", ", ".join(
             f"{source} {n}" for source, n in sorted(s.evidence_sources.items())))

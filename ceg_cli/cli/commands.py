@@ -160,3 +160,11 @@ def config_params() -> tuple[Any, ...]:
                  if p.name in ("config", "no_config"))
 
 
+def judge_threshold_source(ctx: typer.Context) -> str | None:
+    """Where ``--judge-threshold``'s value came from when not the command line: the
+    project file (``judge_threshold in PATH``); None for the flag, or for no value."""
+    source = ctx.get_parameter_source("judge_threshold")
+    project = ctx.meta.get(PROJECT)
+    if source is None or source.name != "DEFAULT_MAP" or project is None:
+        return None
+    return f"judge_threshold in {project.path}"

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..check.options import OPTIONS, OptionSpec
 from ..errors import CegError, ExitStatus, exit_code_for
-from ..index.embedding import DEVICES, PRECISIONS
+from ..index.devices import DEVICES, PRECISIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,6 +124,7 @@ RetrievalOption = spec_option("retrieval")
 ContextsRetrievalOption = spec_option("contexts_retrieval")
 DeviceOption = spec_option("device")
 JudgePrecisionOption = spec_option("judge_precision")
+JudgeThresholdOption = spec_option("judge_threshold")
 JudgeOption = spec_option("judge")
 
 SearchWidthOption = spec_option("search_width")

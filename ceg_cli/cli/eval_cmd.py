@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
+from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
     JudgeOption,
     JudgePrecisionOption,
+    JudgeThresholdOption,
     LanguageOption,
     QueryOption,
     QuietOption,
@@ -84,6 +86,7 @@ _COUNTS = {
 
 @handle_errors
 def eval_command(
+    ctx: typer.Context,
     dataset: Path = typer.Argument(
         ...,
         help="Labelled benchmark (JSONL): FELM, HaluEval QA, FEVER or generic.",
@@ -121,6 +124,7 @@ def eval_command(
         "contexts, then retrieved_contexts, then retrieval_context).",
     ),
     judge: str = JudgeOption,
+    judge_threshold: float = JudgeThresholdOption,
     judge_precision: str = JudgePrecisionOption,
     top_k: int = TopKOption,
     threshold: float = ThresholdOption,
@@ -139,13 +143,25 @@ def eval_command(
         None, "--limit", min=1, help="Check only the first N records (default: all).",
         show_default=False,
     ),
+    llm_base_url: str = spec_option("llm_base_url"),
+    concurrency: int = spec_option("concurrency"),
+    temperature: float = spec_option("temperature"),
+    no_cache: bool = spec_option("no_cache"),
+    cache_dir: Path = spec_option("cache_dir"),
+    llm_prompt: str = spec_option("llm_prompt"),
+    unparsable_as: str = spec_option(
+        "unparsable_as",
+        help="What an LLM reply that cannot be read counts as (not_judged: a prediction "
+        "of not factual, counted in the metrics' not_judged).",
+    ),
+    batch_tokens: int = spec_option("batch_tokens"),
     device: str = DeviceOption,
     quiet: bool = QuietOption,
 ) -> None:
     """Check a labelled benchmark and report balanced accuracy, AUC-PR, pairwise accuracy
     and retrieval recall."""
     from ..check.ctxsearch import context_search, reads_similarity
-    from ..check.options import ignored_options
+    from ..check.options import ignored_options, judge_options, judge_values
     from ..check.pipeline import CheckOptions
     from ..check.retrieve import RetrievalOptions
     from ..errors import UsageError
@@ -155,6 +171,8 @@ def eval_command(
     from ..index.lexical import resolve_method
     from ..index.searchwidth import parse
     from ..judges import create_judge
+    from ..judges.cuts import OPTION as CUT_OPTION
+    from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
     from ..lang.codes import check_language
     from ..report.output import refuse_index_files, refuse_same_files
 
@@ -169,12 +187,13 @@ def eval_command(
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
     if device == "cuda":  # refused before any work, whether or not a model loads
-        from ..index.embedding import resolve_device
+        from ..index.devices import resolve_device
 
         resolve_device(device)
+    # What the judge reads (as ceg check's), and whether this run reads it.
+    given = judge_values(locals())
     mode = evidence
-    for message in ignored_options({"judge": judge, "judge_precision": judge_precision,
-                                    "evidence": mode, "contexts_retrieval": contexts_retrieval}):
+    for message in ignored_options(given):
         warn(message)
     language = check_language(language)
     fields = _contexts_fields(mode, contexts_field, index, build_corpus)
@@ -192,44 +211,53 @@ def eval_command(
             "their 'segmented_response' segments, joined by spaces, are checked instead"
         )
     _report_bad_rows(dataset, data.bad_rows)
-    with cli_progress(quiet) as progress:
+    with cli_progress(quiet) as progress, ExitStack() as stack:
         index_dir = None
         if needs_index:
             index_dir = _resolve_index(data, index, build_corpus, quiet, progress)
             refuse_index_files(outputs, index_dir)  # the fallback or the corpus index
-        checker = create_judge(judge, {"device": device, "precision": judge_precision})
+        for_judge = {**judge_options(given), "on_warning": warn}
+        if judge_threshold is not None:  # checked by the option table as it was parsed
+            for_judge[CUT_OPTION] = judge_threshold
+            label = judge_threshold_source(ctx)
+            if label is not None:  # a project file's, not the flag
+                for_judge[CUT_SOURCE_OPTION] = label
+        checker = create_judge(judge, for_judge)
+        close = getattr(checker, "close", None)
+        if close is not None:  # an LLM judge's client and reply cache
+            stack.callback(close)
         if not quiet:
             against = "each item's own contexts" if index_dir is None else f"index {index_dir}"
             if index_dir is not None and mode != "index":
                 against += f", evidence {mode}"
             err_console.print(
                 f"{dataset.name}: {len(data.examples)} responses ({data.format}), "
-                f"{against}, judge {checker.name}"
+                f"{against}, judge {checker.name}, threshold {_cuts(checker, mode)}",
+                markup=False,
             )
         checked = progress.counter("checked", "responses", total=len(data.examples))
-        with ExitStack() as stack:
-            idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
-            if idx is not None:
-                idx.embedder(device)
-                if width:
-                    idx.set_search_width(width)
-                method, warning = resolve_method(idx, retrieval)
-                if warning is not None:
-                    warn(warning)
-            else:
-                method = retrieval  # a record's passages always have BM25
-            options = CheckOptions(
-                RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
-                contexts_retrieval=contexts_retrieval, language=language,
-            )
-            contexts = None if mode == "index" else context_search(
-                idx, device, method=contexts_retrieval,
-                similarity=reads_similarity(checker), language=language,
-            )
-            evaluation = run_evaluation(
-                data, idx, checker, options, contexts=contexts,
-                on_result=lambda _r: checked.update(),
-            )
+        idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
+        if idx is not None:
+            idx.embedder(device)
+            if width:
+                idx.set_search_width(width)
+            method, warning = resolve_method(idx, retrieval)
+            if warning is not None:
+                warn(warning)
+        else:
+            method = retrieval  # a record's passages always have BM25
+        options = CheckOptions(
+            RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
+            contexts_retrieval=contexts_retrieval, language=language,
+        )
+        contexts = None if mode == "index" else context_search(
+            idx, device, method=contexts_retrieval,
+            similarity=reads_similarity(checker), language=language,
+        )
+        evaluation = run_evaluation(
+            data, idx, checker, options, contexts=contexts,
+            on_result=lambda _r: checked.update(),
+        )
     metrics = evaluation.metrics
     metrics["run"]["seconds"] = round(time.perf_counter() - started, 1)
     if out is not None:
@@ -241,6 +269,25 @@ def eval_command(
             json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
     out_console.print(render_table(metrics))
+
+
+def _cuts(judge: Any, mode: str) -> str:
+    """The judge's cut in the settings ``--evidence`` may judge in, and where it came from."""
+    from ..check.run import cut_settings
+
+    cuts = getattr(judge, "cuts", None)
+    if cuts is None:
+        return "none (the judge gives a label, not a score)"
+    return str(cuts.describe(cut_settings(mode)))
+
+
+def describe_threshold(run: dict[str, Any]) -> str:
+    """The run's ``judge_threshold`` in words: "0.8333 (protocol, index setting)"."""
+    cuts = run.get("judge_threshold")
+    if not cuts:
+        return "none"
+    shown = dict.fromkeys(f"{c['value']:g} ({c['source']})" for c in cuts.values())
+    return "; ".join(shown)
 
 
 def _contexts_fields(
@@ -357,8 +404,9 @@ def render_table(metrics: dict[str, Any]) -> Table:
     if set(sources) - {"index"}:  # say what the items were judged against, when not the index
         evidence += " (" + ", ".join(f"{name} {n}" for name, n in sources.items()) + ")"
     table = Table(
-        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']}, "
-        f"evidence {evidence}, top-k {run['top_k']}, threshold {run['threshold']}, "
+        title=f"ceg eval: {Path(run['dataset']).name} ({run['format']}), judge {run['judge']} "
+        f"at judge threshold {describe_threshold(run)}, evidence {evidence}, "
+        f"top-k {run['top_k']}, similarity threshold {run['threshold']}, "
         f"query {run['query']}, retrieval {run['retrieval']}",
         title_justify="left",
     )

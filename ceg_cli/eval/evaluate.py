@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from ..check.pipeline import CheckOptions, build_query, check
 from ..index import Hit, Index
 from ..judges import Judge
+from ..judges.cuts import SETTINGS, setting_of
 from ..types import FACTUAL, CheckedResponse
 from .datasets import Dataset, Example, normalize_title
 
@@ -227,11 +228,16 @@ def run_evaluation(
         for r in results
     ]
     metrics = compute_metrics(dataset.examples, results, retrieved if hits else [], k)
+    cuts = getattr(judge, "cuts", None)
+    settings = tuple(s for s in SETTINGS if s in {setting_of(src) for src in sources})
     metrics["run"] = {
         "dataset": str(dataset.path),
         "format": dataset.format,
         "judge": judge.name,
         "judge_method": judge.method,
+        # The cut each setting's segments were decided at, and where it came from
+        # (None: the judge gives a label, not a score).
+        "judge_threshold": None if cuts is None else cuts.to_json(settings),
         # What the items were judged against (--evidence), and how many items
         # each source served: index, contexts, both, none (an empty list).
         "evidence": options.evidence,

@@ -39,8 +39,10 @@ from .buildopts import (
 )
 from .buildwork import READ_BATCH, BuildWork
 from .chunking import CHARS_PER_WORD
+from .devices import check_device
 from .diskfull import disk_full_error
-from .embedding import Embedder, check_device, choose_backend, load_embedder
+from .doclang import check_model_choice, default_model, document_languages
+from .embedding import Embedder, choose_backend, load_embedder
 from .existing import check_target, finish_swap, unchanged
 from .indexdir import (
     build_lock,
@@ -138,10 +140,13 @@ def _build(
         return report
     # Ray workers load the model themselves, unless given a model object.
     model: Embedder | dict[str, Any] | None = embedder
+    #: The model a build with no --model chose by its first documents: checked at the end.
+    chosen_by_sample = embedder is None and old_meta is None and not options.model \
+        and options.language == "auto"
     if embedder is None:
         model = {
             "name": (old_meta["model"]["name"] if old_meta
-                     else options.model or _default_model(kinds, options, on_warning)),
+                     else options.model or default_model(kinds, options, on_warning)),
             "batch_size": options.batch_size,
             "backend": choose_backend(
                 options.backend, old_meta["model"].get("backend", "torch") if old_meta else None
@@ -209,6 +214,8 @@ def _build(
         if missed is not None:
             warn(missed)
         languages = document_languages(work.db)
+        if chosen_by_sample and isinstance(model, dict):
+            check_model_choice(model["name"], languages, warn)
         work.finish()
         all_sources = kept_sources + new_sources
         report.total_chunks = int(total_chunks)
@@ -348,41 +355,6 @@ def _check_engine(options: BuildOptions) -> None:
             check_reachable(options.ray_address)
     elif options.ray_address:
         raise UsageError("--ray-address goes with --engine ray")
-
-
-#: Documents read from the start of each source to choose the default model.
-LANGUAGE_SAMPLE = 50
-
-
-def _default_model(
-    kinds: dict[Path, str], options: BuildOptions, on_warning: Callable[[str], None] | None
-) -> str | None:
-    """The model of a build with no ``--model``: the English default, unless
-    ``--language`` names another language or, with ``auto``, the first documents of
-    the sources are in other languages (``packaged.default_model_for``); said once."""
-    from itertools import islice
-
-    from ..corpus.sources import iter_documents
-    from ..lang import detect
-    from .packaged import default_model_for
-
-    languages: set[str] = set()
-    if options.language != "auto":  # --language CODE names them all
-        languages.add(options.language)
-        kinds = {}
-    for path in kinds:
-        documents = iter_documents(path, namespaces=options.namespaces,
-                                   follow_symlinks=options.follow_symlinks)
-        for document in islice(documents, LANGUAGE_SAMPLE):
-            found = detect(document.text[:2000])
-            if found.method != "fallback":
-                languages.add(found.language)
-    model = default_model_for(languages)
-    if model is not None and on_warning is not None:
-        named = ", ".join(sorted(languages))
-        on_warning(f"documents in {named}: building with the multilingual model {model} "
-                   "(--model NAME to choose another)")
-    return model
 
 
 def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str:
@@ -554,16 +526,6 @@ def _size(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     return path.stat().st_size
-
-
-def document_languages(db: sqlite3.Connection) -> dict[str, int]:
-    """Documents per language (``meta.json``'s ``languages``), most first: a document
-    counts by its first passage; one kept from an index built before languages was
-    read as English and counts as English."""
-    rows = db.execute(
-        "SELECT coalesce(language, 'en'), count(*) FROM chunks WHERE ordinal = 0 GROUP BY 1"
-    ).fetchall()
-    return {str(code): int(n) for code, n in sorted(rows, key=lambda r: (-r[1], r[0]))}
 
 
 def _meta(

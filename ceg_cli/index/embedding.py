@@ -12,22 +12,21 @@ int8 weights, per channel). The ONNX backends need the optional extra
 ``ceg-cli[fast]`` (``onnxruntime``, ``onnx``); their exports are cached under
 ``$CEG_CACHE_DIR/onnx/``, keyed by the weights' digest. The agreement of each
 with the float model is measured in ``benchmarks/embed_speed.py``.
+
+The ONNX export is ``onnxexport``; ``--device`` and ``--precision`` are ``devices``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import os
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import BackendError, UsageError
+from .devices import _check_cpu_backend, resolve_device, resolve_precision
+from .onnxexport import _ONNX_INPUTS, onnx_export
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,19 +40,7 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
 
 #: How the model computes; the first is the default and the reference.
 BACKENDS = ("torch", "onnx", "onnx-int8")
-#: The cache folder's subfolder of ONNX exports, one folder per weights digest.
-ONNX_DIR = "onnx"
-#: The kind of cache entry an export folder is (its ``cachedir`` marker).
-ONNX_KIND = "onnx-export"
 DEFAULT_BACKEND = BACKENDS[0]
-#: Where it computes: ``auto`` is CUDA when torch sees a CUDA device, else the CPU.
-DEVICES = ("auto", "cpu", "cuda")
-#: The float width of the model's weights and activations when it builds an
-#: index: ``auto`` is float16 on CUDA, float32 on the CPU. float16 vectors
-#: agree with float32's at cosine >= 0.99999 (measured min 0.9999986 on 301
-#: sample passages, on the CPU; ``tests/test_precision.py``); float16 on the
-#: CPU is refused: about 50 times slower there (141 s for those 301 passages).
-PRECISIONS = ("auto", "float32", "float16")
 #: Said when a build uses a backend below the agreement bar (cosine >= 0.99 with
 #: the float model on every passage), from benchmarks/embed_speed.py on 2,000
 #: enwiki sample passages.
@@ -62,7 +49,6 @@ BACKEND_WARNINGS = {
     "agreement bar: cosine with the float model min 0.987, median 0.994, top-5 overlap "
     "0.92 (README, Embedding backends); use --backend torch where retrieval must not change",
 }
-_ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 
 
 class Embedder(Protocol):
@@ -277,119 +263,6 @@ class OnnxEmbedder:
         return out
 
 
-def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
-    """The ONNX file of ``model``'s transformer, exported once and cached.
-
-    The key is the digest of the weight files and the torch and ONNX Runtime
-    versions, so a changed model or exporter never reuses a stale file. Written
-    to a temporary name and renamed, so two builds at once never read half a file.
-    """
-    import onnxruntime
-    import torch
-
-    from ..cachedir import cache_root, write_entry_marker
-
-    key = hashlib.sha256(
-        f"{_weights_digest(location)} torch {torch.__version__} "
-        f"onnxruntime {onnxruntime.__version__}".encode()
-    ).hexdigest()[:24]
-    folder = cache_root() / ONNX_DIR / key
-    path = folder / ("model-int8.onnx" if quantized else "model.onnx")
-    if path.exists():
-        os.utime(path)  # used now: ``ceg cache prune`` dates an export by its use
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    write_entry_marker(folder, ONNX_KIND)  # ``ceg cache prune`` removes only marked folders
-    float_path = folder / "model.onnx"
-    if not float_path.exists():
-        _export_float(model, float_path)
-    if quantized:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        # Per channel: per-tensor int8 weights fall under 0.99 cosine with the
-        # float model on real passages (benchmarks/embed_speed.py).
-        with _library_noise_hidden():
-            quantize_dynamic(str(float_path), str(tmp), weight_type=QuantType.QInt8,
-                             per_channel=True)
-        os.replace(tmp, path)
-    return path
-
-
-@contextmanager
-def _library_noise_hidden() -> Iterator[None]:
-    """Hide what the exporter and the quantizer say about their own work.
-
-    torch's tracer warns about the model's code (TracerWarning, advanced
-    indexing) and ONNX Runtime's quantizer logs advice to the root logger:
-    nothing a user of ceg can act on, and it came through ``--quiet``. Worse,
-    that log call set up the root logger for the rest of the process (so a
-    library's DEBUG lines came out after it): a handler that drops records
-    keeps it from doing so. Both are put back as they were.
-    """
-    root = logging.getLogger()
-    dropped = logging.NullHandler()
-    root.addHandler(dropped)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        root.removeHandler(dropped)
-
-
-def _export_float(model: Any, path: Path) -> None:
-    import copy
-
-    import torch
-
-    # A copy is tokenized with and traced: the loaded model and its tokenizer are
-    # shared by every torch embedder of the process, and an index built after an
-    # export in the same process got other vectors (cosine 0.96 with those of a
-    # build without one: tests/test_embed_backends.py).
-    model = copy.deepcopy(model)
-
-    class _Hidden(torch.nn.Module):
-        def __init__(self, bert: Any) -> None:
-            super().__init__()
-            self.bert = bert
-
-        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.bert(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    tokenize = getattr(model, "preprocess", None) or model.tokenize
-    sample = tokenize(["an example passage", "another, longer example passage to pad"])
-    axes = {name: {0: "batch", 1: "tokens"} for name in (*_ONNX_INPUTS, "hidden")}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with torch.no_grad(), _library_noise_hidden():
-        torch.onnx.export(
-            _Hidden(model[0].auto_model.eval()),
-            tuple(sample[k] for k in _ONNX_INPUTS),
-            str(tmp),
-            input_names=list(_ONNX_INPUTS),
-            output_names=["hidden"],
-            dynamic_axes=axes,
-            opset_version=17,
-            dynamo=False,
-        )
-    os.replace(tmp, path)
-
-
-@lru_cache(maxsize=4)
-def _weights_digest(location: str) -> str:
-    # Reads every weight file (90 MB for the default model): once per process.
-    digest = hashlib.sha256()
-    for file in sorted(Path(location).glob("*.safetensors")) or sorted(
-        Path(location).glob("*.bin")
-    ):
-        with open(file, "rb") as fh:
-            while block := fh.read(1 << 20):
-                digest.update(block)
-    return digest.hexdigest()
-
-
 def _model_dimension(model: Any) -> int:
     # Renamed in sentence-transformers 6; older releases have only the long name.
     get_dim = (
@@ -428,50 +301,6 @@ def _torch_threads() -> int:
     import torch
 
     return int(torch.get_num_threads())
-
-
-def resolve_device(device: str) -> str:
-    """``cpu`` or ``cuda`` for a ``--device`` value; ``cuda`` without CUDA is a usage error."""
-    if device not in DEVICES:
-        raise UsageError(f"--device {device}: choose one of {', '.join(DEVICES)}")
-    if device == "cpu":
-        return "cpu"
-    import torch
-
-    if torch.cuda.is_available():
-        return "cuda"
-    if device == "cuda":
-        raise UsageError(
-            f"--device cuda: torch {torch.__version__} sees no CUDA device on this machine; "
-            "use --device cpu (or auto)"
-        )
-    return "cpu"
-
-
-def resolve_precision(precision: str, device: str) -> str:
-    """``float32`` or ``float16`` for a ``--precision`` value on a resolved ``device``."""
-    if precision not in PRECISIONS:
-        raise UsageError(f"--precision {precision}: choose one of {', '.join(PRECISIONS)}")
-    if precision == "auto":
-        return "float16" if device == "cuda" else "float32"
-    if precision == "float16" and device != "cuda":
-        raise UsageError(
-            "--precision float16 runs on CUDA only (on the CPU it is about 50 times slower "
-            "than float32): use --device cuda, or leave --precision out"
-        )
-    return precision
-
-
-def check_device(backend: str | None, device: str, precision: str) -> None:
-    """Refuse what ``load_embedder`` would refuse of ``--device`` and ``--precision``,
-    without loading the model: a build checks them before it takes its lock.
-
-    ``backend`` None (the index's own on ``--append``) is checked as torch's.
-    """
-    if backend in (None, "torch"):
-        resolve_precision(precision, resolve_device(device))
-    else:
-        _check_cpu_backend(backend, device, precision)
 
 
 def choose_backend(requested: str | None, recorded: str | None) -> str:
@@ -564,16 +393,6 @@ def load_embedder(
         )
     _check_cpu_backend(backend, device, precision)
     return OnnxEmbedder(spec, batch_size=batch_size, quantized=backend == "onnx-int8")
-
-
-def _check_cpu_backend(backend: str, device: str, precision: str) -> None:
-    if precision == "float16":
-        raise UsageError(f"--precision float16 goes with --backend torch on CUDA, not {backend}")
-    if device == "cuda":
-        raise UsageError(
-            f"--backend {backend} runs on the CPU only: use --device cpu or auto, "
-            "or --backend torch for CUDA"
-        )
 
 
 def query_backend(model_meta: dict[str, Any]) -> str:

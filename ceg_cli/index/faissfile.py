@@ -167,3 +167,17 @@ class FileWriter:
             raise OSError(exc.errno, exc.strerror, str(self.path)) from exc
         finally:
             self._fh.close()
+
+
+def read_vectors(path: Path, mmap: bool = True) -> Any:
+    """Read ``vectors.faiss``; with ``mmap`` its flat vectors stay in the file.
+
+    ``IO_FLAG_MMAP_IFC`` maps the flat codes (of every type here) in place, so
+    opening costs no read of the vectors and memory follows what searches
+    touch; the rest (an HNSW graph, IVF lists of PQ codes) is read. The older
+    ``IO_FLAG_MMAP`` maps only on-disk IVF lists and reads flat vectors whole.
+    """
+    import faiss
+
+    flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if mmap else 0
+    return faiss.read_index(str(path), flags)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..progress import NO_PROGRESS, Progress
-from .faissfile import refine_prefix, rewrite_search_width, write_refine_file
+from .faissfile import read_vectors, refine_prefix, rewrite_search_width, write_refine_file
 from .tuning import LATENCY_BUDGET_S, RECALL_K, exact_neighbours
 from .twolevel import two_level_centroids
 from .vectorsource import VectorSource
@@ -161,8 +161,6 @@ def calibrate(
 ) -> dict[str, Any]:
     """Find the cheapest search reaching ``target`` recall@10 on held-out passages, write it
     into the file at ``path`` and ``params``; the measure of it (the meta.json fields)."""
-    from .vectors import read_vectors
-
     n = source.count
     queries, own = held_out(source, trained_on, seed)
     k = min(RECALL_K, max(n - 1, 1))

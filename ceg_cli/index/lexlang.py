@@ -106,11 +106,18 @@ def queries_tokens(queries: Sequence[str],
 
 
 def union_terms(query: str, languages: Sequence[str]) -> list[str]:
-    """The terms of ``query`` read in each of ``languages``, each term once, in order."""
+    """The terms of ``query`` read in each of ``languages``, each term once, in order.
+
+    No empty term: Snowball stems a few words to nothing (Greek "Όταν", "when"), and
+    bm25s gives the empty term of a vocabulary that lacks it an id past its matrix
+    (``ceg check`` on Greek contexts failed with "maximum token ID ... higher than
+    the number of tokens"); the index's own terms are left as they were built.
+    """
     out: dict[str, None] = {}
     for language in languages:
         for term in analyzer(language)(query):
-            out.setdefault(term)
+            if term:
+                out.setdefault(term)
     return list(out)
 
 

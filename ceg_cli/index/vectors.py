@@ -31,7 +31,13 @@ from typing import Any
 import numpy as np
 
 from ..progress import NO_PROGRESS, Counter, Progress
-from .faissfile import refine_prefix, rewrite_search_width, write_flat_file, write_refine_file
+from .faissfile import (  # read_vectors: re-exported, its home is the file module
+    read_vectors,
+    refine_prefix,
+    rewrite_search_width,
+    write_flat_file,
+    write_refine_file,
+)
 from .tuning import (
     MEASURE_QUERIES,
     RECALL_K,
@@ -274,20 +280,6 @@ def _check_written(path: Path, source: VectorSource, kind: str) -> None:
         stored = np.vstack([index.reconstruct(int(i)) for i in ids])
         if not np.array_equal(stored, source.take(ids)):
             raise RuntimeError(f"{path}: vectors read back differ from those written")
-
-
-def read_vectors(path: Path, mmap: bool = True) -> Any:
-    """Read ``vectors.faiss``; with ``mmap`` its flat vectors stay in the file.
-
-    ``IO_FLAG_MMAP_IFC`` maps the flat codes (of every type here) in place, so
-    opening costs no read of the vectors and memory follows what searches
-    touch; the rest (an HNSW graph, IVF lists of PQ codes) is read. The older
-    ``IO_FLAG_MMAP`` maps only on-disk IVF lists and reads flat vectors whole.
-    """
-    import faiss
-
-    flags = faiss.IO_FLAG_MMAP_IFC | faiss.IO_FLAG_READ_ONLY if mmap else 0
-    return faiss.read_index(str(path), flags)
 
 
 def recall_missed(entry: dict[str, Any]) -> str | None:

@@ -24,6 +24,10 @@ class Judge(Protocol):
     name: str
     #: One line saying what the method is, as written in the output.
     method: str
+    #: Optional: ``cuts`` (``judges.cuts.Cuts``), the judge's cut on its score in each
+    #: setting, for a judge that supports a segment when its score reaches a cut; such a
+    #: judge takes ``--judge-threshold`` (the option ``judge_threshold``) and reads each
+    #: item's ``setting``. A judge without it refuses the option.
     #: Optional: True when the judge reads its passages' cosine similarities, which
     #: are then computed even where nothing else needs them (``--contexts-retrieval
     #: lexical``); a judge without it gets ``similarity`` None on such passages.
@@ -81,13 +85,28 @@ def check_judge_name(name: str) -> None:
 
 def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
     """Create the judge called ``name``; an unknown name lists the valid ones."""
+    from .cuts import OPTION, check_threshold
+
     check_judge_name(name)
     prefix, _, arg = name.partition(":")
     factory = _REGISTRY[prefix]
+    options = options or {}
+    # A bad --judge-threshold is refused before a model is loaded.
+    override = check_threshold(options.get(OPTION))
     if isinstance(factory, str):
         module_name, _, func = factory.partition(":")
         factory = getattr(importlib.import_module(module_name), func)
-    return factory(arg, options or {})
+    judge = factory(arg, options)
+    if override is not None and getattr(judge, "cuts", None) is None:
+        # A judge that does not cut a score would run without the cut it was given.
+        close = getattr(judge, "close", None)
+        if close is not None:
+            close()
+        raise UsageError(
+            f"--judge-threshold: the judge {judge.name} decides without a cut on a score; "
+            "leave the option out"
+        )
+    return judge
 
 
 def registered_here() -> dict[str, tuple[JudgeFactory, str | None]]:

@@ -44,6 +44,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .cuts import Cuts, one_cut
 from .english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
@@ -55,6 +56,8 @@ DEFAULT_PROMPT = (
 )
 DEFAULT_FOUNDATION = "google/flan-t5-base"
 THRESHOLD = 0.5
+#: Where that cut comes from, as a run shows it.
+AUTHORS_CUT = "HHEM's authors"
 DEFAULT_BATCH_SIZE = 16
 
 
@@ -71,6 +74,7 @@ class HhemJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        threshold_source: str = AUTHORS_CUT,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
         self.name = f"hhem:{name}"
@@ -83,6 +87,8 @@ class HhemJudge:
         #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
         self.batch_tokens = batch_tokens
         self.threshold = threshold
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = Cuts.same(threshold, threshold_source)
         self.method = (
             f"HHEM-2.1-open {name}: premise = the evidence, hypothesis = the segment, "
             f"in HHEM's prompt; supported above {threshold:g}"
@@ -221,7 +227,7 @@ def load_hhem(location: str, device: str = "cpu", precision: str = "float32",
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``, ``device``,
     ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
-    from ..index.embedding import resolve_device
+    from ..index.devices import resolve_device
     from .batching import batch_tokens_option
     from .minicheck import locate_model
 
@@ -233,8 +239,10 @@ def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     precision = precision_option(options, device, f"hhem:{arg}")
     location = locate_model(arg, "hhem")
     kernels = kernels_option(options, f"hhem:{arg}")
+    cut = one_cut(THRESHOLD, AUTHORS_CUT, options)
     tokenizer, model, prompt = load_hhem(location, device, precision, kernels)
     return HhemJudge(
         arg, tokenizer, model, prompt, batch_size=batch_size, batch_tokens=batch_tokens,
+        threshold=cut.value, threshold_source=cut.source,
         on_warning=options.get("on_warning"),
     )

@@ -95,6 +95,8 @@ _NAME_JOINERS = frozenset(
     фон де ван дер ибн бен ла ле
     """.split()
 )
+#: Languages that write a name's case ending after an apostrophe ("Ankara'da").
+_APOSTROPHE_SUFFIXES = frozenset({"tr", "az"})
 #: Characters that end a sentence, in any script.
 _SENTENCE_END = frozenset(".!?:;。！？؟।॥")
 _OPENERS = " \t\r\n\"'“‘„«‹(*#-¿¡「『（"
@@ -132,12 +134,16 @@ class Reader:
 
     def __init__(self, language: str) -> None:
         from ..lang import base_language, stemmer, stopwords
+        from ..lang.stem import light_stemmer
 
         self.language = language
         self.code = base_language(language)
         known = self.code != "und"
         self._stop = stopwords(self.code) if known else frozenset()
-        self._stem = stemmer(self.code) if known else None
+        # A light stemmer where one serves the judge better than Snowball (Arabic) or
+        # where Snowball has none (Bulgarian): ``lang.stem.light_stemmer``.
+        self._stem = (light_stemmer(self.code) or stemmer(self.code)) if known else None
+        self._suffixes_after_apostrophe = self.code in _APOSTROPHE_SUFFIXES
         self.nouns_capitalised = self.code in _NOUNS_CAPITALISED
 
     # ----------------------------------------------------------------- tokens
@@ -161,6 +167,8 @@ class Reader:
             stems = self._stem(folded) if self._stem is not None else folded
             for (start, part), low, key in zip(spaced, folded, stems, strict=True):
                 content = len(low) > 1 and low not in self._stop
+                if content and self._suffixes_after_apostrophe and _after_apostrophe(text, start):
+                    content = False  # Turkish "Kennedy'nin": the case ending of a name
                 out.append(Token(part, key, start, False, content))
         out.sort(key=lambda t: t.start)
         return out
@@ -188,10 +196,12 @@ class Reader:
     # -------------------------------------------------------------- specifics
 
     def specifics(
-        self, text: str, toks: Sequence[Token], nouns: frozenset[str] = frozenset()
+        self, text: str, toks: Sequence[Token], nouns: frozenset[str] = frozenset(),
+        held: frozenset[str] | None = None,
     ) -> list[Specific]:
         """The numbers and names of a segment (see the module's docstring); ``nouns``:
-        keys the evidence uses as common nouns (``evidence_nouns``), never names."""
+        keys the evidence uses as common nouns (``evidence_nouns``), never names;
+        ``held``: the keys the evidence holds (None: not known)."""
         from ..lang import char_script, dominant_script
 
         out = [Specific("number", t.text, (t.key,), i) for i, t in enumerate(toks) if t.number]
@@ -212,18 +222,28 @@ class Reader:
                 ):
                     j += 1
                 elif (
-                    toks[j].text in _NAME_JOINERS
+                    self._joiner(toks[j].text)
                     and j + 1 < len(toks)
                     and self._capitalised(toks[j + 1])
+                    and not (cased_text and self._common_noun(text, toks, j + 1, nouns))
                     and _joined(text, toks[j], toks[j + 1])
                 ):
                     j += 2
                 else:
                     break
             words = [w for w in toks[i:j] if w.text not in _NAME_JOINERS]
+            initial = cased_text and _sentence_initial(text, t.start)
+            if initial and len(words) > 1 and _joined(text, toks[i], toks[i + 1]) and (
+                toks[i + 1].text not in _NAME_JOINERS and (held is None or t.key not in held)
+            ):
+                # A capitalised word opening a sentence may be any word ("Это Генерал
+                # Мэй", "Önceden Teksas"): the name is what follows it, unless the
+                # evidence holds that word too ("Sant Pau").
+                words = words[1:]
+                initial = False
             # In a cased text a lone capitalised word opening a sentence may be any
             # word; in Chinese or Arabic text a word in Latin capitals is a name.
-            if j - i > 1 or not cased_text or not _sentence_initial(text, t.start):
+            if len(words) > 1 or not cased_text or not initial:
                 first, last = words[0], words[-1]
                 out.append(Specific(
                     "name", text[first.start : last.start + len(last.text)],
@@ -231,6 +251,13 @@ class Reader:
                 ))
             i = j
         return sorted(out, key=lambda sp: sp.position)
+
+    def _joiner(self, word: str) -> bool:
+        """Whether ``word`` may stand inside a name ("van", "de"); not German articles
+        ("Teil der Dritten SS" is no name: German capitalises the nouns around them)."""
+        if self.nouns_capitalised and word.lower() in _GERMAN_DETERMINERS:
+            return False
+        return word in _NAME_JOINERS
 
     def _capitalised(self, t: Token) -> bool:
         return (
@@ -264,6 +291,10 @@ class Reader:
             prev = toks[i - 1]
             if prev.number:
                 return True
+            if (self._capitalised(prev) and prev.text[-1:] in ("s", "'", "’")
+                    and toks[i].start - (prev.start + len(prev.text)) == 1):
+                return True  # the noun a genitive governs: "Nixons Staatssekretär"
+
             low = prev.text.lower()
             if (not prev.pair and prev.text[:1].islower() and len(low) > 3
                     and low.endswith(_GERMAN_ADJECTIVE_ENDINGS)):
@@ -323,6 +354,11 @@ def _clusters(run: str) -> list[str]:
 def _joined(text: str, a: Token, b: Token) -> bool:
     """Whether two tokens can belong to one name: only a space or a hyphen between them."""
     return text[a.start + len(a.text) : b.start] in (" ", "-")
+
+
+def _after_apostrophe(text: str, start: int) -> bool:
+    """Whether the word at ``start`` follows a letter and an apostrophe."""
+    return start >= 2 and text[start - 1] in "'’" and text[start - 2].isalpha()
 
 
 def _sentence_initial(text: str, start: int) -> bool:

@@ -28,11 +28,9 @@ Requests run concurrently on the client's thread pool and are cached.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..claims import has_claim
 from ..errors import UsageError
@@ -56,6 +54,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .llm_base import LlmJudgeBase
 from .unreadable import UNPARSABLE_CHOICES, unparsable_verdict
 
 if TYPE_CHECKING:
@@ -73,7 +72,7 @@ PROMPTS = ("ceg", "minicheck")
 _REASON_CHARS = 300
 
 
-class LlmJudge:
+class LlmJudge(LlmJudgeBase):
     """Judges segments with one chat request each, concurrently, through ``LLMClient``."""
 
     def __init__(
@@ -86,28 +85,17 @@ class LlmJudge:
         count_unparsable_as: str = NOT_JUDGED,
         structured: str = "auto",
     ) -> None:
-        if count_unparsable_as not in UNPARSABLE_CHOICES:
-            raise UsageError(
-                f"count_unparsable_as {count_unparsable_as!r}: choose one of "
-                + ", ".join(UNPARSABLE_CHOICES)
-            )
+        super().__init__(model, client, temperature=temperature, max_tokens=max_tokens,
+                         count_unparsable_as=count_unparsable_as)
         if structured not in STRUCTURED_CHOICES:
             raise UsageError(
                 f"structured {structured!r}: choose one of {', '.join(STRUCTURED_CHOICES)}"
             )
-        self.model = model
-        self.client = client
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.count_unparsable_as = count_unparsable_as
         self.structured = structured
         # "auto" starts with the best dialect and steps down the list when the
         # server rejects it, until one request succeeds ("confirmed").
         self._format = RESPONSE_FORMATS[0] if structured == "auto" else structured
         self._confirmed = structured != "auto"
-        self._lock = threading.Lock()
-        self.name = f"llm:{model}"
-        host = urlsplit(client.base_url).netloc or client.base_url
         output = {
             "auto": "structured output (JSON schema, else JSON mode, else free text)",
             "json_schema": "JSON-schema output",
@@ -115,15 +103,10 @@ class LlmJudge:
             "text": "free-text JSON output",
         }[structured]
         self.method = (
-            f"LLM judge {model} at {host}: the CEG paper's FELM prompt (question, segment, "
+            f"LLM judge {model} at {self.host}: the CEG paper's FELM prompt (question, segment, "
             f"numbered top-k passages; Factual/Nonfactual, no-claim segments factual), "
             f"{output}, temperature {temperature:g}"
         )
-
-    @property
-    def usage(self) -> dict[str, int]:
-        """Calls made, cache hits, retries and tokens so far (shared with regeneration)."""
-        return self.client.usage.snapshot()
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         """One verdict per item; identical prompts in a batch are sent once."""
@@ -215,12 +198,6 @@ class LlmJudge:
             )
         return _from_reply(reply, passages)
 
-    def _unparsable(self, why: str) -> Verdict:
-        return unparsable_verdict(why, self.count_unparsable_as)
-
-    def close(self) -> None:
-        self.client.close()
-
 
 def _from_reply(reply: JudgeReply, passages: int) -> Verdict:
     def indices(numbers: Sequence[int]) -> tuple[int, ...]:
@@ -292,7 +269,9 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
     the run's warnings) and ``preflight`` (true: check the endpoint and the model
     now, raising ``BackendError`` if either is missing).
     """
-    from .llm_minicheck import CHUNK_WORDS, MAX_TOKENS, LlmMiniCheckJudge
+    from .cuts import OPTION, Cuts, one_cut
+    from .llm_minicheck import CHUNK_WORDS, MAX_TOKENS, THRESHOLD, LlmMiniCheckJudge
+    from .minicheck import AUTHORS_CUT
 
     model = arg.strip()
     if not model:
@@ -309,28 +288,30 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
         raise UsageError(f"LLM option chunk_words {chunk_words}: must be at least 1")
     unparsable = str(options.get("count_unparsable_as") or NOT_JUDGED)
     unparsable_verdict("", unparsable)  # a bad choice fails before a client is opened
+    # MiniCheck's prompt gives P(yes), which a cut can move; the paper's gives a label.
+    cut = one_cut(THRESHOLD, AUTHORS_CUT, options)
+    if prompt != "minicheck" and options.get(OPTION) is not None:
+        raise UsageError(
+            f"--judge-threshold: the LLM judge's prompt '{prompt}' answers Factual or "
+            "Nonfactual, a label with no score to cut; use --llm-prompt minicheck "
+            "(P(yes), supported above 0.5) or leave the option out"
+        )
+    # What every LLM judge takes (``LlmJudgeBase``); each prompt adds its own.
+    shared: dict[str, Any] = {
+        "temperature": temperature,
+        "max_tokens": int(max_tokens) if max_tokens else None,
+        "count_unparsable_as": unparsable,
+    }
     client = make_client(options)
     judge: LlmJudge | LlmMiniCheckJudge
     try:
         if prompt == "minicheck":
-            judge = LlmMiniCheckJudge(
-                model,
-                client,
-                temperature=temperature,
-                max_tokens=int(max_tokens) if max_tokens else None,
-                count_unparsable_as=unparsable,
-                chunk_words=chunk_words,
-                on_warning=options.get("on_warning"),
-            )
+            judge = LlmMiniCheckJudge(model, client, **shared, chunk_words=chunk_words,
+                                      on_warning=options.get("on_warning"),
+                                      cuts=Cuts.same(cut.value, cut.source))
         else:
-            judge = LlmJudge(
-                model,
-                client,
-                temperature=temperature,
-                max_tokens=int(max_tokens) if max_tokens else None,
-                count_unparsable_as=unparsable,
-                structured=str(options.get("structured") or "auto"),
-            )
+            judge = LlmJudge(model, client, **shared,
+                             structured=str(options.get("structured") or "auto"))
         if _flag(options, "preflight", True):
             client.preflight(model)
     except BaseException:

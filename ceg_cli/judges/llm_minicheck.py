@@ -33,10 +33,8 @@ exact form.
 from __future__ import annotations
 
 import json
-import threading
 import warnings
 from collections.abc import Callable, Sequence
-from urllib.parse import urlsplit
 
 from ..llm.client import Completion, LLMClient, MalformedReply, RequestRejected
 from ..llm.minicheck import (
@@ -55,8 +53,9 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .minicheck import DocChunk, claims_and_chunks, doc_chunks
-from .unreadable import unparsable_verdict
+from .cuts import Cuts
+from .llm_base import LlmJudgeBase
+from .minicheck import AUTHORS_CUT, DocChunk, claims_and_chunks, doc_chunks
 
 __all__ = ["CHUNK_WORDS", "THRESHOLD", "LlmMiniCheckJudge"]
 
@@ -70,7 +69,7 @@ MAX_TOKENS = 1
 Scored = tuple[float | None, str]
 
 
-class LlmMiniCheckJudge:
+class LlmMiniCheckJudge(LlmJudgeBase):
     """MiniCheck's prompt through any chat endpoint, scored from log-probabilities."""
 
     def __init__(
@@ -83,23 +82,20 @@ class LlmMiniCheckJudge:
         count_unparsable_as: str = NOT_JUDGED,
         chunk_words: int = CHUNK_WORDS,
         on_warning: Callable[[str], None] | None = None,
+        cuts: Cuts | None = None,
     ) -> None:
-        unparsable_verdict("", count_unparsable_as)  # checks the choice now
-        self.model = model
-        self.client = client
-        self.temperature = temperature
-        self.max_tokens = max_tokens
-        self.count_unparsable_as = count_unparsable_as
+        super().__init__(model, client, temperature=temperature, max_tokens=max_tokens,
+                         count_unparsable_as=count_unparsable_as)
         self.chunk_words = chunk_words
-        self.threshold = THRESHOLD
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = cuts if cuts is not None else Cuts.same(THRESHOLD, AUTHORS_CUT)
+        self.threshold = self.cuts.index.value
         self.on_warning = on_warning
-        self.name = f"llm:{model}"
-        self.host = urlsplit(client.base_url).netloc or client.base_url
         self.method = (
             f"LLM judge {model} at {self.host}: MiniCheck's prompt (document chunk, claim; "
             f"yes or no), support = P(yes) from the first token's top-{TOP_LOGPROBS} "
             f"log-probabilities (the text answer where the endpoint sends none), best chunk, "
-            f"weakest sentence, supported above {THRESHOLD:g}; temperature {temperature:g}"
+            f"weakest sentence, supported above {self.threshold:g}; temperature {temperature:g}"
         )
         # Log-probabilities are asked for until the endpoint rejects them before
         # ever sending any; after one reply had them, a rejection is about that
@@ -107,12 +103,6 @@ class LlmMiniCheckJudge:
         self._logprobs = True
         self._logprobs_seen = False
         self._warned = False
-        self._lock = threading.Lock()
-
-    @property
-    def usage(self) -> dict[str, int]:
-        """Calls made, cache hits, retries and tokens so far (shared with regeneration)."""
-        return self.client.usage.snapshot()
 
     @property
     def scoring(self) -> str:
@@ -223,7 +213,7 @@ class LlmMiniCheckJudge:
         for row in grid:
             for support, why in row:
                 if support is None:
-                    return unparsable_verdict(why, self.count_unparsable_as)
+                    return self._unparsable(why)
         values = [[float(support or 0.0) for support, _ in row] for row in grid]
         sentences = len(values[0])
         # SentenceFusion: each sentence its best chunk, the segment its weakest sentence.
@@ -247,6 +237,3 @@ class LlmMiniCheckJudge:
             return Verdict(FACTUAL, SUPPORTED, score, tuple(cited), reason)
         return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, score, (),
                        f"{reason}; needs > {self.threshold:g}")
-
-    def close(self) -> None:
-        self.client.close()

@@ -50,6 +50,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .cuts import Cuts, one_cut
 from .english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
@@ -66,6 +67,8 @@ __all__ = [
 ]
 
 THRESHOLD = 0.5
+#: Where that cut comes from, as a run shows it.
+AUTHORS_CUT = "MiniCheck's authors"
 DEFAULT_BATCH_SIZE = 16
 #: The reference's chunk sizes: tokens for the encoders, words for Flan-T5.
 ENCODER_CHUNK_TOKENS = 400
@@ -144,6 +147,7 @@ class MiniCheckJudge:
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
         threshold: float = THRESHOLD,
+        threshold_source: str = AUTHORS_CUT,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
         family = str(getattr(model.config, "model_type", ""))
@@ -165,6 +169,8 @@ class MiniCheckJudge:
         #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
         self.batch_tokens = batch_tokens
         self.threshold = threshold
+        #: The same cut in every setting (the authors' 0.5, or --judge-threshold).
+        self.cuts = Cuts.same(threshold, threshold_source)
         self.max_length = MAX_LENGTH[family]
         self.chunk_size = T5_CHUNK_WORDS if self.seq2seq else ENCODER_CHUNK_TOKENS
         unit = "words" if self.seq2seq else "tokens"
@@ -389,7 +395,7 @@ def _load(
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``,
     ``device``, ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
-    from ..index.embedding import resolve_device
+    from ..index.devices import resolve_device
     from .batching import batch_tokens_option
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)
@@ -400,8 +406,9 @@ def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     precision = precision_option(options, device, f"minicheck:{arg}")
     location = locate_model(arg, "minicheck")
     kernels = kernels_option(options, f"minicheck:{arg}")
+    cut = one_cut(THRESHOLD, AUTHORS_CUT, options)
     tokenizer, model = _load(location, device, precision, kernels)
     return MiniCheckJudge(
         arg, tokenizer, model, batch_size=batch_size, batch_tokens=batch_tokens,
-        on_warning=options.get("on_warning"),
+        threshold=cut.value, threshold_source=cut.source, on_warning=options.get("on_warning"),
     )

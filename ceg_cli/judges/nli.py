@@ -47,6 +47,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .cuts import Cuts, one_cut
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
@@ -63,6 +64,8 @@ __all__ = [
 ]
 
 DEFAULT_THRESHOLD = 0.5
+#: Where that cut comes from, as a run shows it.
+DEFAULT_CUT = "the nli judge's default"
 DEFAULT_BATCH_SIZE = 16
 #: Share of a window repeated at the start of the next one, so that a sentence
 #: cut by one window boundary is whole in the neighbouring window.
@@ -260,12 +263,15 @@ class NliJudge:
         threshold: float = DEFAULT_THRESHOLD,
         batch_size: int = DEFAULT_BATCH_SIZE,
         batch_tokens: int | None = None,
+        threshold_source: str = DEFAULT_CUT,
     ) -> None:
         self.name = f"nli:{name}"
         self.labels = label_map(model.config.id2label, name)
         self.tokenizer = tokenizer
         self.model = model
         self.threshold = threshold
+        #: The same cut in every setting (0.5, the option ``threshold``, or --judge-threshold).
+        self.cuts = Cuts.same(threshold, threshold_source)
         self.batch_size = batch_size
         #: Padded tokens a batch may hold (None: only ``batch_size`` limits it).
         self.batch_tokens = batch_tokens
@@ -459,6 +465,8 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
     batch_size = _option(options, "batch_size", DEFAULT_BATCH_SIZE, int, arg)
     if not 0.0 <= threshold <= 1.0:
         raise UsageError(f"--judge nli:{arg}: threshold must be in [0, 1], not {threshold}")
+    cut = one_cut(threshold, DEFAULT_CUT if threshold == DEFAULT_THRESHOLD
+                  else "the judge option threshold", options)
     if batch_size < 1:
         raise UsageError(f"--judge nli:{arg}: batch_size must be at least 1, not {batch_size}")
     path = Path(arg).expanduser()
@@ -471,7 +479,7 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
         # An alias of `ceg models list` (nli:deberta-v3-large-nli) names a hub model.
         snapshot = cached_snapshot(arg)
         location = str(snapshot) if snapshot is not None else resolve(arg)
-    from ..index.embedding import resolve_device
+    from ..index.devices import resolve_device
     from .batching import batch_tokens_option
 
     device = resolve_device(str(options.get("device", "cpu")))
@@ -483,9 +491,10 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
         arg,
         tokenizer,
         model,
-        threshold=threshold,
+        threshold=cut.value,
         batch_size=batch_size,
         batch_tokens=batch_tokens,
+        threshold_source=cut.source,
     )
 
 

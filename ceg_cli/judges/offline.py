@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from ..claims import has_claim
@@ -42,16 +43,24 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from .analysis import Analysis
+from .cuts import Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
+from .reasons import MAX_NAMED, missing_reason
+from .scriptrules import _checkable, _substitutions, _units
 
 #: A segment needs at least this share of its content words in the evidence.
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
 #: words appear from being "supported" (see benchmarks/judge_design.py).
 MIN_COVERAGE = 0.1
+#: The rule's own cut on the score: a segment whose specifics are all found (with
+#: ``MIN_COVERAGE`` of its words) scores at least 0.5 + MIN_COVERAGE / 2, any other
+#: less than 0.5. The verifier's ``lexical_support`` feature is this rule.
+RULE_CUT = 0.5
+#: Where the shipped cuts are (``thresholds.json``).
+SHIPPED = Path(__file__).resolve().parent.parent / "models" / "offline"
 #: At most this many passages are cited for a supported segment.
 MAX_CITED = 3
-#: At most this many missing items are named in a reason.
-MAX_NAMED = 4
 
 # Function words carry nothing to check, so coverage ignores them. Our own
 # list: NLTK's stopword corpus cannot be downloaded on the machines we serve.
@@ -156,7 +165,7 @@ def is_content(token: Token) -> bool:
 
 def specifics(
     text: str, tokens: Sequence[Token] | None = None, language: str | None = None,
-    nouns: frozenset[str] = frozenset(),
+    nouns: frozenset[str] = frozenset(), held: frozenset[str] | None = None,
 ) -> list[Specific]:
     """The numbers and capitalized names of a segment.
 
@@ -169,7 +178,7 @@ def specifics(
     text = clean(text)
     toks = list(tokens) if tokens is not None else tokenize(text, language)
     if language is not None:
-        return reader(language).specifics(text, toks, nouns)
+        return reader(language).specifics(text, toks, nouns, held)
     out = [Specific("number", t.text, (t.key,), i) for i, t in enumerate(toks) if t.number]
     i = 0
     while i < len(toks):
@@ -249,34 +258,6 @@ def found_in(spec: Specific, p: Passage) -> bool:
     return all(k in p.keys for k in spec.keys)
 
 
-@dataclass(frozen=True)
-class Analysis:
-    """The measurements a verdict is made from."""
-
-    content: tuple[Token, ...]  # distinct content words and numbers of the segment
-    covered: tuple[bool, ...]  # each found in some passage
-    specifics: tuple[Specific, ...]
-    found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
-    hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
-    passage_keys: tuple[frozenset[str], ...]
-    #: The segment as read (layout cleaned), for quoting what is missing.
-    text: str = ""
-
-    @property
-    def coverage(self) -> float:
-        """Share of the content words found in the evidence (1.0 if there are none)."""
-        return sum(self.covered) / len(self.covered) if self.covered else 1.0
-
-    @property
-    def specifics_found(self) -> float:
-        """Share of the specifics found, each in one passage (1.0 if there are none)."""
-        return sum(1 for f in self.found if f) / len(self.found) if self.found else 1.0
-
-    @property
-    def missing(self) -> list[Specific]:
-        return [s for s, f in zip(self.specifics, self.found) if not f]
-
-
 def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
     """Which of the segment's words and specifics the evidence contains.
 
@@ -297,7 +278,9 @@ def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
     nouns: frozenset[str] = frozenset()
     if language is not None:
         nouns = nouns.union(*(reader(language).evidence_nouns(e.text) for e in item.evidence))
-    specs = tuple(specifics(item.segment.text, toks, language, nouns))
+    specs = tuple(specifics(item.segment.text, toks, language, nouns, union))
+    if language is not None:
+        specs = _checkable(specs, item.segment.text, item.evidence)
     found = tuple(tuple(i for i, p in enumerate(passages) if found_in(s, p)) for s in specs)
     hints = []
     for s, where in zip(specs, found):
@@ -305,14 +288,22 @@ def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
             hint = _other_number(s, toks, passages)
             if hint is not None:
                 hints.append((s, *hint))
+    covered = tuple(t.key in union for t in content)
+    units = _units(content, covered)
+    if language is not None:
+        extra = _substitutions(clean(item.segment.text), content, covered, units)
+        if extra:
+            specs = specs + extra
+            found = found + tuple(() for _ in extra)
     return Analysis(
         content,
-        tuple(t.key in union for t in content),
+        covered,
         specs,
         found,
         tuple(hints),
         tuple(p.keys for p in passages),
         clean(item.segment.text),
+        units,
     )
 
 
@@ -366,28 +357,51 @@ def verdict_without_evidence(item: JudgeItem) -> Verdict | None:
     return None
 
 
-def decide(item: JudgeItem, analysis: Analysis | None = None) -> Verdict:
-    """The verdict on one item."""
+def score(a: Analysis) -> float:
+    """The judge's score: 0.5 to 1 by the share of content words found when every
+    specific is (and ``MIN_COVERAGE`` of the words), under 0.5 by the shares of
+    specifics and words found otherwise."""
+    if not a.missing and a.coverage >= MIN_COVERAGE:
+        return round(0.5 + 0.5 * a.coverage, 4)
+    return min(round(0.5 * (a.specifics_found + a.coverage) / 2, 4), 0.4999)
+
+
+def decide(item: JudgeItem, analysis: Analysis | None = None, cut: float = RULE_CUT) -> Verdict:
+    """The verdict on one item: supported when its score reaches ``cut`` (by default
+    the rule's own, 0.5). A segment with no claim, or no evidence, is decided before
+    any score is weighed, at every cut."""
     early = verdict_without_evidence(item)
     if early is not None:
         return early
     a = analysis or analyse(item)
     if not a.content:
-        reason = "only function words: nothing the evidence could contradict"
-        return Verdict(FACTUAL, SUPPORTED, 0.5, (), reason)
-    coverage, found = a.coverage, a.specifics_found
-    missing = a.missing
-    if not missing and coverage >= MIN_COVERAGE:
-        cited = cite(a)
-        shown = [f"'{sp.text}'" for sp in a.specifics]
-        if len(shown) > MAX_NAMED:
-            shown = [f"all {len(shown)} numbers and names"]
-        words = f"{sum(a.covered)} of {len(a.content)} content words"
-        reason = ", ".join(shown[:-1] + [f"{shown[-1]} and {words}" if shown else words])
-        reason += " found in the cited passage" + ("s" if len(cited) > 1 else "")
-        return Verdict(FACTUAL, SUPPORTED, round(0.5 + 0.5 * coverage, 4), tuple(cited), reason)
-    score = round(0.5 * (found + coverage) / 2, 4)
-    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, min(score, 0.4999), (), missing_reason(a))
+        # "It is not." makes a claim by has_claim's rule, but holds nothing this
+        # judge can look for: no claim to check, whatever the cut.
+        return Verdict(FACTUAL, NO_CLAIM, 1.0, (), "only function words: nothing to look for "
+                       "in the evidence")
+    s = score(a)
+    if s >= cut:
+        cited = tuple(cite(a))
+        if s >= RULE_CUT:
+            return Verdict(FACTUAL, SUPPORTED, s, cited, found_reason(a, cited))
+        # Only below the rule's own cut (--judge-threshold under 0.5).
+        return Verdict(FACTUAL, SUPPORTED, s, cited,
+                       f"score {s:.3f} reaches the cut {cut:g}, though {missing_reason(a)}")
+    reason = missing_reason(a)
+    if s >= RULE_CUT:  # every specific found: only words are missing
+        shown = "every number and name found, but " if a.specifics else ""
+        reason = f"{shown}{reason}; score {s:.3f}, under the cut {cut:g}"
+    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, s, (), reason)
+
+
+def found_reason(a: Analysis, cited: Sequence[int]) -> str:
+    """What was found where: "'1809' and 6 of 7 content words found in the cited passage"."""
+    shown = [f"'{sp.text}'" for sp in a.specifics]
+    if len(shown) > MAX_NAMED:
+        shown = [f"all {len(shown)} numbers and names"]
+    words = f"{sum(a.covered)} of {len(a.content)} content words"
+    reason = ", ".join(shown[:-1] + [f"{shown[-1]} and {words}" if shown else words])
+    return reason + " found in the cited passage" + ("s" if len(cited) > 1 else "")
 
 
 def cite(a: Analysis) -> list[int]:
@@ -409,62 +423,14 @@ def cite(a: Analysis) -> list[int]:
     return sorted(cited)
 
 
-def missing_reason(a: Analysis) -> str:
-    names = [s.text for s in a.missing]
-    in_specifics = {k for s in a.missing for k in s.keys}
-    names += _quoted(a, {
-        t.key for t, c in zip(a.content, a.covered) if not c and t.key not in in_specifics
-    })
-    names = list(dict.fromkeys(names)) or ["the segment's words"]
-    shown = [f"'{n}'" for n in names[:MAX_NAMED]]
-    more = len(names) - len(shown)
-    if more:
-        listed = ", ".join(shown) + f" and {more} more word{'s' if more > 1 else ''}"
-    elif len(shown) > 1:
-        listed = ", ".join(shown[:-1]) + " and " + shown[-1]
-    else:
-        listed = shown[0]
-    reason = f"{listed} not in the evidence"
-    if not a.missing:
-        reason += f" (only {sum(a.covered)} of {len(a.content)} content words found)"
-    for spec, other, word in a.hints[:2]:
-        reason += f"; the evidence has '{other}' near '{word}' where the segment has '{spec.text}'"
-    return reason
-
-
-def _quoted(a: Analysis, missing_keys: set[str]) -> list[str]:
-    """The missing content words as the segment writes them, in order. Text written
-    without spaces is read as overlapping pairs of characters; a missing pair is
-    quoted as the stretch of that text around it that no pair found in the
-    evidence touches ("斯塔基拉", not "斯塔", "塔基", "基拉")."""
-    from ..lang import BIGRAM_SCRIPTS, char_script
-
-    held: set[int] = set()
-    for t, c in zip(a.content, a.covered):
-        if t.pair and c:
-            held.update(range(t.start, t.start + len(t.text)))
-    text = a.text
-
-    def free(i: int) -> bool:
-        return (
-            0 <= i < len(text) and i not in held and char_script(text[i]) in BIGRAM_SCRIPTS
-        )
-
-    out: list[str] = []
-    for t in sorted((t for t in a.content if t.key in missing_keys), key=lambda t: t.start):
-        if not t.pair or not text:
-            out.append(t.text)
-            continue
-        start = next((i for i in range(t.start, t.start + len(t.text)) if free(i)), None)
-        if start is None:
-            continue
-        end = start
-        while free(start - 1):
-            start -= 1
-        while free(end):
-            end += 1
-        out.append(text[start:end])
-    return list(dict.fromkeys(out))
+@lru_cache(maxsize=1)
+def shipped_cuts() -> Cuts:
+    """The protocol's cuts, from ``ceg_cli/models/offline/thresholds.json``."""
+    cuts = load_cuts(SHIPPED)
+    if cuts is None:
+        raise UsageError(f"the offline judge's thresholds are missing from {SHIPPED}; "
+                       "reinstall ceg")
+    return cuts
 
 
 class OfflineJudge:
@@ -476,12 +442,17 @@ class OfflineJudge:
         "content words, must occur in the retrieved passages; no language model"
     )
 
+    def __init__(self, cuts: Cuts | None = None) -> None:
+        #: The cut in each setting (default: the shipped ones, the protocol's).
+        self.cuts = cuts if cuts is not None else shipped_cuts()
+
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        return [decide(item) for item in items]
+        return [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
 
 
 def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:
-    """Registry factory for ``--judge offline``; it takes no argument."""
+    """Registry factory for ``--judge offline``; it takes no argument. Option
+    ``judge_threshold``: one cut for every setting instead of the shipped ones."""
     if arg:
         raise UsageError(f"--judge offline:{arg}: the offline judge takes no argument")
-    return OfflineJudge()
+    return OfflineJudge(overridden(shipped_cuts(), options))

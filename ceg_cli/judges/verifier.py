@@ -12,7 +12,10 @@ For each segment with a claim:
    (similarity of the top passage, how many passages agree);
 4. a **logistic regression** over these features (``features.FEATURES``),
    fitted and calibrated on the validation split of the training data, gives
-   P(supported); the segment is factual when it reaches the model's threshold.
+   P(supported); the segment is factual when it reaches the cut for the
+   setting it is checked in: the leave-one-domain-out protocol's, from
+   ``thresholds.json`` beside the model (``judges/cuts.py``), else the
+   combiner's own ``threshold``; ``--judge-threshold`` overrides both.
 
 The verdict keeps reasons a person can check: "'1812' not in the evidence;
 entailment 0.12 over passages [2, 3]; P(supported) 0.21".
@@ -44,11 +47,12 @@ from ..types import (
     Verdict,
 )
 from . import offline
+from .cuts import Cuts, load_cuts, overridden
 from .features import FEATURES, Features, compute
 from .window import DEFAULT_WINDOW_WORDS, Window, select_window
 
 __all__ = ["SHIPPED", "Assessment", "Combiner", "VerifierJudge", "assess", "create",
-           "load_combiner"]
+           "load_combiner", "model_cuts"]
 
 SHIPPED = Path(__file__).resolve().parent.parent / "models" / "verifier"
 COMBINER_FILE = "combiner.json"
@@ -228,7 +232,8 @@ class VerifierJudge:
     reads_similarity = True
 
     def __init__(
-        self, directory: Path, name: str = "verifier", batch_size: int = 32, device: str = "cpu"
+        self, directory: Path, name: str = "verifier", batch_size: int = 32, device: str = "cpu",
+        cuts: Cuts | None = None,
     ) -> None:
         self.directory = directory
         self.name = name
@@ -236,6 +241,8 @@ class VerifierJudge:
         self.batch_size = batch_size
         #: ``cpu`` or ``cuda`` (resolved: ``--device auto`` is one of them by now).
         self.device = device
+        #: The cut on P(supported) in each setting: ``cuts``, else the model's own.
+        self.cuts = cuts if cuts is not None else model_cuts(directory, self.combiner)
 
     def entailment(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         from .crossenc import score_pairs
@@ -252,16 +259,18 @@ class VerifierJudge:
             [items[i] for i in todo], self.entailment, window_words=self.combiner.window_words
         )
         for i, assessment in zip(todo, found):
-            out[i] = self._decide(assessment)
+            out[i] = self._decide(assessment, self.cuts.at(items[i].setting).value)
         return [v for v in out if v is not None]
 
-    def _decide(self, m: Assessment) -> Verdict:
+    def _decide(self, m: Assessment, cut: float) -> Verdict:
         a, ent, sources = m.analysis, m.entailment, m.window.sources
-        p = self.combiner.probability(m.features.values)
-        tail = f"entailment {ent:.2f} over {_passages_named(sources)}; P(supported) {p:.2f}"
-        if p >= self.combiner.threshold:
+        # The score as the record shows it decides, so that score >= cut holds there.
+        p = round(self.combiner.probability(m.features.values), 4)
+        tail = f"entailment {ent:.2f} over {_passages_named(sources)}; P(supported) {p:.3f}"
+        if p >= cut:
             cited = tuple(offline.cite(a)) or tuple(sorted(set(sources)))[: offline.MAX_CITED]
-            return Verdict(FACTUAL, SUPPORTED, round(p, 4), cited, tail)
+            return Verdict(FACTUAL, SUPPORTED, p, cited, tail)
+        tail += f", under the cut {cut:g}"
         if a.missing or a.coverage < 1.0:
             reason = f"{offline.missing_reason(a)}; {tail}"
         else:
@@ -270,15 +279,24 @@ class VerifierJudge:
         return Verdict(
             NONFACTUAL,
             CONTRADICTED if contradicted else NOT_ENOUGH_EVIDENCE,
-            round(p, 4),
+            p,
             (),
             reason,
         )
 
 
+def model_cuts(directory: Path, combiner: Combiner) -> Cuts:
+    """A model's cuts: its ``thresholds.json`` (the shipped model's: the protocol's per
+    setting), else its combiner's one ``threshold`` in every setting."""
+    cuts = load_cuts(directory)
+    if cuts is not None:
+        return cuts
+    return Cuts.same(combiner.threshold, f"{COMBINER_FILE} of {directory.name}")
+
+
 def create(arg: str, options: Mapping[str, Any]) -> VerifierJudge:
     """Registry factory: ``verifier`` (the shipped model) or ``verifier:DIR``."""
-    from ..index.embedding import resolve_device
+    from ..index.devices import resolve_device
 
     device = resolve_device(str(options.get("device", "cpu")))
     if not arg:
@@ -287,8 +305,15 @@ def create(arg: str, options: Mapping[str, Any]) -> VerifierJudge:
                 f"the shipped verifier is missing from {SHIPPED}; reinstall ceg, "
                 "or use --judge offline"
             )
-        return VerifierJudge(SHIPPED, device=device)
+        return _with_options(VerifierJudge(SHIPPED, device=device), options)
     path = Path(arg).expanduser()
     if not path.is_dir():
         raise UsageError(f"--judge verifier:{arg}: no such directory")
-    return VerifierJudge(path.resolve(), name=f"verifier:{arg}", device=device)
+    return _with_options(VerifierJudge(path.resolve(), name=f"verifier:{arg}", device=device),
+                         options)
+
+
+def _with_options(judge: VerifierJudge, options: Mapping[str, Any]) -> VerifierJudge:
+    """The judge with ``judge_threshold`` (one cut for every setting), if given."""
+    judge.cuts = overridden(judge.cuts, options)
+    return judge

@@ -3,7 +3,7 @@
 ``ReportBuilder`` takes output records (``ceg_cli.report.records.to_record``) one at a
 time and keeps a compact copy; ``render`` turns them and the run's summary
 into one page: a static overview (counts, gate, judge, index, verdict chart)
-written here, and the responses embedded as JSON and drawn by a small script
+written by ``html_overview``, and the responses embedded as JSON and drawn by a small script
 one page at a time, so a 10,000-response report opens about as fast as a
 50-response one. ``write_report`` does both for a records file or iterable.
 
@@ -45,33 +45,23 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import json
-import math
 import os
 import re
 import string
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..errors import InputError
-from ..types import (
-    CONTRADICTED,
-    FACTUAL,
-    JUDGE_ERROR,
-    NO_CLAIM,
-    NONFACTUAL,
-    NOT_ENOUGH_EVIDENCE,
-    NOT_JUDGED,
-    SUPPORTED,
-)
-from .gate import ERROR, GateResult, Summary
+from ..types import FACTUAL
+from .gate import GateResult, Summary
 from .html_contexts import CitationTally, highlights, record_check, record_contexts, segment_check
+from .html_overview import citation_figures, escape, filters, finite_number, overview
+from .html_overview import index_info as _index_info  # noqa: F401  (tests import it here)
 from .output import OutputError
 from .records import RESERVED_KEYS, from_record
 
@@ -81,11 +71,6 @@ MAX_FIELDS = 12
 MAX_FIELD_CHARS = 300
 #: A regeneration value the report cannot read is shown as JSON, cut here.
 MAX_RAW_CHARS = 20_000
-
-LABEL_NAMES = {FACTUAL: "factual", NONFACTUAL: "nonfactual", NOT_JUDGED: "not judged",
-               ERROR: "unreadable line"}
-VERDICT_NAMES = {SUPPORTED: "supported", NO_CLAIM: "no claim", CONTRADICTED: "contradicted",
-                 NOT_ENOUGH_EVIDENCE: "not enough evidence", JUDGE_ERROR: "not judged"}
 
 # Every character that could end the JSON's <script> block or be read as a
 # line terminator by older JavaScript parsers; lone surrogates, which UTF-8
@@ -97,19 +82,6 @@ def embed_json(value: Any) -> str:
     """``value`` as JSON that is safe inside ``<script type="application/json">``."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return _UNSAFE_IN_SCRIPT.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _number(value: Any) -> float | None:
-    """A finite float rounded to 4 places, else None (JSON has no NaN)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return round(number, 4) if math.isfinite(number) else None
 
 
 def _text(value: Any) -> str | None:
@@ -238,7 +210,7 @@ class ReportBuilder:
         out: dict[str, Any] = {
             "l": label,
             "v": str(seg.get("verdict", "")),
-            "s": _number(seg.get("score")),
+            "s": finite_number(seg.get("score")),
             "r": str(seg.get("reason") or ""),
         }
         cites: list[list[Any]] = []
@@ -246,7 +218,7 @@ class ReportBuilder:
             if isinstance(c, Mapping):
                 marker = c.get("marker")
                 marker = marker if isinstance(marker, int) else len(cites) + 1
-                cites.append([marker, self._passage(c), _number(c.get("similarity"))])
+                cites.append([marker, self._passage(c), finite_number(c.get("similarity"))])
         if cites:
             out["c"] = cites
         check = segment_check(seg.get("citation_check"))
@@ -254,7 +226,7 @@ class ReportBuilder:
             out["cc"] = check
         if label != FACTUAL or self.all_evidence:
             evidence = [
-                [self._passage(e), _number(e.get("similarity"))]
+                [self._passage(e), finite_number(e.get("similarity"))]
                 for e in seg.get("evidence") or []
                 if isinstance(e, Mapping)
             ]
@@ -337,12 +309,12 @@ class ReportBuilder:
         values = {
             "csp": f"default-src 'none'; script-src {csp_hash(js)}; style-src {csp_hash(css)}; "
             "img-src data:; base-uri 'none'; form-action 'none'",
-            "version": _e(__version__),
-            "title": _e(title or f"ceg report: {s.responses:,} responses, {rate} nonfactual"),
+            "version": escape(__version__),
+            "title": escape(title or f"ceg report: {s.responses:,} responses, {rate} nonfactual"),
             "css": css,
-            "overview": _overview(s, gate, self.judges, index, source,
-                                  _citation_figures(s, self.citations)),
-            "filters": _filters(Counter(r["label"] for r in self.responses)),
+            "overview": overview(s, gate, self.judges, index, source,
+                                 citation_figures(s, self.citations)),
+            "filters": filters(Counter(r["label"] for r in self.responses)),
             "data": embed_json(self.data()),
             "js": js,
         }
@@ -409,134 +381,6 @@ def _assets(name: str) -> str:
     if name != "page.html" and "</" in text:
         raise RuntimeError(f"report asset {name} contains '</'")
     return text
-
-
-def _citation_figures(s: Summary, tally: CitationTally) -> tuple[float | None, float | None]:
-    """The run's citation recall and precision: the summary's, else the records' mean."""
-    recall = _number(getattr(s, "citation_recall", None))
-    precision = _number(getattr(s, "citation_precision", None))
-    if recall is None and precision is None:
-        return tally.figures()
-    return recall, precision
-
-
-def _overview(
-    s: Summary, gate: GateResult | None, judges: Mapping[str, str],
-    index: Path | str | None, source: str | None,
-    citations: tuple[float | None, float | None] = (None, None),
-) -> str:
-    """The static overview: tiles, gate, charts, what ran (every value escaped)."""
-    unreadable = f", {s.error_responses:,} unreadable" if s.error_responses else ""
-    not_judged = f", {s.not_judged_segments:,} not judged" if s.not_judged_segments else ""
-    if gate is None:
-        gate_tile = _tile("Gate", "not evaluated", "no thresholds were applied", "gate")
-    else:
-        word = "passed" if gate.passed else "failed"
-        gate_tile = _tile("Gate", word, f"exit status {int(gate.exit_status)}", f"gate {word}")
-    tiles = [
-        _tile("Responses", f"{s.responses:,}",
-              f"{s.nonfactual_responses:,} nonfactual{unreadable}"),
-        _tile("Segments", f"{s.segments:,}", f"{s.judged_segments:,} judged{not_judged}"),
-        _tile("Nonfactual rate", f"{s.nonfactual_rate:.1%}",
-              f"{s.nonfactual_segments:,} of {s.judged_segments:,} judged segments"),
-        gate_tile,
-    ]
-    if citations != (None, None):
-        # Shown only for a run whose answers carried citations: an index-mode page is unchanged.
-        recall, precision = (f"{v:.1%}" if v is not None else "n/a" for v in citations)
-        tiles[3:3] = [
-            _tile("Citation recall", recall, "sentences their cited contexts support", "cite-rate"),
-            _tile("Citation precision", precision, "citations that support their sentence",
-                  "cite-rate"),
-        ]
-    reasons = ""
-    if gate is not None and gate.reasons:
-        reasons = "".join(f"<li>{_e(r)}</li>" for r in gate.reasons)
-        reasons = f'<ul class="reasons" aria-label="Why the gate failed">{reasons}</ul>'
-    verdicts = [(k if k in VERDICT_NAMES else "other", VERDICT_NAMES.get(k, k), n)
-                for k, n in sorted(s.segments_by_verdict.items(), key=lambda kv: _order(kv[0]))]
-    labels = [(k, LABEL_NAMES[k], s.responses_by_label.get(k, 0)) for k in LABEL_NAMES]
-    run = [("Judge", ", ".join(f"{n}: {m}" if m else n for n, m in judges.items()) or s.judge
-            or "not recorded"), ("Index", _index_info(index, s))]
-    if source:
-        run.append(("Records", source))
-    if s.seconds:
-        run.append(("Check time", f"{s.seconds:,.1f} s"))
-    run.append(("Written", datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-                + f" by ceg {__version__}"))
-    return (
-        '<div class="tiles">' + "".join(tiles) + "</div>" + reasons
-        + '<div class="charts">' + _bar("Segments by verdict", verdicts)
-        + _bar("Responses by label", labels) + "</div>"
-        + '<dl class="run">' + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in run)
-        + "</dl>"
-    )
-
-
-def _order(verdict: str) -> int:
-    order = list(VERDICT_NAMES)
-    return order.index(verdict) if verdict in order else len(order)
-
-
-def _tile(name: str, value: str, detail: str, cls: str = "") -> str:
-    return (f'<div class="tile {_e(cls)}"><div class="tile-name">{_e(name)}</div>'
-            f'<div class="tile-value">{_e(value)}</div><div class="tile-detail">{_e(detail)}</div>'
-            "</div>")
-
-
-def _bar(title: str, items: list[tuple[str, str, int]]) -> str:
-    """A stacked bar (inline SVG) with its legend; zero counts are left out."""
-    total = sum(n for _, _, n in items)
-    rects, legend, x = [], [], 0.0
-    for key, name, n in items:
-        if not n:
-            continue
-        width = 1000 * n / total
-        rects.append(f'<rect class="f-{_e(key)}" x="{x:.1f}" y="0" width="{width:.1f}" '
-                     f'height="20"><title>{_e(name)}: {n:,}</title></rect>')
-        legend.append(f'<li><span class="sw f-{_e(key)}"></span>{_e(name)} <b>{n:,}</b> '
-                      f'<span class="muted">{n / total:.0%}</span></li>')
-        x += width
-    svg = (f'<svg class="bar" viewBox="0 0 1000 20" preserveAspectRatio="none" role="img" '
-           f'aria-label="{_e(title)}">' + "".join(rects) + "</svg>") if total else ""
-    return (f'<figure class="chart"><figcaption>{_e(title)}</figcaption>{svg}'
-            f'<ul class="legend">{"".join(legend) or "<li>none</li>"}</ul></figure>')
-
-
-def _index_info(index: Path | str | None, summary: Summary | None = None) -> str:
-    """The index path, with its model and size when its ``meta.json`` is readable."""
-    sources = set(getattr(summary, "evidence_sources", None) or ())
-    if index is None and sources and not sources & {"index", "both"}:
-        return "none: each response was checked against its own contexts"
-    if index is None:
-        return "not recorded"
-    try:
-        meta = json.loads((Path(index) / "meta.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return str(index)
-    model = meta.get("model") if isinstance(meta, dict) else None
-    counts = meta.get("counts") if isinstance(meta, dict) else None
-    info = [str(index)]
-    if isinstance(model, dict) and model.get("name"):
-        info.append(str(model["name"]))
-    if isinstance(counts, dict) and isinstance(counts.get("chunks"), int):
-        info.append(f"{counts.get('documents', '?'):,} documents, {counts['chunks']:,} passages"
-                    if isinstance(counts.get("documents"), int)
-                    else f"{counts['chunks']:,} passages")
-    return " · ".join(info)
-
-
-def _filters(labels: Counter[str]) -> str:
-    """The "show" radio buttons, with counts; labels no response has are left out."""
-    options = [("all", "All", sum(labels.values()))]
-    options += [(k, LABEL_NAMES[k].capitalize(), labels.get(k, 0))
-                for k in (NONFACTUAL, NOT_JUDGED, ERROR, FACTUAL)
-                if k in (NONFACTUAL, FACTUAL) or labels.get(k, 0)]
-    return "".join(
-        f'<label><input type="radio" name="filter" value="{_e(k)}" id="filter-{_e(k)}"'
-        f'{" checked" if k == "all" else ""}> {_e(name)} <span class="n">{n:,}</span></label>'
-        for k, name, n in options
-    )
 
 
 def csp_hash(text: str) -> str:

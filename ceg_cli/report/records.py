@@ -7,8 +7,8 @@ keys and types, so a format change is a decision, not an accident.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..types import (
     CITE_NO_CLAIM,
@@ -26,6 +26,9 @@ from ..types import (
     Verdict,
 )
 
+if TYPE_CHECKING:
+    from ..judges.cuts import Cuts
+
 #: 2: evidence may come from the record's own contexts (``source``, ``context``,
 #: ``start``, ``end`` on every passage; ``read`` and ``evidence_source`` on the record),
 #: and the citations an answer carries are checked (``citation_check`` on the segments
@@ -39,7 +42,9 @@ from ..types import (
 #: the reason ``REFERENCE_REASON``, neither judged nor counted in citation recall; and
 #: ``language`` on the record: the language its response was read in (``--language``; a
 #: code such as ``de``, or ``und-Xxxx`` for text only the script of which is known).
-SCHEMA_VERSION = 4
+#: 5: the record's ``judge`` says the cut its segments were decided at
+#: (``threshold``) and where it came from (``threshold_source``).
+SCHEMA_VERSION = 5
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
@@ -248,12 +253,32 @@ def regeneration_dict(attempts: Sequence[CheckedResponse]) -> dict[str, Any] | N
     }
 
 
+def judge_block(
+    judge: Mapping[str, Any], cuts: Cuts | None, evidence_source: str | None
+) -> dict[str, Any]:
+    """The record's ``judge``: its name and method, and the cut its segments were
+    decided at in the record's setting with where it came from (null for a judge
+    that cuts no score, and on an error record). Without ``cuts``, a ``judge`` read
+    back from a record keeps the cut it gives."""
+    from ..judges.cuts import setting_of
+
+    if cuts is not None:
+        cut = None if evidence_source is None else cuts.at(setting_of(evidence_source))
+        value, source = (None, None) if cut is None else (cut.value, cut.source)
+    else:
+        value, source = judge.get("threshold"), judge.get("threshold_source")
+    return {"name": judge["name"], "method": judge["method"], "threshold": value,
+            "threshold_source": source}
+
+
 def to_record(
     checked: CheckedResponse,
     judge: dict[str, str],
     regeneration: Sequence[CheckedResponse] | None = None,
+    cuts: Cuts | None = None,
 ) -> dict[str, Any]:
-    """The output record for one input line (``judge``: its name and method).
+    """The output record for one input line (``judge``: its name and method; ``cuts``:
+    the judge's cut in each setting, if it cuts a score).
 
     ``regeneration`` is given only for runs with ``--regenerate``: the record
     then has a ``regeneration`` key, null for a response that needed none.
@@ -280,7 +305,7 @@ def to_record(
             {
                 "label": "error",
                 "error": inp.error,
-                "judge": judge,
+                "judge": judge_block(judge, cuts, None),
                 "segments": [],
                 "annotated": None,
                 "question": None,
@@ -302,7 +327,7 @@ def to_record(
             "question": inp.question,
             "response": inp.response,
             "label": checked.label,
-            "judge": judge,
+            "judge": judge_block(judge, cuts, checked.evidence_source),
             "segments": [segment_dict(r, numbers) for r in checked.segments],
             "annotated": annotate(inp.response, checked.segments, numbers),
             "error": None,

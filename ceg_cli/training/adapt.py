@@ -196,6 +196,13 @@ def check_out(out: Path, *, index_dir: Path | None, base: Path) -> None:
                 f"--out {out}: is inside the index {folder}, which a rebuild replaces "
                 "(the model with it); choose a directory outside it"
             )
+    if target.is_dir():
+        # Training writes its files in place (save_pretrained): one that is an index's
+        # file under another name (a hard link, a copy) is refused as every output is.
+        from ..report.output import refuse_index_files
+
+        refuse_index_files([("--out", out / p.name) for p in sorted(target.iterdir())
+                            if p.is_file()], index_dir)
 
 
 def _is_index(folder: Path) -> bool:

@@ -1,0 +1,42 @@
+"""What the offline judge measures of a segment against its evidence (``Analysis``),
+made by ``offline.analyse`` and read by ``offline.decide`` and ``reasons``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .langwords import Specific, Token
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The measurements a verdict is made from."""
+
+    content: tuple[Token, ...]  # distinct content words and numbers of the segment
+    covered: tuple[bool, ...]  # each found in some passage
+    specifics: tuple[Specific, ...]
+    found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
+    hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
+    passage_keys: tuple[frozenset[str], ...]
+    #: The segment as read (layout cleaned), for quoting what is missing.
+    text: str = ""
+    #: (found, total) units of coverage where they are not the content words: the
+    #: characters of text read in pairs of them (``_units``).
+    units: tuple[int, int] | None = None
+
+    @property
+    def coverage(self) -> float:
+        """Share of the content words found in the evidence (1.0 if there are none)."""
+        if self.units is not None and self.units[1]:
+            return self.units[0] / self.units[1]
+        return sum(self.covered) / len(self.covered) if self.covered else 1.0
+
+    @property
+    def specifics_found(self) -> float:
+        """Share of the specifics found, each in one passage (1.0 if there are none)."""
+        return sum(1 for f in self.found if f) / len(self.found) if self.found else 1.0
+
+    @property
+    def missing(self) -> list[Specific]:
+        return [s for s, f in zip(self.specifics, self.found) if not f]
