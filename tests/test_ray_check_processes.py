@@ -41,6 +41,10 @@ def _check_workers(processes: dict[int, int]) -> int:
 
 
 @pytest.mark.slow
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None:
     """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) and
@@ -60,7 +64,10 @@ def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None
             [ceg, "check", str(responses), "--index", str(tmp_path / "none"), "--evidence",
              "contexts", "--out", str(tmp_path / "out.jsonl"), "-q", "--engine", "ray",
              "--workers", "1"],
-            stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True,
+            # As from a terminal: a suite run as a background job (`scripts/test &`) has
+            # SIGINT ignored, the child would inherit it and never see Ctrl-C.
+            preexec_fn=_default_sigint)
     try:
         deadline = time.monotonic() + 300
         out = tmp_path / "out.jsonl"
