@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .check.responses import parse_line
-from .check.run import CheckRun, RunSettings
+from .check.run import FedRun, RunSettings
 from .errors import UsageError
 from .report.records import SCHEMA_VERSION, to_record
 from .types import FACTUAL, CheckedResponse, CitationCheck, Evidence, ResponseInput
@@ -34,6 +34,8 @@ RUN_OPTIONS = (
     "contexts_retrieval", "language",
     "response_field", "question_field", "citation_pattern", "device",
     "regenerate", "max_attempts", "rewriter", "judge_threshold",
+    # Where the answers are checked: in this process, or by Ray workers (``--engine ray``).
+    "engine", "ray_address", "workers", "gpus_per_worker",
 )
 LLM_OPTIONS = ("llm_base_url", "concurrency", "temperature", "no_cache", "cache_dir",
                "unparsable_as", "llm_prompt")
@@ -121,20 +123,6 @@ class CheckResult:
                 f"flagged={len(self.flagged)})")
 
 
-class _Run(CheckRun):
-    """``CheckRun`` fed from Python instead of a file: the index is opened when one is named."""
-
-    def __init__(self, settings: RunSettings, use_index: bool) -> None:
-        self._use_index = use_index
-        super().__init__(settings)
-
-    def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], None]:
-        return iter(()), None
-
-    def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
-        return self._use_index
-
-
 class Checker:
     """Checks answers against an index, their own contexts, or both.
 
@@ -191,17 +179,17 @@ class Checker:
             warnings.warn(message, UserWarning, stacklevel=2)
         # As the CLI: --evidence contexts never reads the index.
         use_index = index is not None and self.settings.check.evidence != "contexts"
-        self._run = _Run(self.settings, use_index=use_index)
+        self._run = FedRun(self.settings, use_index=use_index)
         self._closed = False
-        self._judge_info = {"name": self._run.judge.name, "method": self._run.judge.method}
+        self._judge_info = self._run.judge_info
 
     @property
     def judge(self) -> str:
-        return self._run.judge.name
+        return str(self._judge_info["name"])
 
     @property
     def index(self) -> Path | None:
-        return self.settings.index if self._run.index is not None else None
+        return self.settings.index if self._run.reads_index else None
 
     def check(self, response: str, *, question: str | None = None,
               contexts: Sequence[Any] | None = None) -> CheckResult:
@@ -238,8 +226,6 @@ class Checker:
             )
 
     def _stream(self, items: Iterable[Any], *, field_names: bool) -> Iterator[CheckResult]:
-        from .check.pipeline import check
-
         run = self._run
         names = self.settings.fields
         if not field_names:  # check()'s own record uses the default names
@@ -259,9 +245,8 @@ class Checker:
                     continue
                 yield run.evidence.prepare(parse_line(raw, line, SOURCE, names), SOURCE)
 
-        stream = check(inputs(), run.index, run.judge, run.settings.check, run.contexts)
-        regenerating = run.rewriter is not None
-        for checked, attempts in run._regenerated(stream):
+        regenerating = run.settings.regenerate
+        for checked, attempts in run.results(inputs()):
             record = to_record(checked, self._judge_info, attempts if regenerating else None,
                                run.cuts)
             yield CheckResult(checked, record)

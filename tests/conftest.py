@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ray_harness import cluster  # noqa: F401 - the two-node Ray cluster, for any module
 from typer.testing import CliRunner, Result
 
 from ceg_cli.index.builder import BuildOptions, build_index

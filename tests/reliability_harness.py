@@ -106,6 +106,7 @@ if gate:
         """The offline judge, waiting at its second batch until GATE/go exists."""
         def __init__(self, inner):
             self.inner, self.name, self.method, self.calls = inner, inner.name, inner.method, 0
+            self.cuts = inner.cuts  # records name the offline judge's cut, as its own run's
         def judge(self, items):
             self.calls += 1
             if self.calls == 2:

@@ -349,9 +349,14 @@ def test_the_run_says_which_cut_it_uses_and_where_it_came_from(run_cli: Any,
     assert "(protocol, index setting)" not in table  # no record was judged on an index
 
 
-def test_a_cut_the_project_file_sets_says_so(run_cli: Any, tmp_path: Path) -> None:
+def test_a_cut_the_project_file_sets_says_so(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from ceg_cli import Checker
 
+    # No --index: the default ./index must not be there (the repository's holds a README).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CEG_INDEX", raising=False)
     config = tmp_path / "ceg.toml"
     config.write_text("judge_threshold = 0.5\n", encoding="utf-8")
     responses = tmp_path / "r.jsonl"

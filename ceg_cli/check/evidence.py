@@ -4,7 +4,9 @@ One piece decides it for the whole run (``RunEvidence``): whether the index is
 opened (``wants_index``), its model loaded and its retrieval method resolved
 before any output is touched, what searches the records' contexts, and, per
 record, which of the two its segments are checked against and the language it
-is read in (``RunEvidence.prepare``), with the warnings that go with them.
+is read in (``RunEvidence.prepare``), with the warnings that go with them. A run
+on Ray keeps that last part in its driver (``RecordEvidence``); its workers open
+the index and search the contexts.
 """
 
 from __future__ import annotations
@@ -21,7 +23,63 @@ from ..types import ResponseInput
 from .pipeline import CheckOptions, evidence_source, response_language
 
 
-class RunEvidence:
+class RecordEvidence:
+    """Per record of a run with options ``check`` whose contexts are read from
+    ``context_fields``: which evidence its segments are checked against (the index
+    only where the run ``reads_index``) and the language it is read in, with the
+    warnings that go with them (``prepare``). A run on Ray decides this in its
+    driver, which opens no index: its workers check what it prepared.
+    """
+
+    def __init__(
+        self,
+        check: CheckOptions,
+        *,
+        context_fields: Sequence[str],
+        reads_index: bool,
+        on_warning: Callable[[str], None] | None = None,
+    ) -> None:
+        self.check = check
+        self.context_fields = context_fields
+        self.reads_index = reads_index
+        self.on_warning = on_warning
+        self._said_language = False  # the language fallback is said once a run
+
+    def prepare(self, item: ResponseInput, source: str) -> ResponseInput:
+        """``item`` with its language, or an error record if it has nothing to be
+        checked against (``source``: the responses file's name, for the messages)."""
+        if item.error is not None:
+            return item
+        where = f"{source}:{item.line}"
+        found, problem = evidence_source(item, self.check.evidence, self.reads_index,
+                                         self.context_fields)
+        if problem is not None:
+            return replace(item, error=f"{where}: {problem}")
+        found_language = response_language(item, self.check.language)
+        item = replace(item, language=found_language.language)
+        # Text with letters in a script no language is known for; none at all ("42",
+        # emoji) has no words to read either way.
+        if (found_language.language.startswith(f"{UNDETERMINED}-")
+                and not self._said_language and self.on_warning is not None):
+            self._said_language = True
+            self.on_warning(
+                f"{where}: cannot tell the response's language; it is read by the rules of "
+                f"its script ({found_language.language}); name the language with --language "
+                "CODE (said once: later such records are read the same way)"
+            )
+        if found == "none" and self.on_warning is not None:
+            holds = "is an empty list" if not item.contexts else "holds only blank text"
+            self.on_warning(
+                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
+                "its segments are judged on no evidence"
+            )
+        return item
+
+    def close(self) -> None:
+        """Nothing to close: it opened nothing."""
+
+
+class RunEvidence(RecordEvidence):
     """The index at ``index`` (opened when ``use_index``, else ``None``) and the
     contexts' search, for a run with options ``check`` whose contexts are read from
     ``context_fields``; the index's model computes on ``device``, and its search takes
@@ -47,9 +105,6 @@ class RunEvidence:
         from ..index import open_index
 
         self.device = device
-        self.context_fields = context_fields
-        self.on_warning = on_warning
-        self._said_language = False  # the language fallback is said once a run
         self.index: Any = open_index(index) if use_index else None
         try:
             if self.index is not None:
@@ -67,8 +122,9 @@ class RunEvidence:
             raise
         if warning is not None and on_warning is not None:
             on_warning(warning)
-        self.check: CheckOptions = replace(check, retrieval=replace(check.retrieval,
-                                                                    method=method))
+        super().__init__(replace(check, retrieval=replace(check.retrieval, method=method)),
+                         context_fields=context_fields, reads_index=self.index is not None,
+                         on_warning=on_warning)
         self.contexts = self._context_search(judge)
 
     def _context_search(self, judge: Any) -> Any:
@@ -81,36 +137,6 @@ class RunEvidence:
                               method=self.check.contexts_retrieval,
                               language=self.check.language,
                               similarity=reads_similarity(judge))
-
-    def prepare(self, item: ResponseInput, source: str) -> ResponseInput:
-        """``item`` with its language, or an error record if it has nothing to be
-        checked against (``source``: the responses file's name, for the messages)."""
-        if item.error is not None:
-            return item
-        where = f"{source}:{item.line}"
-        found, problem = evidence_source(item, self.check.evidence, self.index is not None,
-                                         self.context_fields)
-        if problem is not None:
-            return replace(item, error=f"{where}: {problem}")
-        found_language = response_language(item, self.check.language)
-        item = replace(item, language=found_language.language)
-        # Text with letters in a script no language is known for; none at all ("42",
-        # emoji) has no words to read either way.
-        if (found_language.language.startswith(f"{UNDETERMINED}-")
-                and not self._said_language and self.on_warning is not None):
-            self._said_language = True
-            self.on_warning(
-                f"{where}: cannot tell the response's language; it is read by the rules of "
-                f"its script ({found_language.language}); name the language with --language "
-                "CODE (said once: later such records are read the same way)"
-            )
-        if found == "none" and self.on_warning is not None:
-            holds = "is an empty list" if not item.contexts else "holds only blank text"
-            self.on_warning(
-                f"{where}: field '{item.read.get('contexts', 'contexts')}' {holds}: "
-                "its segments are judged on no evidence"
-            )
-        return item
 
     def close(self) -> None:
         if self.index is not None:

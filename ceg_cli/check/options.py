@@ -422,6 +422,13 @@ def ignored_options(values: Mapping[str, Any]) -> list[str]:
     if changed("contexts_retrieval") and values.get("evidence") == "index":
         out.append(f"{said(['contexts_retrieval'])}: ignored: it ranks a record's own "
                    "contexts, which --evidence index does not read")
+    # The Ray engine's own options (the command's, not the table's).
+    engine = str(values.get("engine") or "local")
+    on_ray = [f"--{key.replace('_', '-')} {_shown(values[key])}" for key in
+              ("ray_address", "workers", "gpus_per_worker") if values.get(key) is not None]
+    if on_ray and engine != "ray":
+        out.append(f"{', '.join(on_ray)}: ignored: only --engine ray reads "
+                   f"{'it' if len(on_ray) == 1 else 'them'} (the engine is {engine})")
     return out
 
 

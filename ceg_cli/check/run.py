@@ -6,244 +6,27 @@ what the command runs; the CLI only parses flags and renders the summary.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, UsageError
-from ..index.lexical import DEFAULT_RETRIEVAL
-from ..index.searchwidth import parse as parse_search_width
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
-from ..lang.codes import AUTO, check_language
-from ..report.gate import GateOptions, GateResult, Summary, evaluate_gate
-from ..report.output import (
-    RecordWriter,
-    cut_torn_tail,
-    read_finished,
-    refuse_index_files,
-    refuse_same_files,
-)
-from ..report.records import from_record, to_record
+from ..progress import Progress
+from ..report.gate import GateResult, Summary, evaluate_gate
+from ..report.output import RecordWriter, cut_torn_tail, read_finished
+from ..report.records import to_record
 from ..types import CheckedResponse, ResponseInput
-from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
-from .evidence import RunEvidence, wants_index
-from .pipeline import DEFAULT_EVIDENCE, DEFAULT_QUERY, CheckOptions, check
-from .responses import FieldNames, read_responses
-from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, RetrievalOptions
+from .evidence import RecordEvidence, RunEvidence, wants_index
+from .pipeline import check
+from .responses import read_responses
+from .resume import _finished_record, _made_from, _skip_finished
+from .settings import RunSettings
 
-
-@dataclass(frozen=True)
-class RunSettings:
-    responses: str
-    index: Path
-    out: Path | None
-    judge: str
-    check: CheckOptions
-    fields: FieldNames
-    gate: GateOptions
-    resume: bool
-    judge_options: dict[str, Any]
-    #: Rewrite nonfactual responses with the LLM, up to ``max_attempts`` times.
-    regenerate: bool = False
-    max_attempts: int = 2
-    #: The LLM that rewrites (``llm:MODEL``); default: the judge, if it is an LLM.
-    rewriter: str | None = None
-    #: Where the index's embedder computes queries (``--device``: auto, cpu or cuda).
-    device: str = "cpu"
-    #: Search settings that replace the ones the index was built with (``--search-width``).
-    search_width: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def resolve(
-        cls,
-        *,
-        responses: str,
-        index: Path,
-        out: Path | None = None,
-        judge: str = "offline",
-        top_k: int | None = None,
-        threshold: float | None = None,
-        query: str | None = None,
-        retrieval: str | None = None,
-        response_field: str = "response",
-        question_field: str | None = None,
-        max_rate: float | None = None,
-        max_responses: int | None = None,
-        resume: bool = False,
-        judge_options: dict[str, Any] | None = None,
-        regenerate: bool = False,
-        max_attempts: int = 2,
-        rewriter: str | None = None,
-        device: str = "cpu",
-        evidence: str | None = None,
-        contexts_field: str | None = None,
-        contexts_retrieval: str | None = None,
-        citation_pattern: str | None = None,
-        min_citation_recall: float | None = None,
-        min_citation_precision: float | None = None,
-        search_width: str | None = None,
-        language: str = AUTO,
-        judge_threshold: float | None = None,
-        judge_threshold_source: str | None = None,
-    ) -> RunSettings:
-        """Checked settings (``check/options.py``'s table checks each value, as it
-        checks the CLI's and a project file's); ``None`` takes the library's default
-        (the CLI reads ``CEG_TOP_K``, ``CEG_THRESHOLD``, ``CEG_QUERY`` and ``CEG_RETRIEVAL``
-        before it gets here)."""
-        from .options import check_options
-
-        checked = check_options({
-            "index": index, "judge": judge, "top_k": top_k, "threshold": threshold,
-            "query": query, "retrieval": retrieval, "response_field": response_field,
-            "question_field": question_field, "max_nonfactual_rate": max_rate,
-            "max_nonfactual_responses": max_responses, "regenerate": regenerate,
-            "max_attempts": max_attempts, "rewriter": rewriter, "device": device,
-            "evidence": evidence, "contexts_field": contexts_field,
-            "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
-            "min_citation_recall": min_citation_recall,
-            "min_citation_precision": min_citation_precision, "search_width": search_width,
-            "judge_threshold": judge_threshold,
-        })
-        top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
-        threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
-        query = query or DEFAULT_QUERY
-        retrieval = retrieval or DEFAULT_RETRIEVAL
-        max_rate = checked["max_nonfactual_rate"]
-        min_citation_recall = checked["min_citation_recall"]
-        min_citation_precision = checked["min_citation_precision"]
-        index = checked["index"]
-        # The judge's cut, for every setting (None: the judge's own per setting).
-        judge_options = dict(judge_options or {})
-        if checked["judge_threshold"] is not None:
-            judge_options[CUT_OPTION] = checked["judge_threshold"]
-            if judge_threshold_source is not None:  # a project file's, not the flag
-                judge_options[CUT_SOURCE_OPTION] = judge_threshold_source
-        if rewriter is not None and not regenerate:
-            raise UsageError("--rewriter is used only with --regenerate")
-        if device == "cuda":
-            # Refused wherever given, even where no model would load (offline judge,
-            # contexts ranked by BM25): a run never says it used what it could not.
-            from ..index.devices import resolve_device
-
-            resolve_device(device)
-        evidence = evidence or DEFAULT_EVIDENCE
-        language = check_language(language)
-        contexts_retrieval = contexts_retrieval or DEFAULT_CONTEXT_RETRIEVAL
-        if contexts_field is not None and evidence == "index":
-            raise UsageError("--contexts-field is read only with --evidence auto, contexts or both")
-        for option, least in (("--min-citation-recall", min_citation_recall),
-                              ("--min-citation-precision", min_citation_precision)):
-            if least is not None and evidence == "index":
-                # The gate would always fail "with nothing to measure", though the
-                # answers may well cite their contexts: the mode never reads them.
-                raise UsageError(
-                    f"{option}: citations are checked against each record's own contexts, "
-                    "which --evidence index does not read; use --evidence auto, contexts "
-                    "or both"
-                )
-        if resume and out is None:
-            raise UsageError("--resume needs --out FILE: there is no file to resume into")
-        if out is not None and out.is_dir():
-            raise UsageError(f"--out {out}: is a directory; name a file")
-        if out is not None:
-            refuse_same_files([("responses file", responses), ("--out", out)])
-            refuse_index_files([("--out", out)], index)
-        return cls(
-            responses=responses,
-            index=index,
-            out=out,
-            judge=judge,
-            check=CheckOptions(
-                RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
-                citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
-                language=language,
-            ),
-            fields=_field_names(response_field, question_field, contexts_field),
-            gate=GateOptions(
-                max_nonfactual_rate=max_rate, max_nonfactual_responses=max_responses,
-                min_citation_recall=min_citation_recall,
-                min_citation_precision=min_citation_precision,
-            ),
-            resume=resume,
-            judge_options=judge_options,
-            regenerate=regenerate,
-            max_attempts=max_attempts,
-            rewriter=rewriter,
-            device=device,
-            search_width=parse_search_width(search_width),
-        )
-
-
-def _field_names(
-    response_field: str, question_field: str | None, contexts_field: str | None
-) -> FieldNames:
-    """The fields read: a field the user names replaces the defaults tried for it."""
-    default = FieldNames()
-    return FieldNames(
-        response=response_field,
-        question=(question_field,) if question_field is not None else default.question,
-        question_alternatives=() if question_field is not None else default.question_alternatives,
-        contexts=(contexts_field,) if contexts_field is not None else default.contexts,
-        response_alternatives=(
-            default.response_alternatives if response_field == default.response else ()
-        ),
-    )
-
-
-def _made_from(record: dict[str, Any]) -> tuple[Any, ...]:
-    """What an output record says of its input line: number, id, readable, response."""
-    error = record.get("label") == "error"
-    return (record.get("line"), record.get("id"), error, _digest(record.get("response")))
-
-
-def _input_made_from(item: ResponseInput) -> tuple[Any, ...]:
-    error = item.error is not None
-    return (item.line, item.id, error, _digest(None if error else item.response))
-
-
-def _digest(text: str | None) -> bytes | None:
-    if text is None:
-        return None
-    return hashlib.blake2b(text.encode("utf-8", "replace"), digest_size=16).digest()
-
-
-def _finished_record(record: dict[str, Any], out: Path, number: int) -> CheckedResponse:
-    try:
-        return from_record(record)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise InputError(
-            f"{out}: record {number} is not a complete ceg output record; "
-            "refusing to resume into a file ceg did not write"
-        ) from None
-
-
-def _skip_finished(
-    items: Iterator[ResponseInput], finished: list[tuple[Any, ...]], out: Path, responses: str
-) -> None:
-    """Consume the input lines ``finished`` holds records of; refuse any that differ."""
-    source = "standard input" if responses == "-" else responses
-    start_over = f"to start over, run without --resume (it replaces {out})"
-    for number, made_from in enumerate(finished, 1):
-        item = next(items, None)
-        if item is None:
-            raise InputError(
-                f"--resume: {out} holds {len(finished)} records but {source} has only "
-                f"{number - 1} response lines: it was made from another file; {start_over}"
-            )
-        if _input_made_from(item) != made_from:
-            line, rid = made_from[0], made_from[1]
-            there = f"line {item.line}, id {item.id!r}"
-            if (item.line, item.id) == (line, rid):
-                there += ", with another response"
-            raise InputError(
-                f"--resume: {out} was not made from {source}: its record {number} is "
-                f"line {line}, id {rid!r}, where {source} has {there}; {start_over}"
-            )
+__all__ = ["CheckRun", "FedRun", "RunSettings"]
 
 
 class CheckRun:
@@ -256,20 +39,45 @@ class CheckRun:
         on_bad_line: Callable[[str], None] | None = None,
         on_warning: Callable[[str], None] | None = None,
     ) -> None:
-        from ..judges import create_judge
-
         self.settings = settings
         self.on_bad_line = on_bad_line
+        self.on_warning = on_warning
+        self.judge: Any = None
+        self.rewriter: Any = None
+        self._rewriter_judge: Any = None
+        self.index: Any = None
+        self.contexts: Any = None
+        #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
+        self.cuts: Cuts | None = None
+        #: The Ray workers that check for this run (``--engine ray``), else None.
+        self._ray: Any = None
+        if settings.engine.name == "ray":
+            self._start_on_ray(settings)
+        else:
+            self._load(settings)
+        self.summary = Summary(
+            judge=self.judge_info["name"],
+            index=str(settings.index) if self.reads_index else "",
+        )
+        self.resumed = 0
+        #: Responses rewritten by --regenerate, and how many came out all supported.
+        self.regenerated = 0
+        self.repaired = 0
+        self._junit: Any = None
+
+    def _load(self, settings: RunSettings) -> None:
+        """Create the judge, the rewriter and the context search, and open the index: the
+        run checks in this process."""
+        from ..judges import create_judge
+
+        on_warning = self.on_warning
         # The judge first: an unknown --judge is reported even when the index is
         # missing, and no index is left open when the judge cannot be created.
         # A judge that has something to say once (an endpoint without
         # log-probabilities) says it where the run's warnings go.
         judge_options = {**settings.judge_options, "on_warning": on_warning}
         self.judge = create_judge(settings.judge, judge_options)
-        #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
-        self.cuts: Cuts | None = getattr(self.judge, "cuts", None)
-        self.rewriter = None
-        self._rewriter_judge: Any = None
+        self.cuts = getattr(self.judge, "cuts", None)
         if settings.regenerate:
             from .regenerate import LlmRewriter
 
@@ -280,36 +88,54 @@ class CheckRun:
                                     if k not in (CUT_OPTION, CUT_SOURCE_OPTION)}
                 self._rewriter_judge = create_judge(settings.rewriter, rewriter_options)
             self.rewriter = LlmRewriter(self._rewriter_judge or self.judge)
-        self.on_warning = on_warning
         self._pending, first = self._peek(settings)
         # What the run checks against: the index opened (and its model loaded) only
         # when needed, its retrieval method resolved, the contexts' search.
-        self.evidence = RunEvidence(
+        self.evidence: RecordEvidence = RunEvidence(
             settings.index, settings.check, device=settings.device,
             context_fields=settings.fields.contexts, search_width=settings.search_width,
             judge=self.judge,
             use_index=self._wants_index(settings, first), on_warning=on_warning,
         )
-        self.index: Any = self.evidence.index
-        self.settings = settings = replace(settings, check=self.evidence.check)
+        self.index = self.evidence.index
+        self.settings = replace(settings, check=self.evidence.check)
         self.contexts = self.evidence.contexts
-        self.summary = Summary(
-            judge=self.judge.name,
-            index=str(settings.index) if self.index is not None else "",
+        self.judge_info = {"name": self.judge.name, "method": self.judge.method}
+
+    def _start_on_ray(self, settings: RunSettings) -> None:
+        """Start the Ray workers that check for this run, each with its judge and index;
+        this process reads the responses, decides each one's evidence and writes what
+        they return."""
+        from ..judges import check_judge_name
+        from .ray_run import RayChecks
+
+        # As a local run: an unknown --judge before the responses file, which comes
+        # before the index.
+        check_judge_name(settings.judge)
+        if settings.regenerate and settings.rewriter is not None:
+            check_judge_name(settings.rewriter)
+        self._pending, first = self._peek(settings)
+        self._ray = RayChecks(settings, self._wants_index(settings, first), FedRun,
+                              on_warning=self.on_warning)
+        self.settings = self._ray.settings
+        # The workers' judge: its name, method and cuts, as the local run's.
+        self.judge_info = self._ray.judge_info
+        self.cuts = self._ray.cuts
+        self.evidence = RecordEvidence(
+            self.settings.check, context_fields=settings.fields.contexts,
+            reads_index=self._ray.reads_index, on_warning=self.on_warning,
         )
-        self.resumed = 0
-        #: Responses rewritten by --regenerate, and how many came out all supported.
-        self.regenerated = 0
-        self.repaired = 0
-        self._junit: Any = None
 
     def execute(
         self,
         on_record: Callable[[dict[str, Any]], None] | None = None,
         *,
         junit: Path | None = None,
+        progress: Progress | None = None,
     ) -> None:
-        """Check every pending response, writing each record as it is finished."""
+        """Check every pending response, writing each record as it is finished.
+
+        ``progress`` gets what only a run on Ray has to show (its workers alive)."""
         settings = self.settings
         if junit is not None:
             from ..report.ci import JUnitWriter
@@ -323,7 +149,7 @@ class CheckRun:
                 finished.append(_made_from(record))
                 self._count(_finished_record(record, resume_into, number))
                 self.resumed += 1
-        judge_info = {"name": self.judge.name, "method": self.judge.method}
+        judge_info = self.judge_info
         cuts = self.cuts
         pending = self._pending
         if resume_into is not None:
@@ -334,9 +160,7 @@ class CheckRun:
             cut_torn_tail(resume_into)
         writer = RecordWriter(settings.out, append=settings.resume)
         try:
-            checked_stream = check(self._report_bad(pending), self.index, self.judge,
-                                   settings.check, self.contexts)
-            for checked, attempts in self._regenerated(checked_stream):
+            for checked, attempts in self.results(self._report_bad(pending), progress):
                 record = to_record(checked, judge_info, attempts, cuts)
                 writer.write(record)
                 self._count(checked)
@@ -344,6 +168,28 @@ class CheckRun:
                     on_record(record)
         finally:
             writer.close()
+
+    @property
+    def reads_index(self) -> bool:
+        """Whether the run checks against the index (here, or on its Ray workers)."""
+        return self.evidence.reads_index
+
+    def results(
+        self, items: Iterable[ResponseInput], progress: Progress | None = None
+    ) -> Iterator[tuple[CheckedResponse, tuple[CheckedResponse, ...] | None]]:
+        """``checked``, in this process or on the run's Ray workers, whichever it uses."""
+        if self._ray is not None:
+            return self._ray.checked(items, self, progress)
+        return self.checked(items)
+
+    def checked(
+        self, items: Iterable[ResponseInput]
+    ) -> Iterator[tuple[CheckedResponse, tuple[CheckedResponse, ...] | None]]:
+        """Each response checked, with its regeneration attempts (None without
+        --regenerate), in order: what a record is made of. A Ray worker runs this on the
+        ranges it is given, so its records are the local run's."""
+        stream = check(items, self.index, self.judge, self.settings.check, self.contexts)
+        return self._regenerated(stream)
 
     def _regenerated(
         self, stream: Iterable[CheckedResponse]
@@ -428,6 +274,8 @@ class CheckRun:
 
     def llm_usage(self) -> dict[str, int] | None:
         """LLM calls, cache hits and tokens (judge and rewriter), if an LLM was used."""
+        if self._ray is not None:
+            return self._ray.llm_usage()
         usages = [
             u for u in (getattr(j, "usage", None) for j in (self.judge, self._rewriter_judge))
             if isinstance(u, dict)
@@ -437,6 +285,10 @@ class CheckRun:
         return {k: sum(u.get(k, 0) for u in usages) for k in usages[0]}
 
     def close(self) -> None:
+        """Close the index and the judges, or stop the Ray workers (and Ray, if this run
+        started it)."""
+        if self._ray is not None:
+            self._ray.close()
         self.evidence.close()
         for judge in (self.judge, self._rewriter_judge):
             close_judge = getattr(judge, "close", None)
@@ -453,3 +305,19 @@ def cut_settings(evidence: str) -> tuple[str, ...]:
     if evidence == "contexts":
         return ("contexts",)
     return SETTINGS
+
+
+class FedRun(CheckRun):
+    """A ``CheckRun`` fed its responses by the caller (the Python API, a Ray worker's
+    ranges) instead of reading a file: the index is opened when ``use_index`` says so."""
+
+    def __init__(self, settings: RunSettings, use_index: bool,
+                 on_warning: Callable[[str], None] | None = None) -> None:
+        self._use_index = use_index
+        super().__init__(settings, on_warning=on_warning)
+
+    def _peek(self, settings: RunSettings) -> tuple[Iterator[ResponseInput], None]:
+        return iter(()), None
+
+    def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
+        return self._use_index

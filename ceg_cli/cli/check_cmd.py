@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import typer
 
+from ..check.settings import ENGINES
 from .commands import judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
@@ -29,6 +32,8 @@ from .common import (
     warn,
 )
 from .progress import cli_progress
+
+CheckEngine = Enum("CheckEngine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
 
 
 @handle_errors
@@ -82,12 +87,39 @@ def check_command(
     unparsable_as: str = spec_option("unparsable_as"),
     batch_tokens: int = spec_option("batch_tokens"),
     device: str = DeviceOption,
+    engine: CheckEngine = typer.Option(
+        "local", "--engine",
+        help="local: check in this process; ray: on Ray workers across a cluster, which each "
+        "load the judge and the index and check ranges of the responses (needs "
+        "ceg-cli[ray]; docs/index-format.md, Checking on Ray). The output is the same.",
+    ),
+    ray_address: str = typer.Option(
+        None, "--ray-address",
+        help="With --engine ray: the cluster's head node, HOST:PORT (as `ray start --head` "
+        "prints it), ray://HOST:PORT or auto (default: start Ray on this machine).",
+        show_default=False,
+    ),
+    workers: int = typer.Option(
+        None, "--workers", min=1,
+        help="With --engine ray: how many workers load the judge and check (default: the "
+        "cluster's CPUs over what one judge needs: 2 for a checker model, else 1; with "
+        "--gpus-per-worker, its GPUs over that; at most the cluster's CPUs, and for an LLM "
+        "judge at most --concurrency).",
+        show_default=False,
+    ),
+    gpus_per_worker: float = typer.Option(
+        None, "--gpus-per-worker", min=0.0,
+        help="With --engine ray: GPUs each worker asks for, where the judge runs (0.5: two "
+        "workers share one; default: none).",
+        show_default=False,
+    ),
     quiet: bool = QuietOption,
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
     from ..check.options import ignored_options, judge_options, judge_values
     from ..check.run import CheckRun, RunSettings
     from ..errors import UsageError
+    from ..index.processes import terminate_as_interrupt
     from ..report.html import ReportBuilder, write_report
     from ..report.output import refuse_index_files, refuse_same_files
 
@@ -121,9 +153,15 @@ def check_command(
         rewriter=rewriter,
         judge_options=judge_options(given),
         device=device,
+        engine=engine.value,
+        ray_address=ray_address,
+        workers=workers,
+        gpus_per_worker=gpus_per_worker,
         search_width=search_width,
     )
-    for message in ignored_options(given):
+    engine_values = {"engine": engine.value, "ray_address": ray_address, "workers": workers,
+                     "gpus_per_worker": gpus_per_worker}
+    for message in ignored_options({**given, **engine_values}):
         warn(message)
     if report is not None and report.is_dir():
         raise UsageError(f"--report {report}: is a directory; name an HTML file")
@@ -137,28 +175,32 @@ def check_command(
     refuse_same_files(files)
     # Nor a file of the index it reads (a later command would find it unreadable).
     refuse_index_files(files[1:], index)
-    run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
-    if not quiet:
-        err_console.print(f"judge {run.judge.name}, threshold {run.describe_cuts()}",
-                          markup=False)
     # Records going to stdout are kept (compactly) for the report as they pass;
     # with --out the file is read back, resumed records included.
     builder = ReportBuilder() if report is not None and out is None else None
 
     def on_record(record: dict[str, Any]) -> None:
         checked.update(1)
+        segments.update(len(record.get("segments") or ()))
         if builder is not None:
             builder.add(record)
 
-    started = time.perf_counter()
-    try:
-        with cli_progress(quiet) as progress:
-            checked = progress.counter("checked", "responses")
-            run.execute(on_record=on_record, junit=junit)
-        run.summary.seconds = time.perf_counter() - started
-        result = run.finish(markdown=summary_file)
-    finally:
-        run.close()
+    # On Ray, SIGTERM stops the run as Ctrl-C does: its workers stopped, one line, 130.
+    with terminate_as_interrupt() if settings.engine.name == "ray" else nullcontext():
+        run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
+        if not quiet:
+            err_console.print(f"judge {run.judge_info['name']}, threshold "
+                              f"{run.describe_cuts()}", markup=False)
+        started = time.perf_counter()
+        try:
+            with cli_progress(quiet) as progress:
+                checked = progress.counter("checked", "responses")
+                segments = progress.counter("segments", "segments")
+                run.execute(on_record=on_record, junit=junit, progress=progress)
+            run.summary.seconds = time.perf_counter() - started
+            result = run.finish(markdown=summary_file)
+        finally:
+            run.close()
     if report is not None:
         # A run on the records' own contexts read no index: the report names none.
         used = index if run.summary.index else None

@@ -22,12 +22,11 @@ only here, and only when a Ray build runs.
 
 from __future__ import annotations
 
-import math
 import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,35 +34,28 @@ from typing import Any
 import numpy as np
 
 from ..corpus.ranges import SourceRange, read_part
-from ..errors import BackendError, CegError, InputError, UsageError
+from ..errors import BackendError, InputError
 from ..types import Chunk
 from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
 from .embedding import Embedder, load_embedder
 from .layout import embed_text
+from .ray_pool import (  # noqa: F401 - INSTALL_HINT and require_ray: the build's names
+    INSTALL_HINT,
+    _placements,
+    cap_workers,
+    in_order,
+    launch,
+    require_ray,
+    wait_started,
+)
 from .ray_session import connect
 
-INSTALL_HINT = "pip install 'ceg-cli[ray]'"
-#: Times Ray restarts a worker whose process died, redoing its ranges.
-MAX_RESTARTS = 3
 #: Ranges given to each worker at once: one being embedded, one waiting, so
 #: that no worker idles while the driver stores a result; memory stays bounded.
 IN_FLIGHT_PER_WORKER = 2
-#: Seconds the workers have to start (scheduling, loading the model).
-START_TIMEOUT_S = 600.0
 #: Seconds between asking the workers how far they are inside their ranges.
 PROGRESS_EVERY_S = 2.0
-
-
-def require_ray() -> Any:
-    """The ``ray`` module, or a ``UsageError`` saying how to install it."""
-    try:
-        import ray
-    except ImportError:
-        raise UsageError(
-            f"--engine ray needs Ray, which is not installed here: {INSTALL_HINT}"
-        ) from None
-    return ray
 
 
 @dataclass
@@ -250,36 +242,22 @@ def _in_order(
     settings: RangeSettings,
     first: int,
     on_progress: Callable[[dict[int, int]], None] | None = None,
-) -> Any:
+) -> Iterator[tuple[int, RangeResult]]:
     """(range number, result) from ``first`` on, in order, with a bounded number in flight.
 
     While none finishes, the workers are asked every ``PROGRESS_EVERY_S`` what
     they embedded so far (range number -> passages), for ``on_progress``.
     """
-    limit = IN_FLIGHT_PER_WORKER * len(actors)
-    load = [0] * len(actors)
-    running: dict[Any, tuple[int, int]] = {}  # object ref -> (range, actor)
-    finished: dict[int, RangeResult] = {}
-    submit = first
-    for number in range(first, len(plan)):
-        while number not in finished:
-            while submit < len(plan) and len(running) + len(finished) < limit:
-                actor = load.index(min(load))
-                ref = actors[actor].run.remote(plan[submit], keys[plan[submit].source], settings,
-                                               submit)
-                running[ref] = (submit, actor)
-                load[actor] += 1
-                submit += 1
-            ready, _ = ray.wait(list(running), num_returns=1,
-                                timeout=PROGRESS_EVERY_S if on_progress else None)
-            if not ready:
-                if on_progress is not None:
-                    _report_progress(ray, actors, on_progress)
-                continue
-            done, actor = running.pop(ready[0])
-            load[actor] -= 1
-            finished[done] = _get(ray, ready[0])
-        yield number, finished.pop(number)
+    def submit(actor: Any, number: int, part: SourceRange) -> Any:
+        return actor.run.remote(part, keys[part.source], settings, number)
+
+    idle = None if on_progress is None else (
+        lambda: _report_progress(ray, actors, on_progress))
+    parts = ((number, plan[number]) for number in range(first, len(plan)))
+    for number, _part, result in in_order(ray, actors, parts, submit,
+                                          per_actor=IN_FLIGHT_PER_WORKER,
+                                          every=PROGRESS_EVERY_S, on_idle=idle):
+        yield number, result
 
 
 def _report_progress(
@@ -295,27 +273,6 @@ def _report_progress(
         except Exception:  # noqa: BLE001 - a restarting worker: its range reports later
             continue
     on_progress(merged)
-
-
-def _get(ray: Any, ref: Any) -> Any:
-    """``ray.get``, with a worker's own error (a ``CegError``) raised as itself."""
-    try:
-        return ray.get(ref)
-    except ray.exceptions.RayTaskError as exc:
-        cause = getattr(exc, "cause", None)
-        if isinstance(cause, CegError):
-            raise type(cause)(str(cause)) from None
-        raise
-    except ray.exceptions.RayActorError as exc:
-        raise BackendError(
-            f"a Ray worker died (restarted up to {MAX_RESTARTS} times, or failed to start): "
-            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-        ) from None
-
-
-def _share(amount: float) -> float:
-    """A resource request Ray can grant: two decimals, rounded down, at least 0.01."""
-    return max(0.01, math.floor(amount * 100) / 100)
 
 
 def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | None,
@@ -339,48 +296,11 @@ def _start_workers(ray: Any, model: Embedder | dict[str, Any], workers: int | No
     gpus = int(resources.get("GPU", 0))
     if gpus and isinstance(model, dict) and model.get("device") == "auto":
         model = {**model, "device": "cuda"}  # each worker has its GPU: use it, or fail to start
-    cpus = int(resources.get("CPU", 0))
-    if workers is not None and cpus >= 1 and workers > cpus:
-        warn(f"--workers {workers}: the Ray cluster has {cpus} CPU{'s' if cpus != 1 else ''}; "
-             f"starting {cpus} worker{'s' if cpus != 1 else ''}")
-        workers = cpus
+    workers = cap_workers(workers, resources, warn)
     places = _placements(ray, workers, resources, gpus)[: max(1, ranges)]
-    restarts = {"max_restarts": MAX_RESTARTS, "max_task_retries": MAX_RESTARTS}
     # A thread per range in flight (they take turns) and one for ``Worker.progress``.
-    threads = {"max_concurrency": IN_FLIGHT_PER_WORKER + 1}
-    actors = [ray.remote(Worker).options(**place, **restarts, **threads).remote(model)
-              for place in places]
-    probes = [a.where.remote() for a in actors]
-    ready, _ = ray.wait(probes, num_returns=len(probes), timeout=START_TIMEOUT_S)
-    if len(ready) < len(probes):
-        for actor in actors:
-            ray.kill(actor)
-        asks = f"{places[0]['num_cpus']} CPUs" + (
-            f" and {places[0]['num_gpus']} GPU" if gpus else "")
-        raise BackendError(
-            f"only {len(ready)} of {len(places)} Ray workers started in {START_TIMEOUT_S:.0f} s "
-            f"(each asks for {asks}; the cluster has {resources.get('CPU', 0):g} CPUs, "
-            f"{gpus} GPUs): ask for fewer with --workers"
-        )
+    actors = launch(ray, Worker, [(model,)] * len(places), places, IN_FLIGHT_PER_WORKER + 1)
+    where = wait_started(ray, actors, places, resources)
     report.workers = len(actors)
-    report.worker_nodes = [_get(ray, probe)["node"] for probe in probes]
+    report.worker_nodes = [w["node"] for w in where]
     return actors
-
-
-def _placements(ray: Any, workers: int | None, resources: dict[str, float],
-                gpus: int) -> list[dict[str, Any]]:
-    """The resources and scheduling of each worker to start (see ``_start_workers``)."""
-    nodes = [n for n in ray.nodes() if n.get("Alive") and n["Resources"].get("CPU", 0) > 0]
-    if workers is None and not gpus and nodes:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        return [{"num_cpus": _share(n["Resources"]["CPU"]), "num_gpus": 0,
-                 "scheduling_strategy": NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)}
-                for n in nodes]
-    count = workers or gpus or 1
-    most = max((n["Resources"]["CPU"] for n in nodes), default=1.0)
-    cpus = _share(min(resources.get("CPU", 1) / count, most))
-    # More workers than GPUs share them (each model is small beside a GPU's memory).
-    gpu_share = _share(min(1.0, gpus / count)) if gpus else 0
-    return [{"num_cpus": cpus, "num_gpus": gpu_share, "scheduling_strategy": "SPREAD"}
-            for _ in range(count)]

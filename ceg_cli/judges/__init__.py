@@ -107,3 +107,25 @@ def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
             "leave the option out"
         )
     return judge
+
+
+def registered_here() -> dict[str, tuple[JudgeFactory, str | None]]:
+    """The judges registered in this process with a factory object (a notebook's own,
+    a test's), with their usage line: what another process (a Ray worker) must register
+    to create them too. Judges registered by module name are found there by name."""
+    return {prefix: (factory, _NEEDS_ARGUMENT.get(prefix)) for prefix, factory in _REGISTRY.items()
+            if not isinstance(factory, str)}
+
+
+#: Judges whose model runs its matrix products on the CPU; the others (``offline``,
+#: ``llm:``) are a thread of Python or wait on an endpoint.
+_MODEL_JUDGES = frozenset({"verifier", "nli", "minicheck", "hhem"})
+
+
+def cpus_needed(name: str) -> int:
+    """The CPUs one copy of the judge ``name`` is given where it runs beside others (a Ray
+    worker): two for a checker model (torch's threads; a copy's memory is the model's
+    size, so more copies of one thread each would fill a node's memory first), one for
+    the rest."""
+    return 2 if name.partition(":")[0] in _MODEL_JUDGES else 1
+

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..claims import has_claim
@@ -59,8 +60,8 @@ from .unreadable import UNPARSABLE_CHOICES, unparsable_verdict
 if TYPE_CHECKING:
     from .llm_minicheck import LlmMiniCheckJudge
 
-__all__ = ["DEFAULT_MAX_TOKENS", "PROMPTS", "UNPARSABLE_CHOICES", "LlmJudge", "create",
-           "make_client"]
+__all__ = ["DEFAULT_MAX_TOKENS", "PROMPTS", "UNPARSABLE_CHOICES", "LlmJudge", "cache_path",
+           "create", "make_client"]
 
 #: Room for the JSON object with a one-sentence reason.
 DEFAULT_MAX_TOKENS = 256
@@ -228,20 +229,28 @@ def _from_reply(reply: JudgeReply, passages: int) -> Verdict:
 def make_client(options: Mapping[str, Any]) -> LLMClient:
     """An ``LLMClient`` from judge options, with the cache unless ``cache`` is false.
 
-    The cache file is ``cache_path``, else ``cache_dir``/llm.sqlite, else
-    ``default_cache_path()`` (``$CEG_CACHE_DIR`` or ``~/.cache/ceg``).
+    The cache is ``cache_store`` (an object with ``LLMCache``'s methods: the cache a
+    run's Ray workers share), else the file ``cache_path(options)``.
     """
     settings = ClientSettings.resolve(options)
+    path = cache_path(options)
     cache = None
-    if _flag(options, "cache", True):
-        if options.get("cache_path"):
-            path = options["cache_path"]
-        elif options.get("cache_dir"):
-            path = f"{options['cache_dir']}/{CACHE_FILE}"
-        else:
-            path = default_cache_path()
-        cache = LLMCache(path)
+    if path is not None:
+        cache = options.get("cache_store") or LLMCache(path)
     return LLMClient(settings, cache=cache)
+
+
+def cache_path(options: Mapping[str, Any]) -> Path | None:
+    """The reply cache's file: ``cache_path``, else ``cache_dir``/llm.sqlite, else
+    ``default_cache_path()`` (``$CEG_CACHE_DIR`` or ``~/.cache/ceg``); None where
+    ``cache`` is false."""
+    if not _flag(options, "cache", True):
+        return None
+    if options.get("cache_path"):
+        return Path(options["cache_path"])
+    if options.get("cache_dir"):
+        return Path(f"{options['cache_dir']}/{CACHE_FILE}")
+    return default_cache_path()
 
 
 def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge:

@@ -105,6 +105,17 @@ class LLMCache:
             return None
         return value if isinstance(value, dict) else None
 
+    def claim(self, key: str) -> dict[str, Any] | None:
+        """The stored reply for ``key``, or None: the caller then asks the endpoint and
+        ``put``s the reply, or ``release``s the key if the request fails. Here it is
+        ``get``; the cache the Ray workers of a run share (``shared_cache``) also holds
+        a second caller of a key back until the first's reply is stored, so that each
+        prompt is sent once."""
+        return self.get(key)
+
+    def release(self, key: str) -> None:
+        """Give up a ``claim`` without a reply (the request failed)."""
+
     def put(self, key: str, model: str, reply: Mapping[str, Any]) -> None:
         """Store ``reply`` under ``key`` (the last writer wins; equal keys mean equal replies)."""
         text = json.dumps(dict(reply), ensure_ascii=False)

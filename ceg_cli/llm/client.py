@@ -199,11 +199,16 @@ class LLMClient:
         """
         params = _params(temperature, max_tokens, response_format, top_logprobs)
         key = cache_key(self.base_url, model, messages, params) if self.cache is not None else None
-        hit = self._lookup(key)
+        hit = self._lookup(key, claim=True)
         if hit is not None:
             return hit
-        response = self._request(model, messages, params, self.settings.max_retries)
-        completion = _completion(response)
+        try:
+            response = self._request(model, messages, params, self.settings.max_retries)
+            completion = _completion(response)
+        except BaseException:
+            if self.cache is not None and key is not None:
+                self.cache.release(key)
+            raise
         self.usage.add(
             calls=1,
             prompt_tokens=completion.prompt_tokens,
@@ -238,10 +243,12 @@ class LLMClient:
         params = _params(temperature, max_tokens, response_format, top_logprobs)
         return self._lookup(cache_key(self.base_url, model, messages, params))
 
-    def _lookup(self, key: str | None) -> Completion | None:
+    def _lookup(self, key: str | None, *, claim: bool = False) -> Completion | None:
+        """The cached reply under ``key``; with ``claim``, a miss is this caller's to ask
+        for (``LLMCache.claim``)."""
         if self.cache is None or key is None:
             return None
-        hit = self.cache.get(key)
+        hit = self.cache.claim(key) if claim else self.cache.get(key)
         if hit is None or not isinstance(hit.get("text"), str):
             return None
         top = None

@@ -1,0 +1,101 @@
+"""A Ray check's processes end with it: Ctrl-C, SIGTERM, or the driver SIGKILLed.
+
+The real ``ceg`` command starts Ray on this machine in a subprocess (its own
+session); its descendants (raylet, GCS, agents, the workers) are found in
+``/proc`` once its workers check, and must be gone a bounded time after the
+run is stopped, and so must the short session folder ceg made for that Ray
+(``/tmp/ceg-ray-*``), but where SIGKILL left no one to remove it. The
+responses carry their own contexts, so the workers load no model. Every
+process a test started is SIGKILLed in its ``finally``, by id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import need_extra
+from proc_harness import descendants, kill_all, wait_until_gone
+from ray_harness import session_folders_of
+
+need_extra("ray", "ray")
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+def _check_workers(processes: dict[int, int]) -> int:
+    count = 0
+    for pid in processes:
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        count += line.startswith(b"ray::CheckWorker")
+    return count
+
+
+@pytest.mark.slow
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
+def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None:
+    """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) and
+    SIGTERM: ``interrupted``, exit 130, every Ray process gone at once. SIGKILL (no
+    cleanup can run): Ray's own processes notice the driver is gone and end."""
+    responses = tmp_path / "r.jsonl"
+    with open(responses, "w", encoding="utf-8") as out:
+        for i in range(50000):
+            out.write(json.dumps({"id": i, "response": f"Person {i} was born in city {i}.",
+                                  "contexts": [f"Person {i} was born in city {i}."]}) + "\n")
+    ceg = str(Path(sys.executable).with_name("ceg"))
+    stderr_path = tmp_path / "stderr"
+    env = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    found: dict[int, int] = {}
+    with open(stderr_path, "wb") as stderr:
+        proc = subprocess.Popen(
+            [ceg, "check", str(responses), "--index", str(tmp_path / "none"), "--evidence",
+             "contexts", "--out", str(tmp_path / "out.jsonl"), "-q", "--engine", "ray",
+             "--workers", "1"],
+            stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True,
+            # As from a terminal: a suite run as a background job (`scripts/test &`) has
+            # SIGINT ignored, the child would inherit it and never see Ctrl-C.
+            preexec_fn=_default_sigint)
+    try:
+        deadline = time.monotonic() + 300
+        out = tmp_path / "out.jsonl"
+        while not out.exists() or out.stat().st_size == 0 or _check_workers(found) < 1:
+            assert proc.poll() is None, stderr_path.read_text()
+            assert time.monotonic() < deadline, stderr_path.read_text()
+            time.sleep(0.2)
+            found.update(descendants(proc.pid))
+        found.update(descendants(proc.pid))
+        # Ray's session in ceg's short folder (ray_session.connect), not TMPDIR/ray
+        assert len(session_folders_of(proc.pid)) == 1
+        if how == "SIGINT":
+            os.killpg(proc.pid, signal.SIGINT)
+        else:
+            proc.send_signal(getattr(signal, how))
+        code = proc.wait(timeout=120)
+        if how != "SIGKILL":
+            assert code == 130, stderr_path.read_text()
+            assert stderr_path.read_text().strip() == "interrupted"
+            assert wait_until_gone(found, 30) == []
+            assert session_folders_of(proc.pid) == []  # ceg removed its Ray's folder
+        else:
+            assert wait_until_gone(found, 150) == []
+        assert 0 < len(out.read_bytes().splitlines()) < 50000  # stopped mid-run, kept
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=30)
+        kill_all(found)
+        for folder in session_folders_of(proc.pid):  # what SIGKILL left no one to remove
+            shutil.rmtree(folder)
