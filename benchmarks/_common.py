@@ -156,6 +156,18 @@ def write_json(path: Path, data: dict[str, Any], *, sort_keys: bool = False) -> 
 WORK_KIND = "benchmark-work"
 
 
+def ends_with_parent() -> None:
+    """A benchmark's measuring child process: it ends when the benchmark does.
+
+    SIGKILL from the kernel when its parent dies (and a watchdog where that is not
+    to be had), Ctrl-C left to the parent, which stops it: the build's readers' own
+    rule (``ceg_cli.index.processes.reader_started``).
+    """
+    from ceg_cli.index.processes import reader_started
+
+    reader_started(os.getppid())
+
+
 def check_workdir(given: Path | None, option: str = "--workdir") -> None:
     """Refuse (exit 2) a work folder that ceg did not make and that holds something, or a
     file: the script would take the user's files for its own, or write over them. Folders

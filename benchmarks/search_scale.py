@@ -53,6 +53,7 @@ from _common import (  # noqa: E402
     RESULTS_DIR,
     cache_dir,
     command_line,
+    ends_with_parent,
     environment,
     log,
     markdown_table,
@@ -327,6 +328,8 @@ def main() -> None:
     parser.add_argument("--shards", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        ends_with_parent()
     if args.child == "build":
         child_build(args.kind, args.shards, args.file)
         return

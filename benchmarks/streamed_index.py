@@ -40,6 +40,7 @@ from _common import (  # noqa: E402
     cache_dir,
     check_workdir,
     command_line,
+    ends_with_parent,
     environment,
     results_file,
     watch,
@@ -123,6 +124,7 @@ def main() -> None:
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        ends_with_parent()
         child(args.child, args.shards, args.file)
         return
     # Before any work: results only in benchmarks/results/, a work folder ceg made.
