@@ -44,6 +44,26 @@ def descendants(root: int) -> dict[int, int]:
     return found
 
 
+def named(processes: dict[int, int], prefix: bytes) -> int:
+    """How many of ``processes`` have a command line starting with ``prefix`` (a Ray
+    actor's process is named ``ray::CLASS``)."""
+    count = 0
+    for pid in processes:
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        count += line.startswith(prefix)
+    return count
+
+
+def default_sigint() -> None:
+    """A ``preexec_fn``: the child starts with SIGINT at its default, as from a terminal.
+    A shell runs a background job (`scripts/test &`) with SIGINT ignored, a child
+    inherits that, and Python then never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def running(processes: dict[int, int]) -> list[str]:
     """Those of ``processes`` still running (a zombie has ended), with their command lines."""
     left = []

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import HashEmbedder, need_extra
-from proc_harness import descendants, kill_all, wait_until_gone
+from proc_harness import default_sigint, descendants, kill_all, wait_until_gone
 from ranged_builds import meta_of
 from reliability_harness import ceg_command, documents
 
@@ -39,10 +39,6 @@ pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="ne
 @pytest.fixture(scope="module")
 def ceg(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return ceg_command(tmp_path_factory.mktemp("ceg"))
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @contextmanager
@@ -63,10 +59,7 @@ def held_reader_build(
             [*ceg, "index", "build", str(corpus), "--index", str(tmp_path / "index"), "-q",
              "--workers", "2", *extra],
             env=env, stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True,
-            # As from a terminal: a shell runs a background job (`scripts/test &`) with
-            # SIGINT ignored, a child inherits that, and Python then never raises
-            # KeyboardInterrupt, so the Ctrl-C test failed whenever the suite ran so.
-            preexec_fn=_default_sigint)
+            preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
         # The readers and the resource tracker, and the model waiting for its first batch.

@@ -22,29 +22,14 @@ from pathlib import Path
 
 import pytest
 from conftest import need_extra
-from proc_harness import descendants, kill_all, wait_until_gone
+from proc_harness import default_sigint, descendants, kill_all, named, wait_until_gone
 from ray_harness import session_folders_of
 
 need_extra("ray", "ray")
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
 
-def _check_workers(processes: dict[int, int]) -> int:
-    count = 0
-    for pid in processes:
-        try:
-            line = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        count += line.startswith(b"ray::CheckWorker")
-    return count
-
-
 @pytest.mark.slow
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 @pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "SIGKILL"])
 def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None:
     """Ctrl-C (SIGINT to the command's process group, as a terminal sends it) and
@@ -65,13 +50,11 @@ def test_a_stopped_ray_check_leaves_no_process(tmp_path: Path, how: str) -> None
              "contexts", "--out", str(tmp_path / "out.jsonl"), "-q", "--engine", "ray",
              "--workers", "1"],
             stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True,
-            # As from a terminal: a suite run as a background job (`scripts/test &`) has
-            # SIGINT ignored, the child would inherit it and never see Ctrl-C.
-            preexec_fn=_default_sigint)
+            preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 300
         out = tmp_path / "out.jsonl"
-        while not out.exists() or out.stat().st_size == 0 or _check_workers(found) < 1:
+        while not out.exists() or out.stat().st_size == 0 or named(found, b"ray::CheckWorker") < 1:
             assert proc.poll() is None, stderr_path.read_text()
             assert time.monotonic() < deadline, stderr_path.read_text()
             time.sleep(0.2)

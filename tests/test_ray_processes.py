@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import MINI_WIKI, HashEmbedder, need_extra
-from proc_harness import descendants, kill_all, wait_until_gone
+from proc_harness import descendants, kill_all, named, wait_until_gone
 from ray_harness import by_value, no_ray_auth, session_folders_of, short_ray_temp
 from reliability_harness import documents
 
@@ -91,17 +91,6 @@ def test_ceg_starts_ray_under_a_long_tmpdir_in_a_short_folder_it_then_removes(
     assert list(long_tmp.iterdir()) == []  # and nothing of Ray's under TMPDIR
 
 
-def _ray_workers(processes: dict[int, int]) -> int:
-    count = 0
-    for pid in processes:
-        try:
-            line = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        count += line.startswith(b"ray::Worker")
-    return count
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
 def test_a_stopped_ray_build_leaves_no_process(tmp_path: Path, how: str) -> None:
@@ -119,7 +108,7 @@ def test_a_stopped_ray_build_leaves_no_process(tmp_path: Path, how: str) -> None
             stdout=subprocess.DEVNULL, stderr=stderr, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while _ray_workers(found) < 1:
+        while named(found, b"ray::Worker") < 1:
             assert proc.poll() is None, stderr_path.read_text()
             assert time.monotonic() < deadline, stderr_path.read_text()
             time.sleep(0.2)

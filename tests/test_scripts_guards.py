@@ -366,35 +366,26 @@ def test_a_sigtermed_benchmark_leaves_nothing(tmp_path: Path) -> None:
 def test_a_benchmarks_measuring_child_ends_when_the_benchmark_is_killed(tmp_path: Path) -> None:
     """search_scale.py and streamed_index.py measure in a child process: SIGKILL of the
     benchmark ends the child too (it was left running under PID 1)."""
-    pid_file = tmp_path / "child.pid"
-    child = (f"import os, sys, time; sys.path.insert(0, {str(BENCH)!r}); "
+    from proc_harness import descendants, wait_until_gone
+
+    ready = tmp_path / "ready"
+    child = (f"import sys, time; sys.path.insert(0, {str(BENCH)!r}); "
              "from _common import ends_with_parent; ends_with_parent(); "
-             f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)")
+             f"open({str(ready)!r}, 'w').close(); time.sleep(120)")
     parent = (f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {child!r}]); "
               "time.sleep(120)")
     proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while not (pid_file.exists() and pid_file.read_text()):
+        while not ready.exists():
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.1)
-        child_pid = int(pid_file.read_text())
+        found = descendants(proc.pid)
+        assert found
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        deadline = time.monotonic() + 10
-        while Path(f"/proc/{child_pid}").exists() and _running(child_pid):
-            assert time.monotonic() < deadline, "the child outlived the benchmark"
-            time.sleep(0.1)
+        assert wait_until_gone(found, within=10) == [], "the child outlived the benchmark"
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-
-def _running(pid: int) -> bool:
-    """Not a zombie (an ended child PID 1 has not reaped yet)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
