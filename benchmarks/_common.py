@@ -152,6 +152,14 @@ def write_json(path: Path, data: dict[str, Any], *, sort_keys: bool = False) -> 
     return path
 
 
+def with_parent(command: Sequence[str]) -> list[str]:
+    """``command`` as a child that ends when this benchmark does, SIGKILL included
+    (``_with_parent.py``): for a program that is not the benchmark's own code, which
+    calls ``ends_with_parent`` instead."""
+    return [sys.executable, str(BENCH_DIR / "_with_parent.py"), str(os.getpid()),
+            *map(str, command)]
+
+
 #: The kind a benchmark's work folder's marker names (``ceg_cli.cachedir``'s marker).
 WORK_KIND = "benchmark-work"
 

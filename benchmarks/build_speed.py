@@ -48,6 +48,7 @@ from _common import (
     markdown_table,
     median,
     results_name,
+    with_parent,
     write_results,
 )
 
@@ -192,7 +193,7 @@ def run_child(worker_args: list[str]) -> dict[str, Any]:
     started = time.perf_counter()
     # The workers' progress bars (model loading) would only clutter stderr.
     env = {**os.environ, "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error"}
-    proc = subprocess.Popen(cmd, env=env)
+    proc = subprocess.Popen(with_parent(cmd), env=env)
     # os.wait4 (not Popen.wait) to get the child's own rusage: ru_maxrss of
     # RUSAGE_CHILDREN would be the maximum over every child so far.
     _, status, usage = os.wait4(proc.pid, 0)

@@ -60,6 +60,7 @@ from _common import (  # noqa: E402
     stop_child,
     usage_error,
     watch,
+    with_parent,
     work_dir,
     write_results,
 )
@@ -143,8 +144,9 @@ def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str,
     started = time.perf_counter()
     with GpuSampler() as gpu:
         readers = ["--workers", str(workers)] if workers > 1 else []
-        proc = subprocess.Popen([*CEG, "index", "build", str(source), "--index", str(index),
-                                 "--device", device, *readers, "--quiet"], cwd=REPO)
+        proc = subprocess.Popen(with_parent([*CEG, "index", "build", str(source), "--index",
+                                             str(index), "--device", device, *readers,
+                                             "--quiet"]), cwd=REPO)
         try:
             code, peak_kib, _anon = watch(proc)
         finally:
@@ -172,8 +174,9 @@ def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str,
 
 
 def encode_alone(index: Path, device: str, limit: int, repeats: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, "-c", ENCODE_CHILD, str(index), device, str(limit),
-                          str(repeats)], capture_output=True, text=True, check=True, cwd=REPO)
+    out = subprocess.run(with_parent([sys.executable, "-c", ENCODE_CHILD, str(index), device,
+                                      str(limit), str(repeats)]),
+                         capture_output=True, text=True, check=True, cwd=REPO)
     raw = json.loads(out.stdout.strip().splitlines()[-1])
     raw["passages_per_s"] = round(raw["passages"] / raw["seconds"], 1)
     raw["tokenize_per_s"] = round(raw["passages"] / raw["tokenize_seconds"], 1)

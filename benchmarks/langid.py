@@ -56,6 +56,7 @@ from _common import (  # noqa: E402
     log,
     markdown_table,
     usage_error,
+    with_parent,
     write_results,
 )
 
@@ -244,7 +245,7 @@ def main() -> None:
         for name in names:
             log(f"langid: {name} ...")
             proc = subprocess.run(
-                [sys.executable, __file__, "--one", name, "--data", str(data_file)],
+                with_parent([sys.executable, __file__, "--one", name, "--data", str(data_file)]),
                 capture_output=True, text=True,
             )
             if proc.returncode != 0:

@@ -68,6 +68,7 @@ from _common import (
     markdown_table,
     median,
     results_name,
+    with_parent,
     work_dir,
     write_results,
 )
@@ -310,7 +311,7 @@ def stage(name: str, argv: list[str]) -> tuple[dict[str, Any], float, float]:
     """Run one stage in a fresh process: its result, wall seconds and peak RSS (MB)."""
     started = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, __file__, "--stage", name, *argv], stdout=subprocess.PIPE
+        with_parent([sys.executable, __file__, "--stage", name, *argv]), stdout=subprocess.PIPE
     )
     out = proc.stdout.read() if proc.stdout else b""
     _, status, usage = os.wait4(proc.pid, 0)

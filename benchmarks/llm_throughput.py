@@ -50,6 +50,7 @@ from _common import (  # noqa: E402
     log,
     markdown_table,
     median,
+    with_parent,
     work_dir,
     write_results,
 )
@@ -116,7 +117,7 @@ def llama_server(log_path: Path, *, threads: int = 1, n_ctx: int = 4096) -> Iter
         "--n_ctx", str(n_ctx), "--n_threads", str(threads),
     ]
     with open(log_path, "wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(with_parent(cmd), stdout=out, stderr=subprocess.STDOUT)
     base_url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_until_up(base_url, proc, log_path)

@@ -64,6 +64,7 @@ from _common import (
     environment,
     results_file,
     watch,
+    with_parent,
     work_dir,
     write_json,
 )
@@ -140,8 +141,8 @@ def run_build(docs: Path, index: Path, resume: bool, kill_at: int | None,
         cmd.append("--resume")
     work = index.parent / f".{index.name}.building"
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    proc = subprocess.Popen(with_parent(cmd), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     stderr_lines: list[str] = []
     reader = threading.Thread(target=lambda: stderr_lines.extend(proc.stderr), daemon=True)
     reader.start()
@@ -307,7 +308,8 @@ def open_and_search(index: Path, seed: int) -> dict[str, Any]:
 
 def cli(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, str(STANDIN), *args], capture_output=True, text=True)
+    done = subprocess.run(with_parent([sys.executable, str(STANDIN), *args]),
+                          capture_output=True, text=True)
     return done, time.perf_counter() - t0
 
 

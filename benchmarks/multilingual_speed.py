@@ -46,6 +46,7 @@ from _common import (  # noqa: E402
     median,
     results_name,
     usage_error,
+    with_parent,
     write_results,
 )
 
@@ -117,8 +118,8 @@ def run_variant(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any
     if spec["threads"]:
         env["OMP_NUM_THREADS"] = str(spec["threads"])
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", spec["name"], "--passages", str(args.passages),
-         "--segments", str(args.segments)],
+        with_parent([sys.executable, __file__, "--worker", spec["name"], "--passages",
+                     str(args.passages), "--segments", str(args.segments)]),
         env=env, capture_output=True, text=True, check=False,
     )
     if proc.returncode != 0:

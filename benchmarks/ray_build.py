@@ -49,6 +49,7 @@ from _common import (
     log,
     markdown_table,
     median,
+    with_parent,
     write_results,
 )
 
@@ -158,7 +159,7 @@ def run(source: Path, engine: str, workers: int, ranges: int) -> dict[str, Any]:
            str(ranges), "--out", str(out)]
     env = {**os.environ, "TQDM_DISABLE": "1", "TRANSFORMERS_VERBOSITY": "error"}
     load_before = os.getloadavg()[0]
-    subprocess.run(cmd, env=env, check=True)
+    subprocess.run(with_parent(cmd), env=env, check=True)
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     out.unlink()
     result["load_before"] = load_before

@@ -68,6 +68,7 @@ from _common import (
     log,
     markdown_table,
     median,
+    with_parent,
     work_dir,
     write_results,
 )
@@ -144,7 +145,7 @@ def run(responses: Path, index: Path, mode: str, judge: str, engine: str, worker
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    done = subprocess.run(with_parent(cmd), env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-3000:]}")

@@ -389,3 +389,38 @@ def test_a_benchmarks_measuring_child_ends_when_the_benchmark_is_killed(tmp_path
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_a_program_a_benchmark_starts_ends_when_the_benchmark_is_killed(tmp_path: Path) -> None:
+    """Programs that are not the benchmark's own code (the llama.cpp server, ``ceg index
+    build``) start through ``_common.with_parent``: the program runs as the child itself
+    (its process id, for ``wait4``) and SIGKILL of the benchmark ends it; a plain Popen left
+    it running under PID 1."""
+    from proc_harness import descendants, kill_all, wait_until_gone
+
+    pid_file = tmp_path / "pid"
+    parent = (f"import subprocess, sys; sys.path.insert(0, {str(BENCH)!r}); "
+              "from _common import with_parent; "
+              "p = subprocess.Popen(with_parent(['sleep', '120'])); "
+              f"open({str(pid_file)!r}, 'w').write(str(p.pid)); p.wait()")
+    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
+    found: dict[int, int] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline
+            found = descendants(proc.pid)
+            child = int(pid_file.read_text() or 0) if pid_file.exists() else 0
+            line = Path(f"/proc/{child}/cmdline").read_bytes() if child in found else b""
+            if line.split(b"\0")[0] == b"sleep":
+                break
+            time.sleep(0.1)
+        assert list(found) == [child]  # the program is the child: no wrapper left between
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert wait_until_gone(found, within=10) == [], "sleep outlived the benchmark"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        kill_all(found)

@@ -26,7 +26,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-__all__ = ["available_cores", "reader_started", "sigint_blocked", "terminate_as_interrupt"]
+__all__ = [
+    "available_cores",
+    "die_with_parent",
+    "reader_started",
+    "sigint_blocked",
+    "terminate_as_interrupt",
+]
 
 #: ``prctl`` option: the signal this process gets when its parent dies (linux/prctl.h).
 _PR_SET_PDEATHSIG = 1
@@ -54,7 +60,7 @@ def reader_started(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    _die_with_parent()
+    die_with_parent()
     if os.getppid() != parent:  # gone before the kernel was asked: nothing would tell us
         os._exit(0)
     watchdog = threading.Thread(target=_watch, args=(parent,), name="ceg-parent-watch",
@@ -62,8 +68,12 @@ def reader_started(parent: int) -> None:
     watchdog.start()
 
 
-def _die_with_parent() -> bool:
-    """Ask Linux for SIGKILL when this process's parent dies; False where it cannot."""
+def die_with_parent() -> bool:
+    """Ask Linux for SIGKILL when this process's parent dies; False where it cannot.
+
+    The request outlives ``exec`` (not of a set-user-ID program): a process that asks, then
+    runs another program, starts that program under the same rule.
+    """
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
