@@ -170,6 +170,47 @@ def test_auto_builds_ivfpqfs_from_the_large_threshold_and_append_keeps_it(
     assert [row[0].chunk_id for row in hits] == [*range(0, 200, 20), 203]
 
 
+class _StopsAt(HashEmbedder):
+    """The fake model, stopping the build (as Ctrl-C would) at its ``calls``-th call."""
+
+    def __init__(self, calls: int) -> None:
+        super().__init__()
+        self.left = calls
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.left -= 1
+        if self.left < 0:
+            raise KeyboardInterrupt
+        return super().embed(texts)
+
+
+def test_a_stopped_ivfpqfs_build_resumes_to_the_file_an_unstopped_build_writes(
+    tmp_path: Path, hash_model: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--resume: the shards the stopped run committed are kept, and the vectors file is
+    written from all of them, byte for byte the one a build that never stopped writes."""
+    import ceg_cli.index.builder
+
+    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 25)
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"Passage {i}."})
+                            + "\n" for i in range(300)), encoding="utf-8")
+    options = {"index_type": "ivfpqfs", "shard_passages": 50, "lexical": False}
+    whole = tmp_path / "whole"
+    build_index([docs], whole, BuildOptions(**options), embedder=HashEmbedder())
+    stopped = tmp_path / "stopped"
+    with pytest.raises(KeyboardInterrupt):
+        build_index([docs], stopped, BuildOptions(**options), embedder=_StopsAt(7))
+    assert not stopped.exists()
+    report = build_index([docs], stopped, BuildOptions(**options, resume=True),
+                         embedder=HashEmbedder())
+    assert report.resumed_chunks >= 100
+    meta = json.loads((stopped / "meta.json").read_text())
+    assert meta["faiss"]["index_type"] == "ivfpqfs" and meta["counts"]["chunks"] == 300
+    assert (stopped / VECTORS_FILE).read_bytes() == (whole / VECTORS_FILE).read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "stopped", "whole"]
+
+
 def test_an_index_built_before_ivfpqfs_opens_and_searches_as_before(
     tmp_path: Path, hash_model: None, run_cli: Any
 ) -> None:
