@@ -227,3 +227,46 @@ def test_a_name_in_the_passage_title_counts_as_found() -> None:
     seg = Segment(0, 0, 50, "Andre Agassi is an eight-time Grand Slam champion.")
     v = judge_one(JudgeItem(seg, (ev,)))
     assert v.label == FACTUAL and v.cited == (0,), v.reason
+
+
+GERMAN = "Die Vereinigten Staaten hatten 2022 insgesamt 92 betriebsbereite Kernreaktoren."
+
+
+def test_evidence_in_another_language_is_said_once_with_what_to_do() -> None:
+    """A German segment against English passages: the verdicts stand, and the run is told
+    once that across languages only names and numbers are compared, at which cut, and what
+    to use instead."""
+    from dataclasses import replace
+
+    said: list[str] = []
+    judge = OfflineJudge(on_warning=said.append)
+    german = replace(item(GERMAN, REACTORS, UNRELATED), language="de")
+    english = item("The United States had 92 operable nuclear power reactors.", REACTORS)
+    assert len(judge.judge([english, english])) == 2
+    assert said == []  # evidence in the segment's own language: nothing to say
+    verdicts = judge.judge([german, german])
+    with pytest.warns(RuntimeWarning, match="have evidence in English"):  # no on_warning
+        assert verdicts == OfflineJudge().judge([german, german])
+    judge.judge([german])
+    assert len(said) == 1, said
+    cut = judge.cuts.at("index").value
+    assert said[0].startswith(
+        "--judge offline: segments in German (de) have evidence in English (en); "
+        f"across languages it compares only names and numbers, so at its cut {cut:g} ")
+    assert "--judge-threshold 0.5 decides on names and numbers alone" in said[0]
+    assert "nli:mdeberta-v3-base-xnli" in said[0]
+
+
+@pytest.mark.parametrize("case", ["rule cut", "names and numbers", "no evidence"])
+def test_nothing_is_said_where_the_language_of_the_evidence_does_not_matter(case: str) -> None:
+    """At the rule's own cut (0.5) the judge decides on names and numbers, which read the
+    same in any language; evidence too short to tell its language, or none, says nothing."""
+    from dataclasses import replace
+
+    said: list[str] = []
+    passages = {"rule cut": (REACTORS,), "names and numbers": ("USA 2022: 92 (NRC).",),
+                "no evidence": ()}[case]
+    cuts = Cuts.same(RULE_CUT, "test") if case == "rule cut" else None
+    judge = OfflineJudge(cuts, on_warning=said.append)
+    judge.judge([replace(item(GERMAN, *passages), language="de")])
+    assert said == []

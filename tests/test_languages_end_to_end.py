@@ -40,13 +40,15 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _check(run_cli: Any, tmp_path: Path, index: Path, records: list[dict[str, Any]],
-           *extra: str) -> list[dict[str, Any]]:
+           *extra: str, stderr: list[str] | None = None) -> list[dict[str, Any]]:
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
                        encoding="utf-8")
     out = tmp_path / "checked.jsonl"
     result = run_cli("check", answers, "--index", index, "--out", out, *extra)
     assert result.exit_code in (0, 1), result.stderr
+    if stderr is not None:
+        stderr.append(result.stderr)
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
 
 
@@ -98,8 +100,10 @@ def test_a_wikipedia_excerpt_indexed_and_an_answer_in_its_language_checked(
     lexical = json.dumps(meta.get("lexical", {}))
     assert '"english"' not in lexical, lexical  # BM25 did not read it with English stop words
 
-    [record] = _check(run_cli, tmp_path, index, [{"id": "a", "response": answer}])
+    said: list[str] = []
+    [record] = _check(run_cli, tmp_path, index, [{"id": "a", "response": answer}], stderr=said)
     assert record["language"] == language
+    assert "have evidence in" not in said[0], said[0]  # evidence in the answer's own language
     segments = record["segments"]
     assert [s["text"] for s in segments] == sentences
     # Offsets into the answer are exact, in characters.
@@ -143,15 +147,22 @@ def test_a_german_answer_checked_against_an_english_index_cites_english_passages
     # lexical judge cannot count German words in English passages, so the true
     # sentences fall under it too; the search still finds the English article, and
     # the wrong year is named. README "Languages" says so.
-    shipped = _check(run_cli, tmp_path, index, answers)
+    said: list[str] = []
+    shipped = _check(run_cli, tmp_path, index, answers, stderr=said)
     assert [r["language"] for r in shipped] == ["de", "de"]
+    # ... and the run says so, once, with what to do.
+    warned = [line for line in said[0].splitlines() if "have evidence in English" in line]
+    assert len(warned) == 1 and "segments in German (de)" in warned[0], said[0]
+    assert "--judge-threshold 0.5 decides on names and numbers alone" in warned[0]
     for record in shipped:
         assert record["judge"]["threshold"] > 0.5
         for s in record["segments"]:
             assert "Alain Connes" in {e["title"] for e in s["evidence"]}, s["evidence"]
     # Deciding on names and numbers alone (the cut at 0.5), the true sentences are
     # supported by the English article and cite it; the wrong year is still flagged.
-    good, bad = _check(run_cli, tmp_path, index, answers, "--judge-threshold", "0.5")
+    good, bad = _check(run_cli, tmp_path, index, answers, "--judge-threshold", "0.5",
+                       stderr=said)
+    assert "have evidence in" not in said[1], said[1]  # the cut is the rule's: nothing to say
     assert [s["label"] for s in good["segments"]] == ["factual", "factual"], good["segments"]
     for s in good["segments"]:
         assert _cited(s) == {"Alain Connes"}

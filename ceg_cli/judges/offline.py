@@ -26,7 +26,7 @@ unsupported one less than 0.5 by the shares of specifics and words found.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -44,6 +44,7 @@ from ..types import (
     Verdict,
 )
 from .analysis import Analysis
+from .crosslang import CrossLanguage
 from .cuts import Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
@@ -442,11 +443,17 @@ class OfflineJudge:
         "content words, must occur in the retrieved passages; no language model"
     )
 
-    def __init__(self, cuts: Cuts | None = None) -> None:
+    def __init__(
+        self, cuts: Cuts | None = None, on_warning: Callable[[str], None] | None = None
+    ) -> None:
         #: The cut in each setting (default: the shipped ones, the protocol's).
         self.cuts = cuts if cuts is not None else shipped_cuts()
+        # Evidence in another language than the segment's is said once (``crosslang``).
+        self.cross_language = CrossLanguage(lambda setting: self.cuts.at(setting).value,
+                                            RULE_CUT, on_warning)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
+        self.cross_language.check(items)
         return [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
 
 
@@ -455,4 +462,4 @@ def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:
     ``judge_threshold``: one cut for every setting instead of the shipped ones."""
     if arg:
         raise UsageError(f"--judge offline:{arg}: the offline judge takes no argument")
-    return OfflineJudge(overridden(shipped_cuts(), options))
+    return OfflineJudge(overridden(shipped_cuts(), options), options.get("on_warning"))

@@ -1,0 +1,104 @@
+"""A warning, once, when the offline judge reads evidence in another language.
+
+The offline judge counts a segment's words in its evidence. A German sentence
+checked against English passages shares its names and numbers with them and
+little else, so at the shipped cut (fitted on evidence in the segment's own
+language) its true sentences are flagged for words no English passage can hold
+(README "Languages", measured in ``tests/test_languages_end_to_end.py``). The
+verdicts still stand as the judge's; the first segment whose evidence is in
+another language is said once, with what to do: decide on names and numbers
+alone (``--judge-threshold 0.5``, the rule's own cut) or use a judge that reads
+both languages. Nothing is said where the cut is already the rule's.
+
+The segment's language is its item's (the record's, as the check gave it, from
+the whole answer), else detected; the evidence's is detected from its first
+passages. Only a sure detection counts (by script, or from enough letters at a
+high confidence), so a passage of names and numbers, or a short segment of
+English the detector takes for Uzbek, says nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..lang import UNDETERMINED, base_language, detect, language_name
+from .english_only import ADVICE
+
+#: Passages read to tell the evidence's language, and how sure the detector must be.
+EVIDENCE_PASSAGES = 2
+MIN_CONFIDENCE = 0.95
+MIN_LETTERS = 60
+
+
+def sure_language(text: str) -> str | None:
+    """The language of ``text`` where the detector is sure of it: by its script, or from
+    ``MIN_LETTERS`` letters at ``MIN_CONFIDENCE``."""
+    found = detect(text)
+    if found.method == "fallback" or base_language(found.language) == UNDETERMINED:
+        return None
+    if found.method == "detector" and (found.confidence < MIN_CONFIDENCE
+                                       or found.letters < MIN_LETTERS):
+        return None
+    return found.language
+
+
+def segment_language(item: Any) -> str | None:
+    """The language of ``item``'s segment: its record's, as the check gave it (detected on
+    the whole answer), else the segment's own where the detector is sure of it."""
+    given = getattr(item, "language", None)
+    if given and base_language(str(given)) != UNDETERMINED:
+        return str(given)
+    return sure_language(item.segment.text)
+
+
+def evidence_language(item: Any) -> str | None:
+    """The language of ``item``'s evidence (its first passages), where the detector is sure."""
+    return sure_language(" ".join(e.text for e in item.evidence[:EVIDENCE_PASSAGES]))
+
+
+class CrossLanguage:
+    """Warns once (``on_warning``, else a ``RuntimeWarning``) on the first segment whose
+    evidence is in another language, where the cut of its setting is above ``rule_cut``."""
+
+    def __init__(self, cut_at: Callable[[str], float], rule_cut: float,
+                 on_warning: Callable[[str], None] | None = None) -> None:
+        self.cut_at = cut_at
+        self.rule_cut = rule_cut
+        self.on_warning = on_warning
+        self._warned = False
+        self._lock = threading.Lock()
+
+    def check(self, items: Sequence[Any]) -> None:
+        for item in items:
+            if self._warned:
+                return
+            if not item.evidence or self.cut_at(item.setting) <= self.rule_cut:
+                continue
+            segment = segment_language(item)
+            if segment is None:
+                continue
+            evidence = evidence_language(item)
+            if evidence is None or base_language(evidence) == base_language(segment):
+                continue
+            with self._lock:
+                if self._warned:
+                    return
+                self._warned = True
+            self._say(segment, evidence, self.cut_at(item.setting))
+            return
+
+    def _say(self, segment: str, evidence: str, cut: float) -> None:
+        message = (
+            f"--judge offline: segments in {language_name(segment)} ({segment}) have "
+            f"evidence in {language_name(evidence)} ({evidence}); across languages it "
+            f"compares only names and numbers, so at its cut {cut:g} true sentences with "
+            f"other words are flagged: --judge-threshold {self.rule_cut:g} decides on names "
+            f"and numbers alone, or use {ADVICE}"
+        )
+        if self.on_warning is not None:
+            self.on_warning(message)
+        else:
+            warnings.warn(message, RuntimeWarning, stacklevel=4)  # the judge's caller
