@@ -270,3 +270,20 @@ def test_nothing_is_said_where_the_language_of_the_evidence_does_not_matter(case
     judge = OfflineJudge(cuts, on_warning=said.append)
     judge.judge([replace(item(GERMAN, *passages), language="de")])
     assert said == []
+
+
+def test_a_language_s_first_segments_are_read_however_many_came_before() -> None:
+    """The evidence is read for each language's first segments, then for a sample: a German
+    answer after hundreds of English segments is still caught at its first segment."""
+    from dataclasses import replace
+
+    from ceg_cli.judges.crosslang import FIRST_READ, SAMPLE_EVERY
+
+    said: list[str] = []
+    judge = OfflineJudge(on_warning=said.append)
+    english = replace(item("The United States had 92 operable nuclear power reactors.",
+                           REACTORS), language="en")
+    judge.judge([english] * (FIRST_READ + 3 * SAMPLE_EVERY))
+    assert said == [] and judge.cross_language._seen == {"en": FIRST_READ + 3 * SAMPLE_EVERY}
+    judge.judge([replace(item(GERMAN, REACTORS), language="de")])
+    assert len(said) == 1 and "segments in German (de)" in said[0]

@@ -14,7 +14,9 @@ The segment's language is its item's (the record's, as the check gave it, from
 the whole answer), else detected; the evidence's is detected from its first
 passages. Only a sure detection counts (by script, or from enough letters at a
 high confidence), so a passage of names and numbers, or a short segment of
-English the detector takes for Uzbek, says nothing.
+English the detector takes for Uzbek, says nothing. The evidence of a language's
+first ``FIRST_READ`` segments is read, then of one in ``SAMPLE_EVERY``: the check
+costs about 2 % of the judge's time in a long run of one language.
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from .english_only import ADVICE
 EVIDENCE_PASSAGES = 2
 MIN_CONFIDENCE = 0.95
 MIN_LETTERS = 60
+#: Segments of each language whose evidence is read, then one in ``SAMPLE_EVERY``: a
+#: detection costs about twice the judge's own time a segment, and a language mismatch
+#: (an index in one language, answers in another) shows in a language's first segments.
+FIRST_READ = 32
+SAMPLE_EVERY = 64
 
 
 def sure_language(text: str) -> str | None:
@@ -70,6 +77,8 @@ class CrossLanguage:
         self.on_warning = on_warning
         self._warned = False
         self._lock = threading.Lock()
+        #: Segments seen, by language.
+        self._seen: dict[str, int] = {}
 
     def check(self, items: Sequence[Any]) -> None:
         for item in items:
@@ -78,7 +87,7 @@ class CrossLanguage:
             if not item.evidence or self.cut_at(item.setting) <= self.rule_cut:
                 continue
             segment = segment_language(item)
-            if segment is None:
+            if segment is None or not self._read(base_language(segment)):
                 continue
             evidence = evidence_language(item)
             if evidence is None or base_language(evidence) == base_language(segment):
@@ -89,6 +98,14 @@ class CrossLanguage:
                 self._warned = True
             self._say(segment, evidence, self.cut_at(item.setting))
             return
+
+    def _read(self, language: str) -> bool:
+        """Whether this segment's evidence is read: the first ``FIRST_READ`` of its
+        language, then one in ``SAMPLE_EVERY``."""
+        with self._lock:
+            seen = self._seen.get(language, 0)
+            self._seen[language] = seen + 1
+        return seen < FIRST_READ or (seen - FIRST_READ) % SAMPLE_EVERY == 0
 
     def _say(self, segment: str, evidence: str, cut: float) -> None:
         message = (
