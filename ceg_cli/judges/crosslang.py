@@ -22,12 +22,13 @@ costs about 2 % of the judge's time in a long run of one language.
 from __future__ import annotations
 
 import threading
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..lang import UNDETERMINED, base_language, detect, language_name
-from .english_only import ADVICE
+from .cuts import Cuts
+from .english_only import ADVICE, given_language
+from .once import SayOnce
 
 #: Passages read to tell the evidence's language, and how sure the detector must be.
 EVIDENCE_PASSAGES = 2
@@ -55,10 +56,7 @@ def sure_language(text: str) -> str | None:
 def segment_language(item: Any) -> str | None:
     """The language of ``item``'s segment: its record's, as the check gave it (detected on
     the whole answer), else the segment's own where the detector is sure of it."""
-    given = getattr(item, "language", None)
-    if given and base_language(str(given)) != UNDETERMINED:
-        return str(given)
-    return sure_language(item.segment.text)
+    return given_language(item) or sure_language(item.segment.text)
 
 
 def evidence_language(item: Any) -> str | None:
@@ -70,21 +68,21 @@ class CrossLanguage:
     """Warns once (``on_warning``, else a ``RuntimeWarning``) on the first segment whose
     evidence is in another language, where the cut of its setting is above ``rule_cut``."""
 
-    def __init__(self, cut_at: Callable[[str], float], rule_cut: float,
+    def __init__(self, cuts: Cuts, rule_cut: float,
                  on_warning: Callable[[str], None] | None = None) -> None:
-        self.cut_at = cut_at
+        self.cuts = cuts
         self.rule_cut = rule_cut
-        self.on_warning = on_warning
-        self._warned = False
+        self.once = SayOnce(on_warning)
         self._lock = threading.Lock()
         #: Segments seen, by language.
         self._seen: dict[str, int] = {}
 
     def check(self, items: Sequence[Any]) -> None:
         for item in items:
-            if self._warned:
+            if self.once.said:
                 return
-            if not item.evidence or self.cut_at(item.setting) <= self.rule_cut:
+            cut = self.cuts.at(item.setting).value
+            if not item.evidence or cut <= self.rule_cut:
                 continue
             segment = segment_language(item)
             if segment is None or not self._read(base_language(segment)):
@@ -92,11 +90,14 @@ class CrossLanguage:
             evidence = evidence_language(item)
             if evidence is None or base_language(evidence) == base_language(segment):
                 continue
-            with self._lock:
-                if self._warned:
-                    return
-                self._warned = True
-            self._say(segment, evidence, self.cut_at(item.setting))
+            self.once.say(
+                f"--judge offline: segments in {language_name(segment)} ({segment}) have "
+                f"evidence in {language_name(evidence)} ({evidence}); across languages it "
+                f"compares only names and numbers, so at its cut {cut:g} true sentences with "
+                f"other words are flagged: --judge-threshold {self.rule_cut:g} decides on "
+                f"names and numbers alone, or use {ADVICE}",
+                stacklevel=3,  # the judge's caller
+            )
             return
 
     def _read(self, language: str) -> bool:
@@ -106,16 +107,3 @@ class CrossLanguage:
             seen = self._seen.get(language, 0)
             self._seen[language] = seen + 1
         return seen < FIRST_READ or (seen - FIRST_READ) % SAMPLE_EVERY == 0
-
-    def _say(self, segment: str, evidence: str, cut: float) -> None:
-        message = (
-            f"--judge offline: segments in {language_name(segment)} ({segment}) have "
-            f"evidence in {language_name(evidence)} ({evidence}); across languages it "
-            f"compares only names and numbers, so at its cut {cut:g} true sentences with "
-            f"other words are flagged: --judge-threshold {self.rule_cut:g} decides on names "
-            f"and numbers alone, or use {ADVICE}"
-        )
-        if self.on_warning is not None:
-            self.on_warning(message)
-        else:
-            warnings.warn(message, RuntimeWarning, stacklevel=4)  # the judge's caller

@@ -11,12 +11,11 @@ detected offline (``ceg_cli.lang``); a segment whose language cannot be told
 
 from __future__ import annotations
 
-import threading
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..lang import ENGLISH, UNDETERMINED, base_language, detect, language_name
+from .once import SayOnce
 
 #: What to use for text in other languages.
 ADVICE = (
@@ -25,11 +24,19 @@ ADVICE = (
 )
 
 
-def item_language(item: Any) -> str | None:
-    """The language of a judge item: the one the check gave it, else its segment's."""
+def given_language(item: Any) -> str | None:
+    """The language the check gave a judge item (its record's), if it named one."""
     given = getattr(item, "language", None) or getattr(item.segment, "language", None)
     if given and base_language(str(given)) != UNDETERMINED:
         return str(given)
+    return None
+
+
+def item_language(item: Any) -> str | None:
+    """The language of a judge item: the one the check gave it, else its segment's."""
+    given = given_language(item)
+    if given is not None:
+        return given
     found = detect(item.segment.text)
     return None if found.method == "fallback" else found.language
 
@@ -40,28 +47,19 @@ class EnglishOnly:
 
     def __init__(self, judge: str, on_warning: Callable[[str], None] | None = None) -> None:
         self.judge = judge
-        self.on_warning = on_warning
-        self._warned = False
-        self._lock = threading.Lock()
+        self.once = SayOnce(on_warning)
 
     def check(self, items: Sequence[Any]) -> None:
-        if self._warned:
+        if self.once.said:
             return
         for item in items:
             language = item_language(item)
             if language is None or base_language(language) == ENGLISH:
                 continue
-            with self._lock:
-                if self._warned:
-                    return
-                self._warned = True
-            message = (
+            self.once.say(
                 f"--judge {self.judge} was trained on English; segments in "
                 f"{language_name(language)} ({language}) are judged by it unmeasured: "
-                f"for text in other languages use {ADVICE}"
+                f"for text in other languages use {ADVICE}",
+                stacklevel=3,
             )
-            if self.on_warning is not None:
-                self.on_warning(message)
-            else:
-                warnings.warn(message, RuntimeWarning, stacklevel=3)
             return

@@ -33,7 +33,6 @@ exact form.
 from __future__ import annotations
 
 import json
-import warnings
 from collections.abc import Callable, Sequence
 
 from ..llm.client import Completion, LLMClient, MalformedReply, RequestRejected
@@ -56,6 +55,7 @@ from ..types import (
 from .cuts import Cuts
 from .llm_base import LlmJudgeBase
 from .minicheck import AUTHORS_CUT, DocChunk, claims_and_chunks, doc_chunks
+from .once import SayOnce
 
 __all__ = ["CHUNK_WORDS", "THRESHOLD", "LlmMiniCheckJudge"]
 
@@ -102,7 +102,7 @@ class LlmMiniCheckJudge(LlmJudgeBase):
         # request (too long, say), not about log-probabilities.
         self._logprobs = True
         self._logprobs_seen = False
-        self._warned = False
+        self._once = SayOnce(self.on_warning)
 
     @property
     def scoring(self) -> str:
@@ -181,15 +181,7 @@ class LlmMiniCheckJudge(LlmJudgeBase):
         return completion
 
     def _warn(self, why: str) -> None:
-        with self._lock:
-            if self._warned:
-                return
-            self._warned = True
-        message = f"--judge {self.name} at {self.host}: {why}"
-        if self.on_warning is not None:
-            self.on_warning(message)
-        else:
-            warnings.warn(message, RuntimeWarning, stacklevel=3)
+        self._once.say(f"--judge {self.name} at {self.host}: {why}", stacklevel=3)
 
     @staticmethod
     def _score(answer: Completion | str) -> Scored:

@@ -449,8 +449,7 @@ class OfflineJudge:
         #: The cut in each setting (default: the shipped ones, the protocol's).
         self.cuts = cuts if cuts is not None else shipped_cuts()
         # Evidence in another language than the segment's is said once (``crosslang``).
-        self.cross_language = CrossLanguage(lambda setting: self.cuts.at(setting).value,
-                                            RULE_CUT, on_warning)
+        self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         self.cross_language.check(items)
