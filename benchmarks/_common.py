@@ -88,6 +88,18 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
+def _interrupted_quietly(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+    """Ctrl-C ends a benchmark with one line, not a traceback (its ``finally`` blocks have
+    run by then: work folders removed, children stopped); Python still exits by SIGINT."""
+    if issubclass(kind, KeyboardInterrupt):
+        print(f"{Path(sys.argv[0]).name}: interrupted", file=sys.stderr, flush=True)
+        return
+    sys.__excepthook__(kind, value, tb)
+
+
+sys.excepthook = _interrupted_quietly
+
+
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A GitHub-flavoured Markdown table; floats are printed as given (pre-format them)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]

@@ -8,14 +8,18 @@ SIGKILL: nothing told them. This asks Linux to SIGKILL this process when its
 parent dies (``PR_SET_PDEATHSIG``, which ``exec`` keeps), then becomes PROGRAM:
 same process id, so the benchmark's ``wait4`` and memory readings see PROGRAM
 itself. Exit 1 without running PROGRAM when PARENT_PID is already gone; where
-the request cannot be made (not Linux), PROGRAM runs as before. Signals are
-left as they were: Ctrl-C reaches PROGRAM as it did. ``_common.with_parent``
-builds the command line.
+the request cannot be made (not Linux), PROGRAM runs as before. Ctrl-C is left
+to the benchmark, as ``_common.ends_with_parent`` leaves it (the build's readers'
+rule): PROGRAM starts with SIGINT ignored (``exec`` keeps that too), and the
+benchmark, stopped by it, ends PROGRAM (``subprocess.run`` kills its child, a
+``finally`` stops it, or the parent-death signal does), so no child prints a
+traceback of its own. ``_common.with_parent`` builds the command line.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 
@@ -24,6 +28,7 @@ def main() -> None:
         sys.exit(f"usage: {sys.argv[0]} PARENT_PID PROGRAM [ARG ...]")
     from ceg_cli.index.processes import die_with_parent
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()
     if os.getppid() != int(sys.argv[1]):  # gone before the kernel was asked
         sys.exit(1)

@@ -416,6 +416,9 @@ def test_a_program_a_benchmark_starts_ends_when_the_benchmark_is_killed(tmp_path
                 break
             time.sleep(0.1)
         assert list(found) == [child]  # the program is the child: no wrapper left between
+        sigign = next(line for line in Path(f"/proc/{child}/status").read_text().splitlines()
+                      if line.startswith("SigIgn:"))
+        assert int(sigign.split()[1], 16) & (1 << (signal.SIGINT - 1))  # Ctrl-C: the parent's
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         assert wait_until_gone(found, within=10) == [], "sleep outlived the benchmark"
@@ -424,3 +427,15 @@ def test_a_program_a_benchmark_starts_ends_when_the_benchmark_is_killed(tmp_path
             proc.kill()
             proc.wait()
         kill_all(found)
+
+
+def test_ctrl_c_ends_a_benchmark_with_one_line_and_sigint_s_status() -> None:
+    """A benchmark stopped by Ctrl-C says so in one line, no traceback, and exits as a
+    process killed by SIGINT does (a shell running it stops too)."""
+    script = (f"import sys; sys.path.insert(0, {str(BENCH)!r}); sys.argv = ['bench.py']; "
+              "import _common\ntry:\n    raise KeyboardInterrupt\nfinally:\n    print('cleaned')")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout == "cleaned\n"
+    assert done.stderr == "bench.py: interrupted\n"
+    assert done.returncode == -signal.SIGINT
