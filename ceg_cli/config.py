@@ -23,8 +23,11 @@ A bad file is one line naming the file, the key and what is allowed
 from __future__ import annotations
 
 import difflib
+import errno
 import math
 import os
+import re
+import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,7 +135,10 @@ def search(start: Path) -> Path | None:
     """The nearest ``ceg.toml``, or ``pyproject.toml`` with ``[tool.ceg]``, from ``start`` up."""
     for folder in _upwards(start.resolve()):
         candidate = folder / CONFIG_FILE
-        if candidate.exists():  # a directory or an unreadable file too: load() says why
+        # lexists: a broken symlink or a symlink loop is a project file that cannot be
+        # read, not a missing one (a team's gate must not vanish without a word);
+        # a directory, a FIFO or an unreadable file too: load() says why.
+        if os.path.lexists(candidate):
             return candidate
         pyproject = folder / PYPROJECT
         if pyproject.is_file() and _has_tool_ceg(pyproject):
@@ -161,8 +167,18 @@ def _has_tool_ceg(pyproject: Path) -> bool:
 def load(path: Path, schema: Schema) -> ProjectFile:
     """Read ``path`` (a ceg.toml, or a pyproject.toml's ``[tool.ceg]``) and check every
     key and value against ``schema``; the first problem is a ``UsageError``."""
-    if path.is_dir():
+    try:
+        # Looked at before it is opened: opening a FIFO blocks until a writer comes.
+        mode = path.stat().st_mode
+    except OSError as exc:
+        reason = _os_reason(path, exc)
+        raise UsageError(f"{path}: cannot read the project file ({reason})") from None
+    if stat.S_ISDIR(mode):
         raise UsageError(f"{path}: is a directory; the project file is a TOML file")
+    if not stat.S_ISREG(mode):
+        raise UsageError(
+            f"{path}: is {_file_kind(mode)}, not a regular file; the project file is a TOML file"
+        )
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -179,6 +195,12 @@ def load(path: Path, schema: Schema) -> ProjectFile:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         message = str(exc)
+        twice = _duplicate_key(text) if message.startswith("Cannot overwrite a value") else None
+        if twice is not None:
+            key, first, second = twice
+            raise UsageError(
+                f"{path}: not valid TOML: key {key!r} is set twice (lines {first} and {second})"
+            ) from None
         if message.startswith("Cannot overwrite a value"):
             message += ("; a key and a table cannot share a name (a top-level `index` "
                         "and an `[index.build]` table): set `index` in the tables instead")
@@ -194,6 +216,50 @@ def load(path: Path, schema: Schema) -> ProjectFile:
     project = ProjectFile(path, root)
     _check_table(project, data, (), schema)
     return project
+
+
+def _os_reason(path: Path, exc: OSError) -> str:
+    if path.is_symlink():
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if exc.errno == errno.ENOENT:
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    return exc.strerror or str(exc)
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+_KEY_LINE = re.compile(r"""^\s*("[^"]*"|'[^']*'|[A-Za-z0-9_.-]+)\s*=""")
+_TABLE_LINE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _duplicate_key(text: str) -> tuple[str, int, int] | None:
+    """The first plain ``key = value`` set twice in one table, with both lines (TOML's
+    parser says only "Cannot overwrite a value"). Keys inside multi-line strings or
+    arrays are not followed: then None, and the parser's own message stands."""
+    seen: dict[tuple[str, str], int] = {}
+    table = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        header = _TABLE_LINE.match(line)
+        if header:
+            if line.lstrip().startswith("[["):
+                return None  # arrays of tables repeat names by design
+            table = header.group(1).replace(" ", "")
+            continue
+        key = _KEY_LINE.match(line)
+        if key:
+            name = key.group(1).strip("\"'")
+            where = (table, name)
+            if where in seen:
+                return (f"{table}.{name}" if table else name), seen[where], number
+            seen[where] = number
+    return None
 
 
 def _label(project: ProjectFile, table: tuple[str, ...]) -> str:

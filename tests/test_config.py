@@ -461,3 +461,67 @@ def test_the_example_in_the_cli_reference_is_a_valid_file(tmp_path: Path) -> Non
     assert check["judge"].value == "minicheck:minicheck-flan-t5-large"
     assert check["index"].value == tmp_path / "eval" / "index"
     assert loaded.values_for(("index", "build"))["chunk_words"].value == 80
+
+
+# -- what a probe found (issue 51 items 5-8) ------------------------------------------
+
+
+def test_a_fifo_named_ceg_toml_is_refused_without_being_opened(repo: Path) -> None:
+    # Opening a FIFO blocks until a writer comes: every command hung. Run in a child
+    # with a timeout, so that a regression fails instead of hanging the suite.
+    import subprocess
+    import sys
+
+    os.mkfifo(repo / "ceg.toml")
+    env = {k: v for k, v in os.environ.items() if k != "CEG_NO_CONFIG"}
+    ceg = Path(sys.executable).with_name("ceg")
+    done = subprocess.run([str(ceg), "config", "show", "check"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {repo / 'ceg.toml'}: is a FIFO (named pipe), not a regular file; "
+        "the project file is a TOML file"]
+
+
+def test_a_broken_or_looping_link_is_refused_not_skipped(repo: Path, run_cli: Any) -> None:
+    path = repo / "ceg.toml"
+    path.symlink_to(repo / "gone.toml")
+    assert _error(run_cli("config", "show", "check")) == (
+        f"{path}: cannot read the project file (a symbolic link to {repo / 'gone.toml'}, "
+        "which does not exist)")
+    assert _error(run_cli("check", "-", "--index", str(repo / "idx")))
+    path.unlink()
+    path.symlink_to("ceg.toml")
+    assert _error(run_cli("config", "show", "check")) == (
+        f"{path}: cannot read the project file (a symbolic link loop)")
+    path.unlink()
+    # A link to a good file is a good file.
+    _write(repo / "team.toml", "top_k = 2\n")
+    path.symlink_to("team.toml")
+    assert _show(run_cli, "check")["commands"]["check"]["top_k"]["value"] == 2
+
+
+def test_config_show_refuses_what_a_run_refuses(repo: Path, run_cli: Any) -> None:
+    path = _write(repo / "ceg.toml", '[check]\nlanguage = "xx"\n')
+    shown = _error(run_cli("config", "show", "check"))
+    assert shown.startswith(f'{path}: [check] language = "xx": ')
+    assert "not a language code ceg knows" in shown
+    ran = _error(run_cli("check", "-", "--index", str(repo / "idx")))
+    assert "not a language code ceg knows" in ran
+    _write(path, '[check]\nlanguage = "DE"\n')
+    assert _show(run_cli, "check")["commands"]["check"]["language"]["source"] == "file"
+    _write(path, '[eval]\nformat = "csv"\n')
+    assert _error(run_cli("config", "show", "eval")) == (
+        f'{path}: [eval] format = "csv": choose one of "felm", "halueval", "fever", "jsonl"')
+
+
+def test_a_key_set_twice_is_named_with_both_lines(repo: Path, run_cli: Any) -> None:
+    path = _write(repo / "ceg.toml", "top_k = 3\ntop_k = 4\n")
+    assert _error(run_cli("config", "show", "check")) == (
+        f"{path}: not valid TOML: key 'top_k' is set twice (lines 1 and 2)")
+    _write(path, "top_k = 3\n\n[check]\ntop_k = 2\n# note\n  top_k = 5\n")
+    assert _error(run_cli("config", "show", "check")) == (
+        f"{path}: not valid TOML: key 'check.top_k' is set twice (lines 4 and 6)")
+    # A key and a table sharing a name keeps its own hint.
+    _write(path, 'index = "x"\n[index.build]\nmodel = "m"\n')
+    assert "a key and a table cannot share a name" in _error(run_cli("config", "show", "check"))

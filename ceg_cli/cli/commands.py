@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 
 from .. import config as project
 from ..errors import CegError, ExitStatus, UsageError
@@ -30,6 +31,14 @@ class CegCommand(typer.core.TyperCommand):
 
     #: Whether the command reads the project file (``ceg config show`` reads it itself).
     reads_config = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = plain_help(self.help)
+        self.short_help = plain_help(self.short_help)
+        for param in self.params:
+            if getattr(param, "help", None):
+                param.help = plain_help(param.help)
 
     def get_params(self, ctx: Any) -> list[Any]:
         params = super().get_params(ctx)
@@ -50,8 +59,18 @@ class ConfigReadingCommand(CegCommand):
     reads_config = False
 
 
+def plain_help(text: str | None) -> str | None:
+    """A help text as written: typer renders help as rich markup, which would read
+    ``[tool.ceg]`` as a style and drop it; escaped, every bracket is printed."""
+    return escape(text) if text else text
+
+
 class CegTyper(typer.Typer):
-    """A command group whose commands are ``CegCommand``s."""
+    """A command group whose commands are ``CegCommand``s (help texts printed as written)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["help"] = plain_help(kwargs.get("help"))
+        super().__init__(*args, **kwargs)
 
     def command(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("cls", CegCommand)

@@ -13,6 +13,8 @@ from typing import Any
 
 from .. import config as project
 from ..check.options import OPTIONS
+from ..eval.datasets import FORMATS
+from ..lang.codes import check_language
 
 #: Parameters of every command that are not keys of the file.
 NOT_KEYS = {"help", "config", "no_config"}
@@ -62,6 +64,12 @@ def _hints(command: Any) -> dict[str, Any]:
 def key_spec(key: str, param: Any, hint: Any) -> project.KeySpec:
     """What ``key`` takes: the option table's entry, else what the option's type says."""
     spec = OPTIONS.get(key)
+    # Keys the run checks outside the option table, checked here the same way, so that
+    # `ceg config show` refuses what the run refuses.
+    if key == "language":
+        return project.KeySpec("str", check=lambda value: check_language(value, "language"))
+    if key == "format":  # ceg eval's dataset format (datasets.read refuses the rest)
+        return project.KeySpec("choice", FORMATS)
     if spec is not None:
         return project.KeySpec(spec.kind, spec.choices, spec.low, spec.high, check=spec.check)
     low, high = getattr(param, "min", None), getattr(param, "max", None)
