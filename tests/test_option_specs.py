@@ -241,3 +241,29 @@ def test_the_api_warns_of_the_same_options(recwarn: pytest.WarningsRecorder) -> 
     assert ignored_options({"judge": "minicheck:x", "judge_precision": "bfloat16",
                             "batch_tokens": 512}) == []
     assert ignored_options({"evidence": "both", "contexts_retrieval": "dense"}) == []
+
+
+def test_a_number_is_quoted_as_typed_and_negative_zero_is_zero(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    # Issue 51 item 12: "0_5" was read as 5 and refused quoting "5.0", a value never
+    # typed; "-0.0" was shown as "-0" and stored as -0.0.
+    src = tmp_path / "r.jsonl"
+    src.write_text('{"id": "a", "response": "Paris is in France.", '
+                   '"contexts": ["Paris is in France."]}\n', encoding="utf-8")
+    result = run_cli("check", src, "--judge-threshold", "0_5")
+    assert result.stderr.splitlines() == ["error: --judge-threshold '0_5': not a number"]
+    result = run_cli("check", src, "--judge-threshold", "1e1")
+    assert result.stderr.splitlines() == [
+        "error: --judge-threshold 1e1: the judge's score is between 0 and 1, and so is its cut"]
+    result = run_cli("check", src, "--top-k", "1_0")
+    assert result.stderr.splitlines() == ["error: --top-k '1_0': not an integer"]
+    out = tmp_path / "out.jsonl"
+    result = run_cli("check", src, "--judge-threshold", "-0.0", "--evidence", "contexts",
+                     "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert "threshold 0 (--judge-threshold)" in result.stderr
+    assert "-0" not in result.stderr.replace("--", "")
+    record = out.read_text(encoding="utf-8")
+    assert '"threshold": 0.0' in record and "-0.0" not in record
+    assert math.copysign(1.0, check_option("judge_threshold", -0.0)) == 1.0

@@ -122,7 +122,7 @@ class OptionSpec:
             raise self.fail(value, f"expected {_KIND_NAMES[self.kind]}, got {_type(value)}",
                             quoted=isinstance(value, str) or not isinstance(value, float))
         if not integer:
-            value = float(value)
+            value = float(value) + 0.0  # -0.0 is 0: stored and shown as 0
             if math.isnan(value):
                 raise self.fail(value, f"not a number; give {self.allowed()}")
         low, high = self.low, self.high
@@ -138,19 +138,21 @@ class OptionSpec:
 
     def parse(self, text: str) -> Any:
         """A value as the command line or an environment variable gives it: text."""
-        if self.kind == "int":
-            try:
-                value: Any = int(text.strip())
-            except ValueError:
-                raise self.fail(text, "not an integer", quoted=True) from None
-        elif self.kind == "float":
-            try:
-                value = float(text.strip())
-            except ValueError:
-                raise self.fail(text, "not a number", quoted=True) from None
-        else:
-            value = text
-        return self.check(value)
+        if self.kind not in ("int", "float"):
+            return self.check(text)
+        # Python's int() and float() read "0_5" as 5: a digit separator in an option is
+        # a typo, not a number.
+        kind = "an integer" if self.kind == "int" else "a number"
+        try:
+            if "_" in text:
+                raise ValueError(text)
+            value: Any = int(text.strip()) if self.kind == "int" else float(text.strip())
+        except ValueError:
+            raise self.fail(text, f"not {kind}", quoted=True) from None
+        try:
+            return self.check(value)
+        except OptionError as exc:  # quoted as typed ("1e0", not "1.0")
+            raise OptionError(self.flag, text.strip(), exc.problem) from None
 
 
 def _num(x: float) -> str:

@@ -38,22 +38,19 @@ class _StdoutConsole(Console):
 out_console = _StdoutConsole(highlight=False, soft_wrap=True)
 
 
-class _Unparsed(str):
-    """Command-line text that is not a number where one is wanted: refused by the
-    option's callback, which knows where the text came from."""
+class _Text(str):
+    """Command-line text where a number is wanted: parsed and checked by the option's
+    callback, which knows where the text came from and quotes it as it was typed."""
 
 
 def _spec_text(spec: OptionSpec) -> Callable[[Any], Any]:
-    """Typer's parser: text (a flag's, a variable's) becomes the option's kind; a typed
-    value (a default, a project file's) passes as it is."""
+    """Typer's parser: text (a flag's, a variable's) is kept for the callback, which
+    makes it the option's kind; a typed value (a default, a project file's) passes."""
 
     def parse(value: Any) -> Any:
         if not isinstance(value, str) or spec.kind not in ("int", "float"):
             return value
-        try:
-            return int(value.strip()) if spec.kind == "int" else float(value.strip())
-        except ValueError:
-            return _Unparsed(value)
+        return _Text(value)
 
     return parse
 
@@ -66,7 +63,7 @@ def _spec_check(spec: OptionSpec) -> Callable[..., Any]:
         if value is None:
             return None
         try:
-            if isinstance(value, _Unparsed):
+            if isinstance(value, _Text):
                 return spec.parse(str(value))
             return spec.check(value)
         except CegError as exc:
