@@ -186,13 +186,15 @@ def test_a_user_chosen_ivfpq_stays_on_append_after_a_fallback_to_flat(
     index = tmp_path / "idx"
     assert build(run_cli, c3, "--index", index, "--index-type", "ivfpq").exit_code == 0
     first = meta_of(index)["faiss"]
-    assert first["index_type"] == "flat" and first["chosen"].startswith("user")
+    assert first["index_type"] == "flat"
+    assert first["chosen"].startswith("fallback: --index-type ivfpq requested")
 
     assert build(run_cli, c1, "--append", "--index", index).exit_code == 0
 
     after = meta_of(index)["faiss"]
     assert after["requested"] == "ivfpq"
-    assert after["chosen"].startswith("user") and "too few" in after["chosen"]
+    assert after["chosen"].startswith("fallback: --index-type ivfpq requested")
+    assert "this index has 4" in after["chosen"]
 
 
 def test_append_with_no_changed_source_applies_no_lexical_and_explains_index_type(

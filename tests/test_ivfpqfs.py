@@ -338,3 +338,28 @@ def _meta_with(entry: dict[str, Any]) -> dict[str, Any]:
     meta = json.loads((OLD_INDEX / "meta.json").read_text())
     meta["faiss"] = {**entry, "file_size": 1, "file_digest": "x"}
     return meta
+
+
+@pytest.mark.parametrize("kind", ["ivfpqfs", "ivfpq"])
+def test_a_type_too_large_for_the_passages_is_said_at_build_time_and_labelled_so(
+    tmp_path: Path, run_cli: Any, kind: str
+) -> None:
+    # Issue 51 item 11: --index-type ivfpqfs on 8 passages built flat without a word,
+    # and `ceg index info` labelled it "flat (user; ...)".
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"Passage {i}."})
+                            + "\n" for i in range(8)), encoding="utf-8")
+    index = tmp_path / "index"
+    built = run_cli("index", "build", docs, "--index", index, "--index-type", kind, "--quiet")
+    assert built.exit_code == 0, built.stderr
+    said = [line for line in built.stderr.splitlines() if "built flat" in line]
+    assert len(said) == 1, built.stderr
+    assert f"--index-type {kind}: built flat (exact search) instead: {kind} needs at least" in (
+        said[0])
+    assert "this index has 8" in said[0]
+    entry = json.loads((index / "meta.json").read_text())["faiss"]
+    assert entry["index_type"] == "flat" and entry["requested"] == kind
+    assert entry["chosen"].startswith(f"fallback: --index-type {kind} requested")
+    assert "user" not in entry["chosen"]
+    info = run_cli("index", "info", "--index", index)
+    assert f"flat (fallback: --index-type {kind} requested" in " ".join(info.stdout.split())

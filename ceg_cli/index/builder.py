@@ -60,7 +60,7 @@ from .lexical import build_lexical, skipped_warning, want_lexical
 from .local_engine import fill_here
 from .processes import available_cores
 from .store import check_model, check_vectors_file, read_meta
-from .vectors import read_vectors, recall_missed, requested_type, write_vectors
+from .vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.
@@ -210,9 +210,9 @@ def _build(
         # Streamed from the shards: memory holds a batch of vectors, not all of them.
         written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold,
                                 progress=progress, large=options.large_threshold)
-        missed = recall_missed(written)
-        if missed is not None:
-            warn(missed)
+        for said in (fell_back(written), recall_missed(written)):
+            if said is not None:
+                warn(said)
         languages = document_languages(work.db)
         if chosen_by_sample and isinstance(model, dict):
             check_model_choice(model["name"], languages, warn)

@@ -208,8 +208,12 @@ def write_vectors(
 
     kind, why = choose_type(requested, source.count, threshold, large)
     least = {"ivfpq": IVFPQ_MIN, "ivfpqfs": fastscan.FASTSCAN_MIN}.get(kind, 0)
+    fallback = None
     if source.count < least:
-        kind, why = "flat", f"{why}; {source.count} passages are too few to train {kind}"
+        # Said at build time (``fell_back``) and recorded as what happened, not "user".
+        fallback = (f"{kind} needs at least {least:,} passages to train; this index has "
+                    f"{source.count:,}")
+        kind, why = "flat", f"fallback: --index-type {kind} requested, {fallback}"
 
     def written() -> Counter:
         return progress.counter("written", "vectors", total=source.count)
@@ -259,6 +263,7 @@ def write_vectors(
         "index_type": kind,
         "chosen": why,
         **({"requested": requested} if requested != "auto" else {}),
+        **({"fallback": fallback} if fallback else {}),
         "params": params,
         "convert_seconds": round(seconds, 3),
         **measured,
@@ -280,6 +285,15 @@ def _check_written(path: Path, source: VectorSource, kind: str) -> None:
         stored = np.vstack([index.reconstruct(int(i)) for i in ids])
         if not np.array_equal(stored, source.take(ids)):
             raise RuntimeError(f"{path}: vectors read back differ from those written")
+
+
+def fell_back(entry: dict[str, Any]) -> str | None:
+    """What to say when the requested index type could not be built (too few passages)."""
+    why = entry.get("fallback")
+    if not why:
+        return None
+    return (f"--index-type {entry.get('requested')}: built flat (exact search) instead: {why}; "
+            "the type is kept and used once an --append makes the index large enough")
 
 
 def recall_missed(entry: dict[str, Any]) -> str | None:
