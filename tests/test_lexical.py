@@ -311,27 +311,28 @@ def test_no_lexical_builds_dense_only_and_says_so(
     assert not (target / LEXICAL_DIR).exists()
 
 
-def test_a_build_beyond_the_size_limit_skips_the_lexical_part_with_a_warning(
+def test_a_build_beyond_bm25s_s_limit_builds_the_lexical_part_on_tantivy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """bm25s builds in memory: past LEXICAL_AUTO_MAX passages only --lexical builds it."""
+    """bm25s builds in memory: past LEXICAL_AUTO_MAX passages tantivy builds the lexical
+    part, streamed (it used to be left out, and lexical and hybrid retrieval with it)."""
     monkeypatch.setattr(lexical, "LEXICAL_AUTO_MAX", 30)
     source = write_jsonl(tmp_path / "docs.jsonl", [*FILLER, RARE])
     target = tmp_path / "index"
-    warnings: list[str] = []
-    build_index([source], target, BuildOptions(), embedder=HashEmbedder(),
-                on_warning=warnings.append)
+    build_index([source], target, BuildOptions(), embedder=HashEmbedder())
     meta = json.loads((target / META_FILE).read_text(encoding="utf-8"))
-    assert meta["lexical_skipped"] == "auto: 41 passages > 30"
-    assert not (target / LEXICAL_DIR).exists()
-    assert [w for w in warnings if w.startswith("no lexical (BM25) part: for 41 passages")]
-    # --lexical adds it without re-embedding; the note of why it was missing goes.
-    report = build_index([source], target, BuildOptions(append=True, lexical=True),
-                         embedder=HashEmbedder())
+    assert "lexical_skipped" not in meta
+    assert meta["lexical"]["library"] == "tantivy" and meta["lexical"]["passages"] == 41
+    assert search(target, "lexical")[0].chunk.doc_id == "rare"
+    # An index an older ceg left without it ("auto: ... passages > ...") gets it on --append.
+    meta["lexical_skipped"] = "auto: 41 passages > 30"
+    del meta["lexical"]
+    (target / META_FILE).write_text(json.dumps(meta), encoding="utf-8")
+    shutil.rmtree(target / LEXICAL_DIR)
+    report = build_index([source], target, BuildOptions(append=True), embedder=HashEmbedder())
     assert report.lexical_seconds > 0 and report.chunks == 0
     meta = json.loads((target / META_FILE).read_text(encoding="utf-8"))
-    assert meta["lexical"]["passages"] == 41 and "lexical_skipped" not in meta
-    assert search(target, "lexical")[0].chunk.doc_id == "rare"
+    assert meta["lexical"]["library"] == "tantivy" and "lexical_skipped" not in meta
 
 
 def test_top_selects_only_among_scores_at_or_above_a_cut(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..index.embedding import BACKENDS
-from ..index.layout import ENGINES
+from ..index.layout import ENGINES, LEXICAL_ENGINES
 from .commands import CegTyper
 from .common import (
     EmbedDevice,
@@ -45,6 +45,8 @@ app = CegTyper(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
+LexicalEngine = Enum(  # type: ignore[misc]
+    "LexicalEngine", {name: name for name in LEXICAL_ENGINES}, type=str)
 
 
 @app.command("build")
@@ -127,9 +129,15 @@ def build(
         None,
         "--lexical/--no-lexical",
         help="Build the lexical (BM25) part that --retrieval lexical|hybrid use "
-        "(default: up to 2,000,000 passages; bm25s needs about 3.9 GB of memory per million "
-        "to build it).",
+        "(default: on, at any size).",
         show_default=False,
+    ),
+    lexical_engine: LexicalEngine = typer.Option(
+        "auto",
+        "--lexical-engine",
+        help="The lexical part's engine: bm25s (in memory, about 3.9 GB per million "
+        "passages to build), tantivy (streamed, bounded memory at any size); auto: bm25s "
+        "up to 2,000,000 passages, tantivy beyond.",
     ),
     engine: Engine = typer.Option(
         "local",
@@ -179,6 +187,7 @@ def build(
         multistream_index=multistream_index,
         index_type=index_type.value,
         lexical=lexical,
+        lexical_engine=lexical_engine.value,
         engine=engine.value,
         ray_address=ray_address,
         workers=workers,

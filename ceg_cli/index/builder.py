@@ -56,7 +56,7 @@ from .indexdir import (
     write_json,
 )
 from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
-from .lexical import build_lexical, skipped_warning, want_lexical
+from .lexical import build_lexical, want_lexical
 from .local_engine import fill_here
 from .processes import available_cores
 from .store import check_model, check_vectors_file, read_meta
@@ -199,10 +199,8 @@ def _build(
         lexical = None
         if wanted:
             t0 = time.perf_counter()
-            lexical = build_lexical(work.db, tmp, options.embed_text)
+            lexical = build_lexical(work.db, tmp, options.embed_text, options.lexical_engine)
             report.lexical_seconds = time.perf_counter() - t0
-        elif skipped.startswith("auto"):
-            warn(skipped_warning(int(total_chunks)))
         vectors = work.vectors()
         if vectors.count != total_chunks:
             raise RuntimeError(f"{tmp}: {vectors.count} vectors for {total_chunks} passages")

@@ -49,6 +49,9 @@ class BuildOptions:
     language: str = "auto"
     #: Build the lexical (BM25) part; None: by size (``lexical.want_lexical``).
     lexical: bool | None = None
+    #: The lexical part's engine: ``auto`` (bm25s up to ``LEXICAL_AUTO_MAX`` passages,
+    #: tantivy beyond), ``bm25s`` or ``tantivy`` (``lexical.lexical_engine``).
+    lexical_engine: str = "auto"
     #: ``local`` (this process) or ``ray`` (``ray_engine``: workers across a cluster).
     engine: str = "local"
     #: The Ray cluster to join (None: start Ray on this machine).

@@ -112,7 +112,8 @@ def unchanged(
     wanted, skipped = want_lexical(options.lexical, report.total_chunks, meta)
     if wanted and ("lexical" not in meta or lexical_problem(meta, target) is not None):
         # Built before the lexical part existed, without it, or it was lost: add it.
-        report.lexical_seconds = relink(target, meta, lexical=True)
+        report.lexical_seconds = relink(target, meta, lexical=True,
+                                        engine=options.lexical_engine)
     elif options.lexical is False and "lexical" in meta:
         relink(target, meta, lexical=False, skipped=skipped)
         warn(f"--no-lexical: removed the lexical (BM25) part of {target}; retrieval is dense")
@@ -125,7 +126,8 @@ def unchanged(
         )
 
 
-def relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = "") -> float:
+def relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = "",
+           engine: str = "auto") -> float:
     """Give the index at ``target`` a new lexical part, or none, as a new index swapped in.
 
     The vectors and passages are hard links (copies where links fail): indexes
@@ -142,7 +144,7 @@ def relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = 
         meta = {k: v for k, v in meta.items() if k not in ("lexical", "lexical_skipped")}
         if lexical:
             with closing(connect_readonly(tmp / CHUNKS_FILE)) as db:
-                meta["lexical"] = build_lexical(db, tmp, meta["embed_text"])
+                meta["lexical"] = build_lexical(db, tmp, meta["embed_text"], engine)
         else:
             meta["lexical_skipped"] = skipped
         write_json(tmp / META_FILE, meta)

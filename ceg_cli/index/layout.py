@@ -59,3 +59,5 @@ def embed_text(chunk: Chunk, mode: str) -> str:
 #: workers (``ray_engine``). Here, not in the builder, so that ``ceg --help`` lists
 #: them without loading numpy.
 ENGINES = ("local", "ray")
+#: The lexical part's engines (``lexical.lexical_engine``): auto by size, or one named.
+LEXICAL_ENGINES = ("auto", "bm25s", "tantivy")

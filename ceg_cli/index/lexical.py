@@ -40,7 +40,7 @@ from ..errors import IndexLoadError, UsageError
 from ..lang.codes import ENGLISH
 from ..types import Chunk
 from .indexdir import sampled_digest
-from .layout import LEXICAL_DIR, Hit, embed_text
+from .layout import LEXICAL_DIR, LEXICAL_ENGINES, Hit, embed_text
 from .lexlang import (
     TOKENIZER,
     corpus_tokens,
@@ -70,14 +70,35 @@ BM25_PARAMS = {"method": "lucene", "k1": 1.5, "b": 0.75}
 # --------------------------------------------------------------------------- building
 
 
-def build_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str) -> dict[str, Any]:
+def lexical_engine(requested: str, passages: int) -> str:
+    """The engine a build writes the lexical part with: bm25s up to ``LEXICAL_AUTO_MAX``
+    passages (rankings as before), tantivy beyond (streamed, bounded memory)."""
+    if requested not in LEXICAL_ENGINES:
+        raise UsageError(f"--lexical-engine {requested}: choose one of "
+                         f"{', '.join(LEXICAL_ENGINES)}")
+    if requested != "auto":
+        return requested
+    return "tantivy" if passages > LEXICAL_AUTO_MAX else "bm25s"
+
+
+def build_lexical(
+    db: sqlite3.Connection, index_dir: Path, embed_mode: str, engine: str = "auto"
+) -> dict[str, Any]:
     """Index every passage of the chunk store ``db`` into ``index_dir/lexical``.
 
     bm25s cannot add to an index, so an ``--append`` rebuilds it from all the
     passages (about 0.4 s per 5,800 passages on 2 cores; 400 s, 3.9 GB of
-    memory and 0.5 GB on disk per million: ``benchmarks/lexical_scale.py``).
+    memory and 0.5 GB on disk per million: ``benchmarks/lexical_scale.py``);
+    past ``LEXICAL_AUTO_MAX`` passages (or with ``engine="tantivy"``) tantivy
+    writes it streamed, in bounded memory (``lexical_tantivy``).
     Returns the ``lexical`` entry of meta.json.
     """
+    (passages,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+    if lexical_engine(engine, int(passages)) == "tantivy":
+        from . import lexical_tantivy
+
+        entry = lexical_tantivy.build(db, index_dir, embed_mode)
+        return {"files": lexical_files(index_dir), **entry}
     bm25s = import_bm25s()
     texts: list[str] = []
     languages: list[str | None] = []
@@ -167,9 +188,10 @@ def add_lexical_hint(path: Path, meta: Mapping[str, Any]) -> str:
 
 
 #: Passages up to which a build makes the lexical part unless told (``--lexical``,
-#: ``--no-lexical``). bm25s builds in memory, about 3.9 GB per million passages
+#: bm25s builds in memory, about 3.9 GB per million passages
 #: (``benchmarks/lexical_scale.py``): this many take about 8 GB, a third of the
-#: project's 24 GB machine; beyond it the build would no longer be bounded.
+#: project's 24 GB machine. Beyond it tantivy builds the lexical part
+#: (``lexical_engine``); builds before that left it out.
 LEXICAL_AUTO_MAX = 2_000_000
 #: Bytes of memory bm25s takes to build, per passage (measured at one million).
 LEXICAL_BUILD_BYTES = 3900
@@ -187,8 +209,7 @@ def want_lexical(
         return requested, "user: --no-lexical"
     if old_meta is not None and str(old_meta.get("lexical_skipped", "")).startswith("user"):
         return False, str(old_meta["lexical_skipped"])
-    if passages > LEXICAL_AUTO_MAX:
-        return False, f"auto: {passages:,} passages > {LEXICAL_AUTO_MAX:,}"
+    # At any size: past LEXICAL_AUTO_MAX passages tantivy builds it (lexical_engine).
     return True, ""
 
 
@@ -202,14 +223,14 @@ def skipped_reason(meta: Mapping[str, Any]) -> str:
     return "built before ceg made one"
 
 
-def skipped_warning(passages: int) -> str:
-    gigabytes = passages * LEXICAL_BUILD_BYTES / 1e9
-    return (
-        f"no lexical (BM25) part: for {passages:,} passages bm25s would need about "
-        f"{gigabytes:.0f} GB of memory to build it (more than {LEXICAL_AUTO_MAX:,} passages); "
-        "--retrieval lexical is not available and hybrid is dense; pass --lexical to build "
-        "it anyway"
-    )
+def open_lexical(path: Path, passages: int | None, entry: Mapping[str, Any]) -> Any:
+    """The lexical part at ``path`` as meta.json's ``lexical`` entry says it was built:
+    bm25s (``LexicalIndex``; every index before tantivy) or tantivy."""
+    if entry.get("library") == "tantivy":
+        from .lexical_tantivy import TantivyLexical
+
+        return TantivyLexical(path, passages, entry.get("tokenizer"))
+    return LexicalIndex(path, passages, entry.get("tokenizer"))
 
 
 class LexicalIndex:
@@ -346,11 +367,17 @@ def search(
     dense_lists = index.dense_candidates(vectors, depth) if method == "hybrid" else None
     lex_lists: list[list[int]] = []
     bm25_of: list[dict[int, float]] = []  # each query's BM25 score of its candidates
-    for n, bm25 in enumerate(lexical.scores_many(queries)):
-        lex_ids = [int(i) for i in _top(bm25, depth) if bm25[i] > 0]  # no query word: not found
-        lex_lists.append(lex_ids)
-        union = lex_ids if dense_lists is None else [i for i, _ in dense_lists[n]] + lex_ids
-        bm25_of.append({i: float(bm25[i]) for i in union})
+    if hasattr(lexical, "ranked"):  # tantivy: its top list, and the dense candidates scored
+        also = None if dense_lists is None else [[i for i, _ in row] for row in dense_lists]
+        for lex_ids, scores in lexical.ranked(queries, depth, also):
+            lex_lists.append(lex_ids)
+            bm25_of.append(scores)
+    else:
+        for n, bm25 in enumerate(lexical.scores_many(queries)):
+            lex_ids = [int(i) for i in _top(bm25, depth) if bm25[i] > 0]  # no query word
+            lex_lists.append(lex_ids)
+            union = lex_ids if dense_lists is None else [i for i, _ in dense_lists[n]] + lex_ids
+            bm25_of.append({i: float(bm25[i]) for i in union})
     if dense_lists is None:
         cosines = index.cosines_many(vectors, [ids[:k] for ids in lex_lists])
         ranked = [[(i, cos[i]) for i in ids[:k]] for ids, cos in zip(lex_lists, cosines)]

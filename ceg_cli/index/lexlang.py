@@ -28,8 +28,8 @@ from typing import Any
 from ..lang.codes import ENGLISH
 from ..lang.tokenize import ANALYZER_VERSION, ENGLISH_TOKENIZER, analyzer
 
-__all__ = ["QUERY_LANGUAGES", "TOKENIZER", "corpus_tokens", "is_legacy", "query_tokens",
-           "tokenizer_entry"]
+__all__ = ["QUERY_LANGUAGES", "TOKENIZER", "corpus_terms", "corpus_tokens", "is_legacy",
+           "query_tokens", "tokenizer_entry"]
 
 #: bm25s's tokenizer arguments, as ceg recorded them before languages (English).
 TOKENIZER = dict(ENGLISH_TOKENIZER)
@@ -83,6 +83,12 @@ def corpus_tokens(texts: Sequence[str], languages: Sequence[str]) -> Any:
     for text, language in zip(texts, languages):
         ids.append([vocab.setdefault(t, len(vocab)) for t in analyzer(language)(text)])
     return Tokenized(ids=ids, vocab=vocab)
+
+
+def corpus_terms(texts: Sequence[str], languages: Sequence[str]) -> list[list[str]]:
+    """The terms of each of ``texts``, each read in its language (``corpus_tokens``'s
+    terms, as strings: what a tantivy lexical part holds)."""
+    return [list(analyzer(language)(text)) for text, language in zip(texts, languages)]
 
 
 def query_tokens(query: str, tokenizer: Mapping[str, Any] | None) -> list[str]:

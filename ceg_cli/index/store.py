@@ -30,7 +30,14 @@ from ..types import Chunk
 from .embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
 from .indexdir import FOREIGN_OK, sampled_digest
 from .layout import CHUNK_COLUMNS, CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, Hit
-from .lexical import LEXICAL_DIR, LexicalIndex, add_lexical_hint, check_lexical, check_method
+from .lexical import (
+    LEXICAL_DIR,
+    LexicalIndex,
+    add_lexical_hint,
+    check_lexical,
+    check_method,
+    open_lexical,
+)
 from .lexical import search as search_lexical
 from .metacheck import check_meta
 
@@ -145,7 +152,7 @@ class Index:
         self._vectors = vectors
         self._db = db
         self._embedder: Embedder | None = None
-        self._lexical: LexicalIndex | None = None
+        self._lexical: LexicalIndex | Any | None = None
 
     @property
     def size(self) -> int:
@@ -199,15 +206,15 @@ class Index:
         """Whether the index has its BM25 part (one built before it existed has not)."""
         return "lexical" in self.meta
 
-    def lexical(self) -> LexicalIndex:
+    def lexical(self) -> LexicalIndex | Any:
         """The BM25 index, loaded (memory-mapped) once."""
         if self._lexical is None:
             if not self.has_lexical:
                 raise UsageError(f"index at {self.path} has no lexical part")
             check_lexical(self.meta, self.path)
             try:
-                self._lexical = LexicalIndex(self.path / LEXICAL_DIR, self.size,
-                                             self.meta["lexical"].get("tokenizer"))
+                self._lexical = open_lexical(self.path / LEXICAL_DIR, self.size,
+                                             self.meta["lexical"])
             except IndexLoadError as exc:
                 raise IndexLoadError(
                     f"{exc}; rebuild the lexical part without re-embedding: "

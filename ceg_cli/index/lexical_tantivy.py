@@ -1,0 +1,203 @@
+"""The lexical (BM25) part on tantivy, for indexes past what bm25s builds in memory.
+
+bm25s holds the whole term matrix while it builds (about 3.9 GB per million
+passages), so a build beyond ``LEXICAL_AUTO_MAX`` passages used to leave the
+lexical part out: exactly where the corpus is Wikipedia-sized and where BM25
+finds a claim's passage first more often than dense search. tantivy (a
+Lucene-class engine, Rust, abi3 wheels) writes its inverted index in segments
+with a bounded heap, so a build streams the chunk store in batches:
+
+- one field ``terms`` of ceg's own terms (``lexlang``: the same code that reads
+  queries, so build and search agree in every language), joined by spaces and
+  split back by tantivy's ``whitespace`` tokenizer; frequencies only, no
+  positions, no stored text (ceg's chunk store keeps the passage);
+- one integer field ``id``, the passage's row id (== its FAISS id), stored and
+  indexed, so a hit names its passage and hybrid search can score given ids;
+- memory: the writer's heap, ``HEAP_BYTES`` (tantivy flushes a segment when it
+  fills), plus one batch of passages and their terms: bounded at any size.
+
+Scores are tantivy's BM25 (Lucene's formula, k1 1.2, b 0.75, document lengths
+in Lucene's one-byte norms); bm25s, kept for smaller indexes and every index
+built before, uses Lucene's formula with k1 1.5. Both are recorded in meta.json.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import IndexLoadError
+from ..lang.codes import ENGLISH
+from ..types import Chunk
+from .layout import LEXICAL_DIR, embed_text
+from .lexlang import ANALYZER, corpus_terms, import_bm25s, is_legacy, queries_tokens
+from .lexlang import tokenizer_entry as _tokenizer_entry
+
+LIBRARY = "tantivy"
+#: tantivy's BM25 parameters (fixed in tantivy: Lucene's defaults).
+PARAMETERS = {"method": "lucene", "k1": 1.2, "b": 0.75}
+#: The writer's memory budget: tantivy writes a segment each time it fills.
+HEAP_BYTES = 256 * 1024 * 1024
+#: Passages read from the chunk store, tokenized and handed to the writer at a time.
+BATCH = 20_000
+#: tantivy's field names.
+ID_FIELD, TERMS_FIELD = "id", "terms"
+
+
+def import_tantivy() -> Any:
+    try:
+        import tantivy
+    except ImportError as exc:  # a main dependency: a broken install
+        raise IndexLoadError(
+            "the lexical part of this index needs the tantivy package: pip install tantivy"
+        ) from exc
+    return tantivy
+
+
+def schema() -> Any:
+    tantivy = import_tantivy()
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field(ID_FIELD, stored=True, indexed=True, fast=True)
+    builder.add_text_field(TERMS_FIELD, stored=False, tokenizer_name="whitespace",
+                           index_option="freq")
+    return builder.build()
+
+
+def version() -> str:
+    from importlib.metadata import version as dist_version
+
+    return dist_version("tantivy")
+
+
+def build(
+    db: sqlite3.Connection, index_dir: Path, embed_mode: str,
+    on_batch: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Index every passage of the chunk store ``db`` into ``index_dir/lexical`` with
+    tantivy, streamed in batches; the ``lexical`` entry of meta.json."""
+    tantivy = import_tantivy()
+    counts: Counter[str] = Counter()
+    for language, n in db.execute("SELECT language, count(*) FROM chunks GROUP BY language"):
+        counts[language or ENGLISH] += int(n)
+    tokenizer = _tokenizer_entry(counts)
+    out = index_dir / LEXICAL_DIR
+    out.mkdir()
+    index = tantivy.Index(schema(), path=str(out))
+    writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    Document = tantivy.Document
+    passages = 0
+    for rows in _batches(db):
+        ids = [int(r[0]) for r in rows]
+        texts = [embed_text(Chunk("", r[1], 0, 0, 0, r[2]), embed_mode) for r in rows]
+        terms = passage_terms(texts, [r[3] or ENGLISH for r in rows], tokenizer)
+        for row_id, words in zip(ids, terms):
+            # The integer field takes a Python int: any other type panics the writer.
+            writer.add_document(Document(**{ID_FIELD: row_id, TERMS_FIELD: " ".join(words)}))
+        passages += len(ids)
+        if on_batch is not None:
+            on_batch(len(ids))
+    writer.commit()
+    writer.wait_merging_threads()
+    return {
+        "library": LIBRARY,
+        "version": version(),
+        "dir": LEXICAL_DIR,
+        "parameters": dict(PARAMETERS),
+        "tokenizer": tokenizer,
+        "text": embed_mode,
+        "passages": passages,
+        "heap_bytes": HEAP_BYTES,
+    }
+
+
+def _batches(db: sqlite3.Connection) -> Iterator[list[tuple[Any, ...]]]:
+    """The chunk store's passages in id order, ``BATCH`` at a time (keyset paging: each
+    query starts where the last ended, so memory holds one batch)."""
+    last = -1
+    while True:
+        rows = db.execute(
+            "SELECT id, title, text, language FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
+            (last, BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = int(rows[-1][0])
+
+
+def passage_terms(texts: Sequence[str], languages: Sequence[str],
+                  tokenizer: Mapping[str, Any]) -> list[list[str]]:
+    """The terms of each passage, as bm25s's index of the same passages would hold them."""
+    if is_legacy(tokenizer):
+        bm25s = import_bm25s()
+        from .lexlang import TOKENIZER
+
+        return [list(words) for words in bm25s.tokenize(list(texts), **TOKENIZER,
+                                                         return_ids=False, show_progress=False)]
+    assert tokenizer.get("analyzer") == ANALYZER
+    return corpus_terms(texts, languages)
+
+
+class TantivyLexical:
+    """A tantivy lexical part, opened: the top passages of a query, and the BM25 score
+    of given passages (hybrid search's candidates that BM25 did not rank)."""
+
+    def __init__(self, path: Path, passages: int | None = None,
+                 tokenizer: Mapping[str, Any] | None = None) -> None:
+        tantivy = import_tantivy()
+        self.tokenizer = dict(tokenizer) if tokenizer is not None else None
+        try:
+            self._index = tantivy.Index.open(str(path))
+            self._searcher = self._index.searcher()
+            held = int(self._searcher.num_docs)
+        except (OSError, ValueError) as exc:
+            raise IndexLoadError(f"{path}: unreadable tantivy index ({exc})") from exc
+        if passages is not None and held != passages:
+            raise IndexLoadError(
+                f"{path}: the BM25 index holds {held} passages, the index {passages} (another "
+                "index's BM25 index, or a damaged one)"
+            )
+        self._schema = self._index.schema
+        self._tantivy = tantivy
+
+    def _query(self, words: Sequence[str]) -> Any:
+        Query, Occur = self._tantivy.Query, self._tantivy.Occur
+        return Query.boolean_query([(Occur.Should, Query.term_query(self._schema, TERMS_FIELD, w))
+                                    for w in dict.fromkeys(words)])
+
+    def _hits(self, query: Any, limit: int) -> list[tuple[int, float]]:
+        found = self._searcher.search(query, limit)
+        return [(int(self._searcher.doc(address)[ID_FIELD][0]), float(score))
+                for score, address in found.hits]
+
+    def ranked(
+        self, queries: Sequence[str], depth: int, also: Sequence[Sequence[int]] | None = None,
+    ) -> list[tuple[list[int], dict[int, float]]]:
+        """For each query: the ids of its top ``depth`` passages with a query term, best
+        first (ties: lower id first), and the BM25 score of those and of ``also[n]``."""
+        out = []
+        for n, words in enumerate(queries_tokens(queries, self.tokenizer)):
+            if not words:
+                top: list[tuple[int, float]] = []
+            else:
+                top = self._hits(self._query(words), depth)
+            top = sorted((h for h in top if h[1] > 0), key=lambda h: (-h[1], h[0]))
+            scores = dict(top)
+            wanted = [i for i in (also[n] if also is not None else ()) if i not in scores]
+            if wanted and words:
+                scores.update(self.scores_of(words, wanted))
+            for i in wanted:
+                scores.setdefault(i, 0.0)
+            out.append(([i for i, _ in top], scores))
+        return out
+
+    def scores_of(self, words: Sequence[str], ids: Sequence[int]) -> dict[int, float]:
+        """BM25 of passages ``ids`` for the query terms ``words`` (0 without a term)."""
+        Query, Occur = self._tantivy.Query, self._tantivy.Occur
+        only = Query.const_score_query(
+            Query.term_set_query(self._schema, ID_FIELD, [int(i) for i in ids]), 0.0)
+        query = Query.boolean_query([(Occur.Must, only), (Occur.Should, self._query(words))])
+        return dict(self._hits(query, len(ids)))
