@@ -77,6 +77,9 @@ SAMPLE_CHUNKS = CACHE_DIR / "enwiki-sample-index" / "chunks.sqlite"
 SEED = 16
 MINTED_REUSED = 2
 CANDIDATES = 50
+# Columns named: the store gained a language column after this script was written.
+INSERT = ("INSERT INTO chunks (id, doc_id, title, ordinal, start, end, text, url, source) "
+          "VALUES (?,?,?,?,?,?,?,?,?)")
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 
 
@@ -160,9 +163,9 @@ def generate(source: Path, target: Path, size: int) -> dict[str, Any]:
         body = " ".join(text + extra)
         batch.append((pid, f"d{pid}", title, 0, 0, len(body), body, None, "synthetic"))
         if len(batch) == 10000:
-            out.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)", batch)
+            out.executemany(INSERT, batch)
             batch.clear()
-    out.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?,?)", batch)
+    out.executemany(INSERT, batch)
     out.commit()
     out.close()
     return {
@@ -181,22 +184,26 @@ def generate(source: Path, target: Path, size: int) -> dict[str, Any]:
 # --------------------------------------------------------------------------- build, query
 
 
-def build(store: Path, index_dir: Path) -> dict[str, Any]:
+def build(store: Path, index_dir: Path, engine: str) -> dict[str, Any]:
     from ceg_cli.index.lexical import LEXICAL_DIR, build_lexical
 
     index_dir.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(store) as db:
         started = time.perf_counter()
-        entry = build_lexical(db, index_dir, "title+text")
+        entry = build_lexical(db, index_dir, "title+text", engine)
         seconds = time.perf_counter() - started
     files = {p.name: p.stat().st_size for p in (index_dir / LEXICAL_DIR).iterdir()}
-    vocab = json.loads((index_dir / LEXICAL_DIR / "vocab.index.json").read_text())
+    vocabulary = None
+    if engine == "bm25s":
+        vocabulary = len(json.loads((index_dir / LEXICAL_DIR / "vocab.index.json").read_text()))
     return {
+        "engine": entry["library"],
         "build_s": round(seconds, 2),
+        "passages_per_s": round(entry["passages"] / seconds),
         "passages": entry["passages"],
-        "vocabulary": len(vocab),
+        "vocabulary": vocabulary,
         "disk_bytes": sum(files.values()),
-        "files": files,
+        "files": len(files),
     }
 
 
@@ -268,6 +275,52 @@ def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
     }
 
 
+def query_tantivy(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
+    """What ``ceg_cli.index.lexical.search`` does with a tantivy part: the top
+    ``FUSION_DEPTH`` of a query (lexical retrieval), and with 50 hybrid candidates it did
+    not rank scored as well (hybrid retrieval's lexical half)."""
+    from ceg_cli.index.lexical import FUSION_DEPTH, LEXICAL_DIR
+    from ceg_cli.index.lexical_tantivy import TantivyLexical
+
+    rss_before = _rss_mb()
+    started = time.perf_counter()
+    lexical = TantivyLexical(index_dir / LEXICAL_DIR)
+    load_s = time.perf_counter() - started
+    rss_loaded = _rss_mb()
+    rows = sample_rows(source)
+    sentences = [s for _, text in rows for s in SENTENCE.split(text) if len(s.split()) >= 6]
+    rng = random.Random(SEED + 1)
+    queries = [rng.choice(sentences) for _ in range(n_queries)]
+    n_docs = int(lexical._searcher.num_docs)
+    top_ms, hybrid_ms, found = [], [], []
+    for q in queries:
+        candidates = [rng.randrange(n_docs) for _ in range(CANDIDATES)]
+        t0 = time.perf_counter()
+        ((top, _),) = lexical.ranked([q], FUSION_DEPTH)
+        t1 = time.perf_counter()
+        ((_, scores),) = lexical.ranked([q], FUSION_DEPTH, [candidates])
+        t2 = time.perf_counter()
+        if not set(candidates) <= set(scores):
+            raise SystemExit(f"hybrid candidates not scored for {q!r}")
+        top_ms.append(1000 * (t1 - t0))
+        hybrid_ms.append(1000 * (t2 - t1))
+        found.append(len(top))
+    batch = queries[: min(len(queries), 80)]
+    t0 = time.perf_counter()
+    lexical.ranked(batch, FUSION_DEPTH)
+    batched_s = time.perf_counter() - t0
+    return {
+        "load_s": round(load_s, 3),
+        "rss_load_mb": round(rss_loaded - rss_before, 1),
+        "rss_after_queries_mb": round(_rss_mb(), 1),
+        "queries": n_queries,
+        "full": _dist(top_ms),
+        "hybrid_with_50_candidates": _dist(hybrid_ms),
+        "batched_queries_per_s": round(len(batch) / batched_s, 1),
+        "top_found_median": int(median(found)),
+    }
+
+
 def select_over_all(scores: Any, depth: int) -> Any:
     """``ceg_cli.index.lexical._top`` before this benchmark: ``argpartition`` over all N."""
     import numpy as np
@@ -320,30 +373,43 @@ def stage(name: str, argv: list[str]) -> tuple[dict[str, Any], float, float]:
     return json.loads(out), time.perf_counter() - started, usage.ru_maxrss / 1024
 
 
-def measure(size: int, workdir: Path, n_queries: int, source: Path, reuse: bool) -> dict[str, Any]:
-    store, index_dir = workdir / f"chunks-{size}.sqlite", workdir / f"index-{size}"
+def measure(size: int, workdir: Path, n_queries: int, source: Path, reuse: bool,
+            engines: list[str]) -> list[dict[str, Any]]:
+    """Each engine's build and queries over one generated store of ``size`` passages."""
+    store = workdir / f"chunks-{size}.sqlite"
     common = ["--size", str(size), "--workdir", str(workdir), "--queries", str(n_queries)]
     common += ["--source", str(source)]
-    saved = workdir / f"built-{size}.json"
-    if reuse and saved.exists() and index_dir.is_dir():
-        log(f"{size:,} passages: reusing the index built by an earlier run ({saved})")
-        gen, built, build_rss = json.loads(saved.read_text(encoding="utf-8"))
-    else:
-        log(f"{size:,} passages: generating")
-        gen, gen_s, _ = stage("generate", common)
-        log(f"{size:,} passages: building ({gen_s:.0f} s to generate)")
-        built, _, build_rss = stage("build", common)
-        saved.write_text(json.dumps([gen, built, build_rss]), encoding="utf-8")
-    log(f"{size:,} passages: querying ({built['build_s']} s to build, {build_rss:.0f} MB)")
-    queried, _, query_rss = stage("query", common)
+    out = []
+    gen = None
+    for engine in engines:
+        # bm25s keeps the folder name of the runs before engines were compared.
+        index_dir = workdir / (f"index-{size}" if engine == "bm25s" else f"index-{size}-{engine}")
+        argv = [*common, "--engine", engine]
+        saved = workdir / f"built-{size}{'' if engine == 'bm25s' else '-' + engine}.json"
+        if reuse and saved.exists() and index_dir.is_dir():
+            log(f"{size:,} passages, {engine}: reusing the index built by an earlier run ({saved})")
+            gen, built, build_rss = json.loads(saved.read_text(encoding="utf-8"))
+        else:
+            if gen is None or not store.exists():
+                log(f"{size:,} passages: generating")
+                gen, gen_s, _ = stage("generate", argv)
+                log(f"{size:,} passages: generated in {gen_s:.0f} s")
+            log(f"{size:,} passages, {engine}: building")
+            built, _, build_rss = stage("build", argv)
+            saved.write_text(json.dumps([gen, built, build_rss]), encoding="utf-8")
+        log(f"{size:,} passages, {engine}: querying ({built['build_s']} s to build, "
+            f"{build_rss:.0f} MB)")
+        queried, _, query_rss = stage("query", argv)
+        out.append({
+            "passages": size,
+            "engine": engine,
+            "generate": gen,
+            "build": built | {"peak_rss_mb": round(build_rss)},
+            "query": queried | {"peak_rss_mb": round(query_rss)},
+            "index_dir": str(index_dir),
+        })
     store.unlink(missing_ok=True)
-    return {
-        "passages": size,
-        "generate": gen,
-        "build": built | {"peak_rss_mb": round(build_rss)},
-        "query": queried | {"peak_rss_mb": round(query_rss)},
-        "index_dir": str(index_dir),
-    }
+    return out
 
 
 def project(last: dict[str, Any], target: int) -> dict[str, Any]:
@@ -372,16 +438,23 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="with --workdir: query the indexes an earlier run built there, with its build figures",
     )
+    parser.add_argument("--engines", default="bm25s",
+                        help="comma-separated: bm25s, tantivy (each built and queried over the "
+                        "same passages, side by side)")
+    parser.add_argument("--engine", default="bm25s", help=argparse.SUPPRESS)
     parser.add_argument("--stage", choices=("generate", "build", "query"), help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.stage:
         store = args.workdir / f"chunks-{args.size}.sqlite"
-        index_dir = args.workdir / f"index-{args.size}"
+        index_dir = args.workdir / (f"index-{args.size}" if args.engine == "bm25s"
+                                    else f"index-{args.size}-{args.engine}")
         if args.stage == "generate":
             result = generate(args.source, store, args.size)
         elif args.stage == "build":
-            result = build(store, index_dir)
+            result = build(store, index_dir, args.engine)
+        elif args.engine == "tantivy":
+            result = query_tantivy(args.source, index_dir, args.queries)
         else:
             result = query(args.source, index_dir, args.queries)
         print(json.dumps(result))
@@ -392,16 +465,24 @@ def main(argv: list[str] | None = None) -> int:
     if not args.source.exists():
         raise SystemExit(f"{args.source}: no chunk store; build the enwiki sample index there")
     sizes = [int(s) for s in args.sizes.split(",")]
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if not engines or set(engines) - {"bm25s", "tantivy"}:
+        raise SystemExit(f"--engines {args.engines}: bm25s and/or tantivy")
     with work_dir(args.workdir, prefix="ceg-lexical-scale-") as workdir:
-        runs = [measure(size, workdir, args.queries, args.source, args.reuse) for size in sizes]
-    data = {
+        runs = [run for size in sizes
+                for run in measure(size, workdir, args.queries, args.source, args.reuse, engines)]
+    data: dict[str, Any] = {
         "command": command_line(),
         "environment": environment(),
         "runs": runs,
-        "projection": project(runs[-1], args.project),
     }
+    if engines == ["bm25s"]:
+        data["projection"] = project(runs[-1], args.project)
+        text = render(data)
+    else:
+        text = render_engines(runs)
     path = write_results(args.name, data)
-    print(render(data))
+    print(text)
     log(f"results: {path}")
     return 0
 
@@ -486,5 +567,32 @@ def render(data: dict[str, Any]) -> str:
     )
 
 
+
+def render_engines(runs: list[dict[str, Any]]) -> str:
+    """The engines side by side: a column per size and engine."""
+    header = ["measure", *(f"{r['engine']} {r['passages']:,}" for r in runs)]
+
+    def cells(get: Any) -> list[Any]:
+        return [get(r) for r in runs]
+
+    def dist(r: dict[str, Any], key: str) -> str:
+        d = r["query"].get(key)
+        return f"{d['median_ms']} / {d['p95_ms']}" if d else ""
+
+    rows = [
+        ["build time (s)", *cells(lambda r: r["build"]["build_s"])],
+        ["build passages/s", *cells(lambda r: f"{r['build']['passages_per_s']:,}")],
+        ["build peak RSS (MB)", *cells(lambda r: r["build"]["peak_rss_mb"])],
+        ["on disk (MB)", *cells(lambda r: round(r["build"]["disk_bytes"] / 2**20))],
+        ["RSS added by opening (MB)", *cells(lambda r: r["query"]["rss_load_mb"])],
+        ["query, top 50: median / p95 (ms)", *cells(lambda r: dist(r, "full"))],
+        ["query with 50 hybrid candidates scored: median / p95 (ms)",
+         *cells(lambda r: dist(r, "hybrid_with_50_candidates") or "")],
+        ["query peak RSS (MB)", *cells(lambda r: r["query"]["peak_rss_mb"])],
+    ]
+    return markdown_table(header, rows)
+
+
 if __name__ == "__main__":
     sys.exit(main())
+
