@@ -42,12 +42,11 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, log, usage_error  # noqa: E402
+from _common import REPO, log, usage_error, work_dir  # noqa: E402
 
 LIMIT = 64 * 1024 * 1024
 MARKER = ".gpu_prepare"
@@ -156,7 +155,7 @@ def main() -> int:
     args = ap.parse_args()
     check_out(args.out)
     versions = {name: importlib.metadata.version(name) for name in PACKAGES}
-    with tempfile.TemporaryDirectory(prefix="ceg-gpu-prepare-") as tmp:
+    with work_dir(None, prefix="ceg-gpu-prepare-") as tmp:
         stage = Path(tmp) / "carry"
         stage.mkdir()
         site = Path(tmp) / "site"
