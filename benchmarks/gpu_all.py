@@ -119,6 +119,12 @@ TINY_CHECKERS = Bench("checkers", "checker_speed.py",
                        "{precision_variants}"), 90)
 
 
+#: The rehearsal's two builds in one ``gpu_build.py`` (one corpus check, one model-alone
+#: child); each file gets its run.
+TINY_BUILDS = Bench("builds", "gpu_build.py", (*BUILD_ARGS, "--workers", "{readers}", "1"), 120,
+                    needs_embedder=True)
+
+
 #: Issue 48's builds at the same size, for the GPU/CPU ratio. One line each, e.g.
 #: ``Bench("build-static", "static_build.py", ("--passages", "{passages}"), 90),``
 #: (the script must take ``--results NAME``, as every benchmark here does).
@@ -313,6 +319,27 @@ def one_family(got: tuple[list[str], dict[str, Any]], step: str) -> tuple[list[s
     return command, {**result, "families": {family: result["families"][family]}}
 
 
+def one_build(got: tuple[list[str], dict[str, Any]], step: str, readers: int) -> tuple[
+        list[str], dict[str, Any]]:
+    """``gpu_build.py``'s results of several reader settings, cut to the one of ``step``."""
+    command, result = got
+    run = "generated" if step == "build-1-reader" else f"generated, {readers} readers"
+    return command, {**result, "runs": {run: result["runs"][run]}}
+
+
+def once(shared: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
+    """``fn()``'s result, or its exception raised again, computed the first time only."""
+    if key not in shared:
+        try:
+            shared[key] = (True, fn())
+        except Exception as exc:  # noqa: BLE001 - raised again for each step that shares it
+            shared[key] = (False, exc)
+    ok, got = shared[key]
+    if not ok:
+        raise got
+    return got
+
+
 def child_env(args: argparse.Namespace, work: Path) -> dict[str, str]:
     """This environment with the checkout, then the carried packages, on PYTHONPATH."""
     paths = [str(REPO)]
@@ -442,9 +469,15 @@ def main() -> int:
                 timeout = TINY_CHECKERS.timeout_s
 
                 def run(t: float, step: Bench = step) -> tuple[list[str], dict[str, Any]]:
-                    if "checkers" not in shared:
-                        shared["checkers"] = run_bench(TINY_CHECKERS, values, t, env)
-                    return one_family(shared["checkers"], step.name)
+                    got = once(shared, "checkers",
+                               lambda: run_bench(TINY_CHECKERS, values, t, env))
+                    return one_family(got, step.name)
+            elif args.tiny and step.script == "gpu_build.py":
+                timeout = TINY_BUILDS.timeout_s
+
+                def run(t: float, step: Bench = step) -> tuple[list[str], dict[str, Any]]:
+                    got = once(shared, "builds", lambda: run_bench(TINY_BUILDS, values, t, env))
+                    return one_build(got, step.name, args.readers)
             else:
                 timeout = step.timeout_s
 
