@@ -17,6 +17,9 @@ twice in the same process:
   ``batch_tokens`` padded tokens, ``torch.inference_mode``, and on a CPU in
   float32 oneDNN's linear layers: ceg_cli/judges/kernels.py).
 
+``--device cuda`` runs both paths on the GPU (the authors' loop moves its inputs
+to the model's device, as their code does).
+
 The workload (``--workload``), stated in tokens of the judge's own tokenizer
 because compute follows tokens (the test tokenizers cut an English word into
 1.6-2.8 tokens, a real BPE into about 1.3):
@@ -130,10 +133,10 @@ def reference_minicheck(judge: Any, pairs: list[Pair]) -> list[float]:
             truncation=True,
             padding=True,
             return_tensors="pt",
-        )
+        ).to(judge.model.device)
         with torch.no_grad():
             if judge.seq2seq:
-                start = torch.zeros((len(texts), 1), dtype=torch.long)
+                start = torch.zeros((len(texts), 1), dtype=torch.long, device=judge.model.device)
                 logits = judge.model(**enc, decoder_input_ids=start).logits.squeeze(1)
                 probs = torch.softmax(logits[:, torch.tensor([3, 209])], dim=-1)
             else:
@@ -149,7 +152,7 @@ def reference_hhem(judge: Any, pairs: list[Pair]) -> list[float]:
     out = []
     for passages, claim in pairs:
         text = judge.prompt_text("\n".join(passages), claim)
-        enc = judge.tokenizer([text], return_tensors="pt", padding=True)
+        enc = judge.tokenizer([text], return_tensors="pt", padding=True).to(judge.model.device)
         with torch.no_grad():
             logits = judge.model(**enc).logits[:, 0, :]
         out.append(torch.softmax(logits, dim=-1)[0, 1].item())
@@ -280,6 +283,10 @@ def main() -> None:
         help="also time the batched path with these judge options (repeatable)",
     )
     parser.add_argument(
+        "--device", choices=("cpu", "cuda"), default="cpu",
+        help="where both paths run (the judges' device option; the authors' loop on the same)",
+    )
+    parser.add_argument(
         "--precision", default=None,
         help="also time the batched path in this --judge-precision and report its agreement",
     )
@@ -300,7 +307,7 @@ def main() -> None:
         for family in args.families.split(","):
             arch = "t5" if family == "hhem" else family
             folder = build(arch, work / arch, hidden=hidden, layers=layers, heads=heads)
-            options: dict[str, Any] = {"batch_size": args.batch_size}
+            options: dict[str, Any] = {"batch_size": args.batch_size, "device": args.device}
             if args.batch_tokens is not None:
                 options["batch_tokens"] = args.batch_tokens
             judges = {"batched": make_judge(family, folder, work, options)}
@@ -334,7 +341,7 @@ def main() -> None:
                 "reference_pairs_per_s": round(len(pairs) / got["seconds"]["reference"], 3),
                 "speedup": batched["speedup"],
                 "max_abs_diff": batched["max_abs_diff"],
-                "device": "cpu",
+                "device": str(judge.model.device),
                 "batch_tokens": judge.batch_tokens,
                 "inputs": model_inputs(judge, pairs),
             }

@@ -26,6 +26,10 @@ CPU gives, for comparison):
 3. **The sample dump** (``sample_data/enwiki-sample.xml.bz2``), built the
    same way, unless ``--no-sample``.
 
+``--model DIR`` builds and encodes with another embedding model (gpu_all.py's
+stand-in where the default model's weights are not installed); ``--language``
+names the documents' language (no detection, so py3langid is not needed).
+
 Writes ``results/gpu_build.json`` (``--results NAME`` for another name: a bare
 name, nothing outside ``results/``), with the device, torch version and core
 count. Works in a temporary folder removed at the end (however the script
@@ -67,17 +71,22 @@ from _common import (  # noqa: E402
 from million_build import make_corpus  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
-CEG = [str(Path(sys.executable).with_name("ceg"))]
+#: ``ceg`` beside this Python (a virtual environment's), else the package run by this Python
+#: (a machine where ceg's dependencies were unpacked onto PYTHONPATH, as gpu_all.py does).
+_CEG_SCRIPT = Path(sys.executable).with_name("ceg")
+CEG = ([str(_CEG_SCRIPT)] if _CEG_SCRIPT.exists()
+       else [sys.executable, "-c", "from ceg_cli.cli.main import run; run()"])
 
 ENCODE_CHILD = r"""
 import json, sqlite3, statistics, sys, time
 from ceg_cli.index.embedding import load_embedder
 from ceg_cli.index.pretokenized import tokenize
 index, device, limit, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+model = sys.argv[5] or None
 db = sqlite3.connect(f"file:{index}/chunks.sqlite?mode=ro", uri=True)
 texts = [f"{t}. {x}" if t else x for t, x in db.execute(
     "SELECT title, text FROM chunks ORDER BY id LIMIT ?", (limit,))]
-embedder = load_embedder(None, device=device, batch_size=512)
+embedder = load_embedder(model, device=device, batch_size=512)
 state = embedder.tokenizer_state()
 embedder.embed(texts[:512])  # warm-up: first calls pay for kernels and allocation
 embedder.embed_tokens(tokenize(state, texts[:512]))
@@ -137,7 +146,8 @@ class GpuSampler:
                 "mean_utilization": round(sum(self.samples) / len(self.samples), 1)}
 
 
-def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str, Any]:
+def build(source: Path, index: Path, device: str, workers: int = 1,
+          extra: tuple[str, ...] = ()) -> dict[str, Any]:
     """``ceg index build SOURCE`` into ``index`` (a new, empty folder) in its own process:
     rate, CPU use, peak memory, GPU use."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -146,7 +156,7 @@ def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str,
         readers = ["--workers", str(workers)] if workers > 1 else []
         proc = subprocess.Popen(with_parent([*CEG, "index", "build", str(source), "--index",
                                              str(index), "--device", device, *readers,
-                                             "--quiet"]), cwd=REPO)
+                                             *extra, "--quiet"]), cwd=REPO)
         try:
             code, peak_kib, _anon = watch(proc)
         finally:
@@ -173,9 +183,10 @@ def build(source: Path, index: Path, device: str, workers: int = 1) -> dict[str,
     }
 
 
-def encode_alone(index: Path, device: str, limit: int, repeats: int) -> dict[str, Any]:
+def encode_alone(index: Path, device: str, limit: int, repeats: int,
+                 model: str | None = None) -> dict[str, Any]:
     out = subprocess.run(with_parent([sys.executable, "-c", ENCODE_CHILD, str(index), device,
-                                      str(limit), str(repeats)]),
+                                      str(limit), str(repeats), model or ""]),
                          capture_output=True, text=True, check=True, cwd=REPO)
     raw = json.loads(out.stdout.strip().splitlines()[-1])
     raw["passages_per_s"] = round(raw["passages"] / raw["seconds"], 1)
@@ -201,16 +212,19 @@ def measure_all(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             part.unlink(missing_ok=True)
     runs: dict[str, Any] = {}
     alone: dict[str, Any] | None = None
+    extra = tuple(["--model", args.model] if args.model else []) + tuple(
+        ["--language", args.language] if args.language else [])
     for workers in args.workers:
         name = "generated" if workers == 1 else f"generated, {workers} readers"
         log(f"building the generated corpus ({name})")
         # A fresh folder per build, removed once measured: nothing else of this run stays.
         index = Path(tempfile.mkdtemp(prefix="index-generated-", dir=work))
         try:
-            runs[name] = build(docs, index, args.device, workers)
+            runs[name] = build(docs, index, args.device, workers, extra)
             if alone is None:
                 log("the model alone on the same passages")
-                alone = encode_alone(index, args.device, args.encode_limit, args.repeats)
+                alone = encode_alone(index, args.device, args.encode_limit, args.repeats,
+                                     args.model)
         finally:
             shutil.rmtree(index, ignore_errors=True)
         runs[name]["model_alone"] = alone
@@ -218,7 +232,7 @@ def measure_all(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         log("building the sample dump")
         index = Path(tempfile.mkdtemp(prefix="index-sample-", dir=work))
         try:
-            runs["sample"] = build(ENWIKI_SAMPLE, index, args.device)
+            runs["sample"] = build(ENWIKI_SAMPLE, index, args.device, 1, extra)
         finally:
             shutil.rmtree(index, ignore_errors=True)
     return runs
@@ -234,6 +248,10 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3,
                     help="times the model-alone rates are measured (medians reported)")
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--model", default=None,
+                    help="embedding model (a folder): ceg index build --model; default ceg's")
+    ap.add_argument("--language", default=None,
+                    help="ceg index build --language (no detection: py3langid not needed)")
     ap.add_argument("--results", default="gpu_build")
     ap.add_argument("--workers", type=int, nargs="+", default=[1],
                     help="reader settings to build the generated corpus with (1: a thread; "
@@ -258,6 +276,7 @@ def main() -> int:
         "device": args.device,
         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
         "torch": torch.__version__,
+        "model": args.model or "default",
         "cores": os.cpu_count(),
         "runs": runs,
     }
