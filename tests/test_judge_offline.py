@@ -287,3 +287,30 @@ def test_a_language_s_first_segments_are_read_however_many_came_before() -> None
     assert said == [] and judge.cross_language._seen == {"en": FIRST_READ + 3 * SAMPLE_EVERY}
     judge.judge([replace(item(GERMAN, REACTORS), language="de")])
     assert len(said) == 1 and "segments in German (de)" in said[0]
+
+
+GERMAN_PASSAGE = ("Die Vereinigten Staaten hatten im Jahr 2022 insgesamt 92 betriebsbereite "
+                  "Kernreaktoren, die etwa ein Fünftel des Stroms des Landes erzeugten.")
+HINDI_PASSAGE = ("संयुक्त राज्य अमेरिका में वर्ष 2022 में कुल 92 परमाणु रिएक्टर चालू थे, जो देश की "
+                 "बिजली का लगभग पाँचवाँ हिस्सा पैदा करते थे। यह दुनिया में सबसे बड़ा परमाणु ऊर्जा "
+                 "उत्पादक देश है और इसके रिएक्टर तीस राज्यों में फैले हुए हैं।")
+
+
+@pytest.mark.parametrize("order", ["own first", "other first"])
+def test_an_index_of_several_languages_raises_no_false_alarm(order: str) -> None:
+    """Issue 51 item 4: a German segment whose evidence holds its German passage beside a
+    Hindi one was warned of 'evidence in Hindi' (the first two passages were read joined,
+    and Devanagari won). Each passage is read on its own: one in the segment's language
+    is enough."""
+    from dataclasses import replace
+
+    said: list[str] = []
+    judge = OfflineJudge(on_warning=said.append)
+    passages = ((GERMAN_PASSAGE, HINDI_PASSAGE) if order == "own first"
+                else (HINDI_PASSAGE, GERMAN_PASSAGE))
+    judge.judge([replace(item(GERMAN, *passages), language="de")])
+    assert said == []
+    # Evidence with no passage in German is still said, naming the language most of its
+    # passages are surely in.
+    judge.judge([replace(item(GERMAN, HINDI_PASSAGE, REACTORS, HINDI_PASSAGE), language="de")])
+    assert len(said) == 1 and "have evidence in Hindi (hi)" in said[0], said
