@@ -121,7 +121,7 @@ def check_command(
     from ..errors import UsageError
     from ..index.processes import terminate_as_interrupt
     from ..report.html import ReportBuilder, write_report
-    from ..report.output import refuse_index_files, refuse_same_files
+    from ..report.output import records_only_on_stdout, refuse_index_files, refuse_same_files
 
     # What the judge reads, and whether this run reads it (one warning for each it does not).
     given = judge_values(locals())
@@ -185,8 +185,11 @@ def check_command(
         if builder is not None:
             builder.add(record)
 
-    # On Ray, SIGTERM stops the run as Ctrl-C does: its workers stopped, one line, 130.
-    with terminate_as_interrupt() if settings.engine.name == "ray" else nullcontext():
+    # On Ray, SIGTERM stops the run as Ctrl-C does: its workers stopped, one line, 130;
+    # and standard output holds the records alone (Ray writes its own lines to fd 1).
+    on_ray = settings.engine.name == "ray"
+    with terminate_as_interrupt() if on_ray else nullcontext(), \
+            records_only_on_stdout() if on_ray else nullcontext():
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
         if not quiet:
             err_console.print(f"judge {run.judge_info['name']}, threshold "

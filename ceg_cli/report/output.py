@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -232,6 +233,46 @@ def _quote(raw: bytes, limit: int = 40) -> str:
     return f"'{text}...'" if len(raw) > limit else f"'{text}'"
 
 
+#: Where records meant for standard output go while ``records_only_on_stdout`` holds
+#: it (None: ``sys.stdout``).
+_RECORDS_STREAM: IO[str] | None = None
+
+
+@contextmanager
+def records_only_on_stdout() -> Iterator[None]:
+    """Standard output for ceg's records alone, whatever else the process runs.
+
+    Ray's driver threads and its C++ core write their own lines ("(raylet) Task ...
+    failed. There are 3 retries remaining") to file descriptor 1, where they land
+    between the records of ``ceg check --engine ray > out.jsonl``. Inside this block fd 1
+    is the process's stderr, and records are written to a duplicate of the real stdout;
+    at its end fd 1 is stdout again.
+    """
+    global _RECORDS_STREAM
+    if _RECORDS_STREAM is not None:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    stream = os.fdopen(saved, "w", encoding="utf-8", closefd=False)
+    os.dup2(2, 1)
+    _RECORDS_STREAM = stream
+    try:
+        yield
+    finally:
+        _RECORDS_STREAM = None
+        try:
+            stream.flush()
+        except OSError:
+            pass  # a reader gone (`| head`): nothing more can reach it
+        try:
+            sys.stdout.flush()
+        except OSError:
+            pass
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 class RecordWriter:
     """Appends JSON records to a file (or stdout), one flushed line each."""
 
@@ -239,7 +280,7 @@ class RecordWriter:
         self.path = path
         self._fh: IO[str]
         if path is None:
-            self._fh = sys.stdout
+            self._fh = _RECORDS_STREAM if _RECORDS_STREAM is not None else sys.stdout
         else:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
