@@ -22,6 +22,7 @@ from conftest import HashEmbedder
 from ceg_cli.errors import IndexLoadError
 from ceg_cli.index import META_FILE, lexical, lexical_tantivy, open_index  # noqa: F401
 from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.indexdir import work_path
 from ceg_cli.index.lexical import LEXICAL_DIR, lexical_engine, lexical_problem
 from ceg_cli.index.lexlang import import_bm25s, queries_tokens
 
@@ -161,3 +162,36 @@ def test_lexical_and_hybrid_results_are_bm25s_s_at_the_same_k1(
                                for row in idx.search(QUERIES, 8, method)]
     assert results["tantivy"] == results["bm25s"]
     assert sum(len(row) for row in results["tantivy"]) > 40
+
+
+def test_a_build_stopped_while_writing_the_lexical_part_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after the passages are stored, while tantivy writes: the work folder
+    is kept with a half-written lexical/ in it, and --resume must finish the build
+    with every passage indexed once (it died on lexical/ existing)."""
+    docs = corpus(tmp_path / "docs.jsonl", 40)
+    target = tmp_path / "index"
+    real = lexical_tantivy.passage_terms
+    calls = {"n": 0}
+
+    def stop_after_first(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] > 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lexical_tantivy, "BATCH", 16)
+    monkeypatch.setattr(lexical_tantivy, "passage_terms", stop_after_first)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([docs], target, BuildOptions(lexical_engine="tantivy", shard_passages=16),
+                    embedder=HashEmbedder())
+    assert (work_path(target) / LEXICAL_DIR).is_dir() and not target.exists()
+    monkeypatch.setattr(lexical_tantivy, "passage_terms", real)
+    build_index([docs], target,
+                BuildOptions(lexical_engine="tantivy", shard_passages=16, resume=True),
+                embedder=HashEmbedder())
+    with open_index(target) as idx:
+        assert idx.meta["lexical"]["passages"] == idx.size == 40
+        (top, _), = idx.lexical().ranked(["1839"], 5)
+        assert [idx.chunks(top)[i].doc_id for i in top] == ["d39"]

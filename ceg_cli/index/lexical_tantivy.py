@@ -23,6 +23,7 @@ built before, uses Lucene's formula with k1 1.5. Both are recorded in meta.json.
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -84,6 +85,9 @@ def build(
         counts[language or ENGLISH] += int(n)
     tokenizer = _tokenizer_entry(counts)
     out = index_dir / LEXICAL_DIR
+    # A build stopped while writing left its part here (the build's own folder,
+    # kept for --resume): the passages are all in the store, so start it over.
+    shutil.rmtree(out, ignore_errors=True)
     out.mkdir()
     index = tantivy.Index(schema(), path=str(out))
     writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
