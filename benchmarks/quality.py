@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/quality.py [--judge offline] [--enwiki-index DIR]
         [--only felm,halueval,fever] [--limit N] [--query question+segment|segment]
-        [--retrieval dense|lexical|hybrid] [--results-name quality]
+        [--retrieval dense|lexical|hybrid] [--model NAME] [--results-name quality]
 
 - **felm**: FELM world knowledge, dev half (wk-dev, 92 responses, 297 labelled
   segments), checked against an index of the responses' own references;
@@ -21,6 +21,11 @@ model loads once). FELM and HaluEval corpus indexes are cached under
 stdout, progress to stderr, and aggregate figures to
 ``benchmarks/results/quality.json`` (no benchmark text: FELM is CC BY-NC-SA).
 The paper's figures are on the full benchmarks; ours on the dev halves.
+
+``--model NAME`` (``ceg index build``'s, e.g. ``static-minilm``): the FELM and
+HaluEval corpora are indexed with that embedding model, into
+``benchmarks/.cache/quality-corpus-NAME-BENCHMARK``, and ``ceg eval`` is
+pointed at them with ``--index`` (FEVER: pass ``--enwiki-index`` built with it).
 """
 
 from __future__ import annotations
@@ -118,6 +123,7 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--query", default="question+segment")
     parser.add_argument("--retrieval", default=None, help="default: ceg eval's")
+    parser.add_argument("--model", default=None, help="corpora embedded with this model")
     parser.add_argument(
         "--results-name", default="quality", help="results/NAME.json (one file per judge)"
     )
@@ -132,6 +138,8 @@ def main() -> None:
     results: dict[str, Any] = {}
     for name in names:
         extra = ["--index", str(enwiki_index(args.enwiki_index))] if name == "fever" else []
+        if args.model and name != "fever":
+            extra = ["--index", str(model_corpus(name, args.model))]
         for flag, value in (
             ("--limit", args.limit),
             ("--top-k", args.top_k),
@@ -157,6 +165,25 @@ def main() -> None:
         {"command": command_line(), "environment": environment(), "benchmarks": results},
     )
     log(f"wrote {path}")
+
+
+def model_corpus(name: str, model: str) -> Path:
+    """The corpus index of benchmark ``name`` embedded with ``model`` (built once)."""
+    import re
+
+    from ceg_cli.eval.corpus import ensure_corpus_index
+    from ceg_cli.eval.datasets import load_dataset
+    from ceg_cli.index.embedding import load_embedder
+
+    target = cache_dir() / f"quality-corpus-{re.sub(r'[^A-Za-z0-9]+', '-', model)}-{name}"
+    embedder = load_embedder(model)
+    path, built = ensure_corpus_index(load_dataset(BENCHMARKS[name]), target / "index",
+                                      embedder=embedder)
+    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    if meta["model"]["name"] != embedder.name:
+        raise SystemExit(f"{path}: built with {meta['model']['name']}, not {embedder.name}")
+    log(f"   {'built' if built else 'reusing'} {path} ({embedder.name})")
+    return path
 
 
 def run_eval(dataset: Path, judge: str, query: str, extra: list[str]) -> dict[str, Any]:

