@@ -203,6 +203,30 @@ def test_normalization_of_numbers_and_words() -> None:
     assert v.label == FACTUAL
 
 
+EIFFEL = "The Eiffel Tower in Paris was completed in 1889 for the World's Fair."
+
+
+@pytest.mark.parametrize(
+    "year",
+    ["1889", "\uff11\uff18\uff18\uff19", "\u0661\u0668\u0668\u0669",
+     "\u0967\u096e\u096e\u096f", "\u09e7\u09ee\u09ee\u09ef", "\u0e51\u0e58\u0e58\u0e59",
+     "\u0ed1\u0ed8\u0ed8\u0ed9", "\u17e1\u17e8\u17e8\u17e9", "\u1041\u1048\u1048\u1049",
+     "\u0f21\u0f28\u0f28\u0f29"],
+)
+def test_a_number_is_its_value_whatever_digits_write_it(year: str) -> None:
+    """Issue 51 item 3: fullwidth, Arabic-Indic, Devanagari, Bengali, Thai, Lao, Khmer,
+    Myanmar and Tibetan digits give the verdict ASCII digits give."""
+    assert number_key(year) == "1889"
+    for end in (".", "\uff0e"):
+        text = f"The Eiffel Tower in Paris was completed in {year}{end}"
+        v = judge_one(item(text, EIFFEL))
+        assert (v.label, v.cited) == (FACTUAL, (0,)), (text, v.reason)
+    wrong = year[:-1] + chr(ord(year[-1]) - 1)  # 1888 in the same digits
+    v = judge_one(item(f"The Eiffel Tower in Paris was completed in {wrong}.", EIFFEL))
+    assert v.label == NONFACTUAL, v.reason
+    assert number_key("\uff11,\uff10\uff10\uff10") == "1000"
+
+
 def test_registry_creates_the_offline_judge() -> None:
     judge = create_judge("offline")
     assert judge.name == "offline"

@@ -26,6 +26,7 @@ unsupported one less than 0.5 by the shares of specifics and words found.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -86,7 +87,7 @@ STOPWORDS = frozenset(
 # Lower-case words allowed inside a name: "University of Leicester", "Ludwig van Beethoven".
 _NAME_JOINERS = frozenset("of de da del der di van von la le du al bin the".split())
 
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
+_TOKEN = re.compile(r"\d+(?:[.,\uff0c\uff0e]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 # FELM's segments carry escaped line breaks ("\\n\\n3."); they separate words, and
 # a list number after a line break is layout, not a number the evidence must hold.
 _LAYOUT = re.compile(r"(?:\\[nr]|[\r\n])(?:[ \t]*\(?\d{1,3}[.)](?=\s|\\|$))?|\\t")
@@ -94,6 +95,7 @@ _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # A bare list number left as a segment of its own ("4."): nothing to check.
 _LIST_NUMBER = re.compile(r"^\(?\d{1,3}[.)]$")
 _SENTENCE_END = frozenset(".!?:;")
+_FULLWIDTH_MARKS = {"\uff0c": ",", "\uff0e": "."}
 
 
 def stem(word: str) -> str:
@@ -118,12 +120,20 @@ def stem(word: str) -> str:
 
 
 def number_key(text: str) -> str:
-    """The value of a written number: "1,000" and "1000" match, so do "2.50" and "2.5"."""
+    """The value of a written number: "1,000" and "1000" match, so do "2.50" and "2.5",
+    and so do "１８８９", "١٨٨٩", "१८८९" and "1889" (any Unicode decimal digits)."""
+    if not text.isascii():
+        text = "".join(_ascii_digit(ch) for ch in text)
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
     if re.fullmatch(r"\d+\.\d+", text):
         text = text.rstrip("0").rstrip(".")
     return text
+
+
+def _ascii_digit(ch: str) -> str:
+    value = unicodedata.decimal(ch, None)
+    return str(value) if value is not None else _FULLWIDTH_MARKS.get(ch, ch)
 
 
 def clean(text: str) -> str:
