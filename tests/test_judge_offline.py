@@ -281,6 +281,28 @@ def test_evidence_in_another_language_is_said_once_with_what_to_do() -> None:
     assert "nli:mdeberta-v3-base-xnli" in said[0]
 
 
+GERMAN_PASSAGE = ("Die Vereinigten Staaten hatten 2022 insgesamt 92 betriebsbereite "
+                  "Kernreaktoren, mehr als jedes andere Land der Welt.")
+HINDI_PASSAGE = ("संयुक्त राज्य अमेरिका में 2022 में 92 परमाणु रिएक्टर चालू थे, जो किसी भी "
+                 "अन्य देश से अधिक हैं। फ्रांस, चीन और रूस इसके बाद आते हैं।")
+
+
+def test_a_multilingual_index_raises_no_alarm_where_the_segment_has_evidence_in_its_own() -> None:
+    """Issue 51 item 4: the evidence's language is decided passage by passage, on the passages
+    the verdict used: a German segment citing the German passage, a Hindi one ranked first,
+    is not told its evidence is in Hindi; evidence only in Hindi still is."""
+    from dataclasses import replace
+
+    said: list[str] = []
+    judge = OfflineJudge(on_warning=said.append)
+    german = replace(item(GERMAN, HINDI_PASSAGE, GERMAN_PASSAGE), language="de")
+    (v,) = judge.judge([german])
+    assert (v.label, v.cited) == (FACTUAL, (1,)), v.reason
+    assert said == []
+    judge.judge([replace(item(GERMAN, HINDI_PASSAGE), language="de")])
+    assert len(said) == 1 and "have evidence in Hindi (hi)" in said[0], said
+
+
 @pytest.mark.parametrize("case", ["rule cut", "names and numbers", "no evidence"])
 def test_nothing_is_said_where_the_language_of_the_evidence_does_not_matter(case: str) -> None:
     """At the rule's own cut (0.5) the judge decides on names and numbers, which read the

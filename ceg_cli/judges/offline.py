@@ -462,8 +462,9 @@ class OfflineJudge:
         self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        self.cross_language.check(items)
-        return [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
+        verdicts = [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
+        self.cross_language.check(items, verdicts)
+        return verdicts
 
 
 def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:
