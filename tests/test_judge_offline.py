@@ -227,6 +227,33 @@ def test_a_number_is_its_value_whatever_digits_write_it(year: str) -> None:
     assert number_key("\uff11,\uff10\uff10\uff10") == "1000"
 
 
+MUNICH = "Die Universität München wurde 1472 in Ingolstadt gegründet und zog später nach München."
+
+
+@pytest.mark.parametrize("language", [None, "de"])
+@pytest.mark.parametrize(("segment_form", "passage_form"), [("NFD", "NFC"), ("NFC", "NFD"),
+                                                            ("NFD", "NFD")])
+def test_no_verdict_depends_on_the_unicode_form(
+    segment_form: str, passage_form: str, language: str | None,
+) -> None:
+    """Issue 51 item 2: a decomposed answer ("Mu\u0308nchen") or passage gets the verdict,
+    citations and reason the composed ones get."""
+    import unicodedata
+    from dataclasses import replace
+
+    def verdict(seg_form: str, pas_form: str):  # noqa: ANN202 - a Verdict
+        text = unicodedata.normalize(seg_form, "Die Universität München wurde 1472 gegründet.")
+        passage = unicodedata.normalize(pas_form, MUNICH)
+        ev = Evidence(0, "d0", unicodedata.normalize(pas_form, "Universität München"), passage,
+                      0.9)
+        return judge_one(replace(JudgeItem(Segment(0, 0, len(text), text), (ev,)),
+                                 language=language))
+
+    composed = verdict("NFC", "NFC")
+    assert (composed.label, composed.cited) == (FACTUAL, (0,)), composed.reason
+    assert verdict(segment_form, passage_form) == composed
+
+
 def test_registry_creates_the_offline_judge() -> None:
     judge = create_judge("offline")
     assert judge.name == "offline"

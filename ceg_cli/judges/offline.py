@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -269,12 +269,27 @@ def found_in(spec: Specific, p: Passage) -> bool:
     return all(k in p.keys for k in spec.keys)
 
 
+def composed(item: JudgeItem) -> JudgeItem:
+    """``item`` with its segment's and passages' text in NFC, so that no verdict depends on
+    the Unicode form ("Mu\u0308nchen" is "M\u00fcnchen"). The judge's verdicts carry no
+    offsets: the record's offsets still point into the text the user gave."""
+    texts = [item.segment.text, *(t for e in item.evidence for t in (e.text, e.title))]
+    if all(unicodedata.is_normalized("NFC", t) for t in texts):
+        return item
+    nfc = partial(unicodedata.normalize, "NFC")
+    return replace(
+        item, segment=replace(item.segment, text=nfc(item.segment.text)),
+        evidence=tuple(replace(e, text=nfc(e.text), title=nfc(e.title)) for e in item.evidence),
+    )
+
+
 def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
     """Which of the segment's words and specifics the evidence contains.
 
     The segment is read in ``language``, else its record's (``item.language``, where
     ceg passes one), and its evidence in the same way (``reading_language``).
     """
+    item = composed(item)
     language = reading_language(language or getattr(item, "language", None), item.segment.text)
     toks = tokenize(item.segment.text, language)
     distinct: dict[str, Token] = {}
@@ -381,6 +396,7 @@ def decide(item: JudgeItem, analysis: Analysis | None = None, cut: float = RULE_
     """The verdict on one item: supported when its score reaches ``cut`` (by default
     the rule's own, 0.5). A segment with no claim, or no evidence, is decided before
     any score is weighed, at every cut."""
+    item = composed(item)
     early = verdict_without_evidence(item)
     if early is not None:
         return early
