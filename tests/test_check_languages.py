@@ -193,3 +193,35 @@ def test_contexts_with_not_one_word_are_judged_not_crashed_on(contexts: list[str
                          _search("auto"))
     assert out.error is None and len(out.segments) == 1
     assert out.segments[0].evidence[0].context == 1
+
+
+def test_an_nfd_answer_gets_the_composed_verdicts_and_its_offsets_slice_what_was_given(
+    tmp_path: Path,
+) -> None:
+    """Issue 51 item 2: a decomposed answer against a composed context is checked as the
+    composed one is, and its record keeps the text the user gave, offsets into it."""
+    import unicodedata
+
+    answer = ("Die Universität München wurde 1472 gegründet. "
+              "Sie zog später nach München um.")
+    context = ("Die Universität München wurde 1472 in Ingolstadt gegründet und zog später "
+               "nach München um.")
+    records = {}
+    for form in ("NFC", "NFD"):
+        row = {"id": form, "response": unicodedata.normalize(form, answer),
+               "contexts": [context]}
+        source = write_jsonl(tmp_path / f"{form}.jsonl", [row])
+        out = tmp_path / f"{form}.out.jsonl"
+        result = CliRunner().invoke(app, ["check", str(source), "--out", str(out),
+                                          "--evidence", "contexts", "--language", "en"])
+        assert result.exit_code in (0, 1), result.output
+        (records[form],) = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    nfd = records["NFD"]
+    assert nfd["response"] == unicodedata.normalize("NFD", answer)
+    assert len(nfd["segments"]) == 2
+    for seg in nfd["segments"]:
+        assert nfd["response"][seg["start"]:seg["end"]] == seg["text"]
+    keep = ("label", "verdict", "citations")
+    assert [{k: s.get(k) for k in keep} for s in nfd["segments"]] == [
+        {k: s.get(k) for k in keep} for s in records["NFC"]["segments"]]
+    assert records["NFC"]["segments"][0]["label"] == FACTUAL

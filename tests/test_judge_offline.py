@@ -203,6 +203,57 @@ def test_normalization_of_numbers_and_words() -> None:
     assert v.label == FACTUAL
 
 
+EIFFEL = "The Eiffel Tower in Paris was completed in 1889 for the World's Fair."
+
+
+@pytest.mark.parametrize(
+    "year",
+    ["1889", "\uff11\uff18\uff18\uff19", "\u0661\u0668\u0668\u0669",
+     "\u0967\u096e\u096e\u096f", "\u09e7\u09ee\u09ee\u09ef", "\u0e51\u0e58\u0e58\u0e59",
+     "\u0ed1\u0ed8\u0ed8\u0ed9", "\u17e1\u17e8\u17e8\u17e9", "\u1041\u1048\u1048\u1049",
+     "\u0f21\u0f28\u0f28\u0f29"],
+)
+def test_a_number_is_its_value_whatever_digits_write_it(year: str) -> None:
+    """Issue 51 item 3: fullwidth, Arabic-Indic, Devanagari, Bengali, Thai, Lao, Khmer,
+    Myanmar and Tibetan digits give the verdict ASCII digits give."""
+    assert number_key(year) == "1889"
+    for end in (".", "\uff0e"):
+        text = f"The Eiffel Tower in Paris was completed in {year}{end}"
+        v = judge_one(item(text, EIFFEL))
+        assert (v.label, v.cited) == (FACTUAL, (0,)), (text, v.reason)
+    wrong = year[:-1] + chr(ord(year[-1]) - 1)  # 1888 in the same digits
+    v = judge_one(item(f"The Eiffel Tower in Paris was completed in {wrong}.", EIFFEL))
+    assert v.label == NONFACTUAL, v.reason
+    assert number_key("\uff11,\uff10\uff10\uff10") == "1000"
+
+
+MUNICH = "Die Universität München wurde 1472 in Ingolstadt gegründet und zog später nach München."
+
+
+@pytest.mark.parametrize("language", [None, "de"])
+@pytest.mark.parametrize(("segment_form", "passage_form"), [("NFD", "NFC"), ("NFC", "NFD"),
+                                                            ("NFD", "NFD")])
+def test_no_verdict_depends_on_the_unicode_form(
+    segment_form: str, passage_form: str, language: str | None,
+) -> None:
+    """Issue 51 item 2: a decomposed answer ("Mu\u0308nchen") or passage gets the verdict,
+    citations and reason the composed ones get."""
+    import unicodedata
+    from dataclasses import replace
+
+    def verdict(seg_form: str, pas_form: str):  # noqa: ANN202 - a Verdict
+        text = unicodedata.normalize(seg_form, "Die Universität München wurde 1472 gegründet.")
+        passage = unicodedata.normalize(pas_form, MUNICH)
+        ev = Evidence(0, "d0", unicodedata.normalize(pas_form, "Universität München"), passage,
+                      0.9)
+        return judge_one(replace(JudgeItem(Segment(0, 0, len(text), text), (ev,)),
+                                 language=language))
+
+    composed = verdict("NFC", "NFC")
+    assert (composed.label, composed.cited) == (FACTUAL, (0,)), composed.reason
+    assert verdict(segment_form, passage_form) == composed
+
+
 def test_registry_creates_the_offline_judge() -> None:
     judge = create_judge("offline")
     assert judge.name == "offline"
@@ -255,6 +306,28 @@ def test_evidence_in_another_language_is_said_once_with_what_to_do() -> None:
         f"across languages it compares only names and numbers, so at its cut {cut:g} ")
     assert "--judge-threshold 0.5 decides on names and numbers alone" in said[0]
     assert "nli:mdeberta-v3-base-xnli" in said[0]
+
+
+GERMAN_PASSAGE = ("Die Vereinigten Staaten hatten 2022 insgesamt 92 betriebsbereite "
+                  "Kernreaktoren, mehr als jedes andere Land der Welt.")
+HINDI_PASSAGE = ("संयुक्त राज्य अमेरिका में 2022 में 92 परमाणु रिएक्टर चालू थे, जो किसी भी "
+                 "अन्य देश से अधिक हैं। फ्रांस, चीन और रूस इसके बाद आते हैं।")
+
+
+def test_a_multilingual_index_raises_no_alarm_where_the_segment_has_evidence_in_its_own() -> None:
+    """Issue 51 item 4: the evidence's language is decided passage by passage, on the passages
+    the verdict used: a German segment citing the German passage, a Hindi one ranked first,
+    is not told its evidence is in Hindi; evidence only in Hindi still is."""
+    from dataclasses import replace
+
+    said: list[str] = []
+    judge = OfflineJudge(on_warning=said.append)
+    german = replace(item(GERMAN, HINDI_PASSAGE, GERMAN_PASSAGE), language="de")
+    (v,) = judge.judge([german])
+    assert (v.label, v.cited) == (FACTUAL, (1,)), v.reason
+    assert said == []
+    judge.judge([replace(item(GERMAN, HINDI_PASSAGE), language="de")])
+    assert len(said) == 1 and "have evidence in Hindi (hi)" in said[0], said
 
 
 @pytest.mark.parametrize("case", ["rule cut", "names and numbers", "no evidence"])

@@ -350,3 +350,27 @@ def test_german_articles_do_not_join_nouns_into_a_name() -> None:
     # "von" still joins: "Ludwig van Beethoven", "Otto von Bismarck".
     text = "Er traf Otto von Bismarck."
     assert [s.text for s in r.specifics(text, r.tokenize(text))] == ["Otto von Bismarck"]
+
+
+BANGKOK = ("กรุงเทพมหานครได้รับการสถาปนาเป็นราชธานีในปี 1782 "
+           "โดยพระบาทสมเด็จพระพุทธยอดฟ้าจุฬาโลกมหาราช")
+
+
+@pytest.mark.parametrize(("language", "passage", "segment", "right", "wrong"), [
+    ("th", BANGKOK, "กรุงเทพมหานครได้รับการสถาปนาเป็นราชธานีในปี {}", "๑๗๘๒", "๑๗๘๓"),
+    ("zh", "埃菲尔铁塔位于巴黎，于1889年建成，是世界博览会的入口。", "埃菲尔铁塔于{}年建成。",
+     "１８８９", "１８８８"),
+    ("hi", "एफ़िल टॉवर पेरिस में स्थित है और इसका निर्माण 1889 में पूरा हुआ था।",
+     "एफ़िल टॉवर का निर्माण {} में पूरा हुआ था।", "१८८९", "१८८८"),
+])
+def test_a_number_in_the_digits_of_an_unspaced_or_other_script_is_its_value(
+    language: str, passage: str, segment: str, right: str, wrong: str,
+) -> None:
+    """Issue 51 item 3: Thai "๑๗๘๒" against 1782 (Thai digits were read as pairs of
+    characters the evidence lacks), fullwidth digits in Chinese, Devanagari in Hindi."""
+    ascii_year = str(int(right))
+    expected = verdict(segment.format(ascii_year), passage, language=language)
+    assert expected.label == FACTUAL, expected.reason
+    got = verdict(segment.format(right), passage, language=language)
+    assert (got.label, got.cited) == (FACTUAL, expected.cited), got.reason
+    assert verdict(segment.format(wrong), passage, language=language).label == NONFACTUAL

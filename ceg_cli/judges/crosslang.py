@@ -11,17 +11,15 @@ alone (``--judge-threshold 0.5``, the rule's own cut) or use a judge that reads
 both languages. Nothing is said where the cut is already the rule's.
 
 The segment's language is its item's (the record's, as the check gave it, from
-the whole answer), else detected; each of its first ``EVIDENCE_PASSAGES``
-passages is detected on its own, and the evidence is in another language only
-when none of them is in the segment's: an index of several languages, where a
-German segment's German passage sits beside a Hindi one, raises no alarm (the
-passages were once joined, and Devanagari outweighed the German). Only a sure
-detection counts (by script, or from enough letters at a
+the whole answer), else detected; the evidence's is detected passage by passage,
+on the passages its verdict cites (else its first ``EVIDENCE_PASSAGES``), and it
+is in another language only where none of them is in the segment's: an index of
+several languages raises no alarm for a segment that has evidence in its own.
+Only a sure detection counts (by script, or from enough letters at a
 high confidence), so a passage of names and numbers, or a short segment of
 English the detector takes for Uzbek, says nothing. The evidence of a language's
-first ``FIRST_READ`` segments is read, then of one in ``SAMPLE_EVERY``, passage by
-passage until one is in the segment's language (the first, mostly): the check costs
-about 2 % of the judge's time in a long run of one language.
+first ``FIRST_READ`` segments is read, then of one in ``SAMPLE_EVERY``: the check
+costs about 2 % of the judge's time in a long run of one language.
 """
 
 from __future__ import annotations
@@ -35,8 +33,9 @@ from .cuts import Cuts
 from .english_only import ADVICE, given_language
 from .once import SayOnce
 
-#: Passages whose language is read (each on its own), and how sure the detector must be.
-EVIDENCE_PASSAGES = 5
+#: Passages read to tell the evidence's language where a verdict cites none, and how
+#: sure the detector must be.
+EVIDENCE_PASSAGES = 2
 MIN_CONFIDENCE = 0.95
 MIN_LETTERS = 60
 #: Segments of each language whose evidence is read, then one in ``SAMPLE_EVERY``: a
@@ -64,21 +63,21 @@ def segment_language(item: Any) -> str | None:
     return given_language(item) or sure_language(item.segment.text)
 
 
-def evidence_language(item: Any, segment: str) -> str | None:
-    """The language of ``item``'s evidence where it is surely not ``segment``'s: None when
-    any of its first passages is in the segment's language (each read on its own), or
-    none is surely in any; else the language most of the sure ones are in."""
-    found: list[str] = []
-    for evidence in item.evidence[:EVIDENCE_PASSAGES]:
-        language = sure_language(evidence.text)
-        if language is None:
+def evidence_language(item: Any, segment: str, cited: Sequence[int] = ()) -> str | None:
+    """The language of ``item``'s evidence where it is not ``segment``'s: each passage
+    it cites (``cited``, else its first ``EVIDENCE_PASSAGES``) read on its own; None if
+    any is surely in ``segment``'s language, or none is surely in another."""
+    passages = ([item.evidence[i] for i in cited] if cited
+                else item.evidence[:EVIDENCE_PASSAGES])
+    other = None
+    for passage in passages:
+        found = sure_language(passage.text)
+        if found is None:
             continue
-        if base_language(language) == base_language(segment):
+        if base_language(found) == base_language(segment):
             return None
-        found.append(language)
-    if not found:
-        return None
-    return max(found, key=lambda code: (found.count(code), -found.index(code)))
+        other = other or found
+    return other
 
 
 class CrossLanguage:
@@ -94,8 +93,9 @@ class CrossLanguage:
         #: Segments seen, by language.
         self._seen: dict[str, int] = {}
 
-    def check(self, items: Sequence[Any]) -> None:
-        for item in items:
+    def check(self, items: Sequence[Any], verdicts: Sequence[Any] | None = None) -> None:
+        """``verdicts``, one per item, name the passages each used (``cited``)."""
+        for n, item in enumerate(items):
             if self.once.said:
                 return
             cut = self.cuts.at(item.setting).value
@@ -104,7 +104,8 @@ class CrossLanguage:
             segment = segment_language(item)
             if segment is None or not self._read(base_language(segment)):
                 continue
-            evidence = evidence_language(item, segment)
+            cited = verdicts[n].cited if verdicts is not None else ()
+            evidence = evidence_language(item, segment, cited)
             if evidence is None:
                 continue
             self.once.say(

@@ -158,7 +158,10 @@ class Reader:
         spaced: list[tuple[int, str]] = []
         for w in words(text):
             if w.kind != "word":
-                out.extend(self._pairs(w.text, w.start))
+                # The numbers of an unspaced run are read as numbers, by value, not as
+                # pairs of characters: Thai "๑๗๘๒" is 1782 (issue 51 item 3).
+                for start, part in _letters(w.text, w.start, covered):
+                    out.extend(self._pairs(part, start))
                 continue
             for start, part in _letters(w.text, w.start, covered):
                 spaced.append((start, part))

@@ -26,9 +26,10 @@ unsupported one less than 0.5 by the shares of specifics and words found.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ STOPWORDS = frozenset(
 # Lower-case words allowed inside a name: "University of Leicester", "Ludwig van Beethoven".
 _NAME_JOINERS = frozenset("of de da del der di van von la le du al bin the".split())
 
-_TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
+_TOKEN = re.compile(r"\d+(?:[.,\uff0c\uff0e]\d+)*|[^\W\d_]+(?:['’][^\W\d_]+)?")
 # FELM's segments carry escaped line breaks ("\\n\\n3."); they separate words, and
 # a list number after a line break is layout, not a number the evidence must hold.
 _LAYOUT = re.compile(r"(?:\\[nr]|[\r\n])(?:[ \t]*\(?\d{1,3}[.)](?=\s|\\|$))?|\\t")
@@ -94,6 +95,7 @@ _THOUSANDS = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
 # A bare list number left as a segment of its own ("4."): nothing to check.
 _LIST_NUMBER = re.compile(r"^\(?\d{1,3}[.)]$")
 _SENTENCE_END = frozenset(".!?:;")
+_FULLWIDTH_MARKS = {"\uff0c": ",", "\uff0e": "."}
 
 
 def stem(word: str) -> str:
@@ -118,12 +120,20 @@ def stem(word: str) -> str:
 
 
 def number_key(text: str) -> str:
-    """The value of a written number: "1,000" and "1000" match, so do "2.50" and "2.5"."""
+    """The value of a written number: "1,000" and "1000" match, so do "2.50" and "2.5",
+    and so do "１８８９", "١٨٨٩", "१८८९" and "1889" (any Unicode decimal digits)."""
+    if not text.isascii():
+        text = "".join(_ascii_digit(ch) for ch in text)
     if _THOUSANDS.match(text):
         text = text.replace(",", "")
     if re.fullmatch(r"\d+\.\d+", text):
         text = text.rstrip("0").rstrip(".")
     return text
+
+
+def _ascii_digit(ch: str) -> str:
+    value = unicodedata.decimal(ch, None)
+    return str(value) if value is not None else _FULLWIDTH_MARKS.get(ch, ch)
 
 
 def clean(text: str) -> str:
@@ -259,12 +269,27 @@ def found_in(spec: Specific, p: Passage) -> bool:
     return all(k in p.keys for k in spec.keys)
 
 
+def composed(item: JudgeItem) -> JudgeItem:
+    """``item`` with its segment's and passages' text in NFC, so that no verdict depends on
+    the Unicode form ("Mu\u0308nchen" is "M\u00fcnchen"). The judge's verdicts carry no
+    offsets: the record's offsets still point into the text the user gave."""
+    texts = [item.segment.text, *(t for e in item.evidence for t in (e.text, e.title))]
+    if all(unicodedata.is_normalized("NFC", t) for t in texts):
+        return item
+    nfc = partial(unicodedata.normalize, "NFC")
+    return replace(
+        item, segment=replace(item.segment, text=nfc(item.segment.text)),
+        evidence=tuple(replace(e, text=nfc(e.text), title=nfc(e.title)) for e in item.evidence),
+    )
+
+
 def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
     """Which of the segment's words and specifics the evidence contains.
 
     The segment is read in ``language``, else its record's (``item.language``, where
     ceg passes one), and its evidence in the same way (``reading_language``).
     """
+    item = composed(item)
     language = reading_language(language or getattr(item, "language", None), item.segment.text)
     toks = tokenize(item.segment.text, language)
     distinct: dict[str, Token] = {}
@@ -371,6 +396,7 @@ def decide(item: JudgeItem, analysis: Analysis | None = None, cut: float = RULE_
     """The verdict on one item: supported when its score reaches ``cut`` (by default
     the rule's own, 0.5). A segment with no claim, or no evidence, is decided before
     any score is weighed, at every cut."""
+    item = composed(item)
     early = verdict_without_evidence(item)
     if early is not None:
         return early
@@ -452,8 +478,9 @@ class OfflineJudge:
         self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        self.cross_language.check(items)
-        return [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
+        verdicts = [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
+        self.cross_language.check(items, verdicts)
+        return verdicts
 
 
 def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:
