@@ -131,12 +131,10 @@ def test_made_once_into_the_cache_and_reused(
     """The first use distills the default model into the cache (here a tiny stand-in for
     it); the second finds the folder and distills nothing."""
     from ceg_cli.cachedir import read_entry_marker
-    from ceg_cli.index import embedding
 
     source, _folder = tiny
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(embedding, "resolve_model",
-                        lambda name: embedding.ModelSpec("tiny", str(source)))
+    monkeypatch.setattr(static, "default_source", lambda: source)
     calls: list[Path] = []
     real = static.distill
 

@@ -189,7 +189,7 @@ def check_command(
     # and standard output holds the records alone (Ray writes its own lines to fd 1).
     on_ray = settings.engine.name == "ray"
     with terminate_as_interrupt() if on_ray else nullcontext(), \
-            records_only_on_stdout() if on_ray else nullcontext():
+            records_only_on_stdout(quiet) if on_ray else nullcontext():
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
         if not quiet:
             err_console.print(f"judge {run.judge_info['name']}, threshold "

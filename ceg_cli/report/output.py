@@ -239,14 +239,15 @@ _RECORDS_STREAM: IO[str] | None = None
 
 
 @contextmanager
-def records_only_on_stdout() -> Iterator[None]:
+def records_only_on_stdout(quiet: bool = False) -> Iterator[None]:
     """Standard output for ceg's records alone, whatever else the process runs.
 
     Ray's driver threads and its C++ core write their own lines ("(raylet) Task ...
     failed. There are 3 retries remaining") to file descriptor 1, where they land
     between the records of ``ceg check --engine ray > out.jsonl``. Inside this block fd 1
-    is the process's stderr, and records are written to a duplicate of the real stdout;
-    at its end fd 1 is stdout again.
+    is the process's stderr (``/dev/null`` under ``--quiet``, whose stderr holds ceg's
+    own lines alone), and records are written to a duplicate of the real stdout; at its
+    end fd 1 is stdout again.
     """
     global _RECORDS_STREAM
     if _RECORDS_STREAM is not None:
@@ -255,7 +256,12 @@ def records_only_on_stdout() -> Iterator[None]:
     sys.stdout.flush()
     saved = os.dup(1)
     stream = os.fdopen(saved, "w", encoding="utf-8", closefd=False)
-    os.dup2(2, 1)
+    if quiet:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+    else:
+        os.dup2(2, 1)
     _RECORDS_STREAM = stream
     try:
         yield
