@@ -15,6 +15,7 @@ from typing import Any
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
+from ..lang.codes import AUTO
 from ..progress import Progress
 from ..report.gate import GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished
@@ -254,6 +255,11 @@ class CheckRun:
         if used and self.summary.evidence_sources:
             seen = {setting_of(source) for source in self.summary.evidence_sources}
             settings = tuple(s for s in SETTINGS if s in seen)
+        language = self.settings.check.language
+        if language != AUTO and (self.cuts.languages or self.cuts.scripts):
+            # --language names the records' language: its cut ("0.6429 (protocol, zh)").
+            cuts = dict.fromkeys(self.cuts.for_language(s, language) for s in settings)
+            return "; ".join(c.describe() for c in cuts)
         return self.cuts.describe(settings)
 
     def _count(self, checked: Any) -> None:

@@ -45,7 +45,7 @@ from ..types import (
 )
 from .analysis import Analysis
 from .crosslang import CrossLanguage
-from .cuts import Cuts, load_cuts, overridden
+from .cuts import Cut, Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
 from .scriptrules import _checkable, _substitutions, _units
@@ -453,7 +453,14 @@ class OfflineJudge:
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         self.cross_language.check(items)
-        return [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
+        return [decide(item, cut=item_cut(self.cuts, item).value) for item in items]
+
+
+def item_cut(cuts: Cuts, item: JudgeItem) -> Cut:
+    """The cut ``item`` is decided at: its record's language's (``Cuts.for_language``),
+    else, with no language given, the language its segment is read in."""
+    language = getattr(item, "language", None) or reading_language(None, item.segment.text)
+    return cuts.for_language(item.setting, language, item.response or item.segment.text)
 
 
 def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:
