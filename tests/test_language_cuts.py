@@ -139,3 +139,26 @@ def test_a_hand_edited_language_cut_is_refused_in_one_line(tmp_path: Path, field
     text = str(caught.value)
     assert text.startswith(str(tmp_path / "thresholds.json")) and message in text, text
     assert "\n" not in text
+
+
+def test_mixed_and_romanized_answers_and_a_script_without_a_cut_get_sensible_verdicts() -> None:
+    """A Chinese answer quoting an English name is Chinese (its cut); romanized Hindi
+    against Devanagari evidence shares no word and is flagged, at a cut the record
+    names; Korean (no cut for it or its script) is decided at the setting's and says so."""
+    cases = [
+        ("阿尔伯特·爱因斯坦（Albert Einstein）于1879年出生在德国乌尔姆。",
+         "阿尔伯特·爱因斯坦（Albert Einstein），1879年3月14日出生于德国乌尔姆市，"
+         "是一位理论物理学家。",
+         FACTUAL, "protocol, zh"),
+        ("Uski maa ne bataya ki woh ghar aa gaya.", "उसकी माँ ने बताया कि वह घर आ गया।",
+         NONFACTUAL, "protocol, "),
+        ("서울은 대한민국의 수도이며 가장 큰 도시이다.",
+         "서울특별시는 대한민국의 수도이자 최대 도시이다.",
+         FACTUAL, "protocol, contexts setting: no cut for ko or its script"),
+    ]
+    with Checker(evidence="contexts") as checker:
+        for response, context, label, source in cases:
+            record = checker.check(response, contexts=[context]).to_dict()
+            assert record["label"] == label, record
+            assert record["judge"]["threshold_source"].startswith(source), record["judge"]
+            assert 0 < record["judge"]["threshold"] <= 1
