@@ -162,3 +162,19 @@ def test_mixed_and_romanized_answers_and_a_script_without_a_cut_get_sensible_ver
             assert record["label"] == label, record
             assert record["judge"]["threshold_source"].startswith(source), record["judge"]
             assert 0 < record["judge"]["threshold"] <= 1
+
+
+def test_the_summary_names_the_cuts_the_records_were_decided_at(run_cli: Any,
+                                                                tmp_path: Path) -> None:
+    english = "Aristotle was a Greek philosopher born in Stagira."
+    responses = tmp_path / "r.jsonl"
+    responses.write_text("".join(
+        json.dumps({"response": r, "contexts": [c]}, ensure_ascii=False) + "\n"
+        for r, c in ((ZH_SEGMENT, ZH_EVIDENCE), (english, english))), encoding="utf-8")
+    result = run_cli("check", responses, "--evidence", "contexts", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    # The table's cells, their wrapped lines joined.
+    table = " ".join(result.stderr.split("ceg check", 1)[1].replace("│", " ").split())
+    zh, en = shipped_cuts().languages["zh"], shipped_cuts().contexts
+    assert f"{zh.value:g} (protocol, zh); {en.value:g} (protocol, contexts setting)" in table, \
+        table

@@ -50,6 +50,8 @@ class CheckRun:
         self.contexts: Any = None
         #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
         self.cuts: Cuts | None = None
+        #: The cuts this run's records were decided at ("0.6429 (protocol, zh)"), in order.
+        self.cuts_used: dict[str, None] = {}
         #: The Ray workers that check for this run (``--engine ray``), else None.
         self._ray: Any = None
         if settings.engine.name == "ray":
@@ -164,6 +166,9 @@ class CheckRun:
             for checked, attempts in self.results(self._report_bad(pending), progress):
                 record = to_record(checked, judge_info, attempts, cuts)
                 writer.write(record)
+                if record["judge"]["threshold"] is not None:
+                    self.cuts_used.setdefault(
+                        f"{record['judge']['threshold']:g} ({record['judge']['threshold_source']})")
                 self._count(checked)
                 if on_record is not None:
                     on_record(record)
@@ -251,6 +256,9 @@ class CheckRun:
         setting); 0.8333 (protocol, contexts setting)"."""
         if self.cuts is None:
             return "none (the judge gives a label, not a score)"
+        if used and self.cuts_used and (self.cuts.languages or self.cuts.scripts):
+            # Cuts per language: the ones this run's records were decided at.
+            return "; ".join(self.cuts_used)
         settings = cut_settings(self.settings.check.evidence)
         if used and self.summary.evidence_sources:
             seen = {setting_of(source) for source in self.summary.evidence_sources}
