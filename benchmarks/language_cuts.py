@@ -37,7 +37,10 @@ English keeps its shipped cuts (fitted on five English domains,
 Reported per language, on the held part: balanced accuracy (entailment against
 contradiction, the issue's figure, and against contradiction and neutral) and the
 share of entailed hypotheses flagged, at the English cut (before), at the
-language's own cut and at the leave-one-language-out cut. ``--ship`` writes the
+language's own cut and at the leave-one-language-out cut; and, for ``--judge
+cascade:JUDGE``, the share of pairs the offline judge hands on at each cut (every
+name and number found, score under the cut) and its balanced accuracy on the pairs
+it decides itself. ``--ship`` writes the
 language and script cuts into ``ceg_cli/models/offline/thresholds.json``.
 Results: ``benchmarks/results/language_cuts.json``; the report on stdout.
 """
@@ -161,7 +164,15 @@ def measure(record: dict[str, Any], lang: str, cut: float) -> dict[str, Any]:
     passed = s >= cut
     ent, con, neu = passed[labels == "e"], passed[labels == "c"], passed[labels == "n"]
     tpr = float(ent.mean())
+    # --judge cascade:JUDGE: what the offline judge cannot tell (every name and number
+    # found, score under the cut) goes on to JUDGE; the rest it decides itself.
+    routed = (s >= 0.5) & (s < cut)
+    kept = ~routed
+    k_ent, k_con = passed[kept & (labels == "e")], passed[kept & (labels == "c")]
     return {"cut": cut,
+            "cascade_routed": round(float(routed.mean()), 4),
+            "cascade_ba_decided": (round((float(k_ent.mean()) + float(1 - k_con.mean())) / 2, 4)
+                                   if k_ent.size and k_con.size else None),
             "ba_contradiction": round((tpr + float(1 - con.mean())) / 2, 4),
             "ba_all": round((tpr + float(1 - np.concatenate([con, neu]).mean())) / 2, 4),
             "flag_rate_entailed": round(1 - tpr, 4),
@@ -247,6 +258,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\ncut: BA (entailment vs contradiction) / BA (vs contradiction+neutral) / "
           "entailed flagged, XNLI dev held part")
     print(f"\nscripts: {fitted['scripts']}")
+    print("\n--judge cascade:JUDGE at the language's cut (English's: its shipped one): share "
+          "of held pairs the offline judge hands on; BA (entailment vs contradiction) on "
+          "those it decides itself:\n")
+    shipped = {lang: r["english_cut" if lang == "en" else "own_cut"] for lang, r in table.items()}
+    print(markdown_table(["language", "cut", "handed on", "BA decided", "BA all"], [
+        [lang, f"{r['cut']:g}", f"{r['cascade_routed']:.2f}", f"{r['cascade_ba_decided']:.2f}",
+         f"{r['ba_contradiction']:.2f}"] for lang, r in shipped.items()]))
     if args.ship:
         log(f"shipped: {ship(fitted)}")
     log(f"results: {path}")
