@@ -425,30 +425,49 @@ def offline_alone(
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
     told = "language" in inspect.signature(offline.analyse).parameters
+    # Where this checkout's judge has cuts (the protocol's), each item is also decided at
+    # the setting's (English) cut and at the one the judge takes for its language.
+    cuts = offline.shipped_cuts() if hasattr(offline, "shipped_cuts") else None
+    per_language = cuts is not None and hasattr(offline, "item_cut")
 
-    def run(rows: Sequence[tuple[str, str, str, dict[str, Any]]], lang: str) -> dict[str, Any]:
+    def run(rows: Sequence[tuple[str, str, str, dict[str, Any]]], lang: str,
+            at_cuts: dict[str, Any]) -> dict[str, Any]:
         claims, passed = [], []
+        english, language = [], []
         for text, passage, title, claim in rows:
             it = JudgeItem(Segment(0, 0, len(text), text),
-                           (Evidence(0, "p", title, passage, None),), None, text)
+                           (Evidence(0, "p", title, passage, None),), None, text, lang,
+                           "contexts")
             a = offline.analyse(it, lang) if told else offline.analyse(it)
             claims.append(claim)
             passed.append(offline.decide(it, a).label == "factual")
+            if cuts is not None:
+                english.append(offline.decide(it, a, cuts.contexts.value).label == "factual")
+            if per_language:
+                cut = offline.item_cut(cuts, it).value
+                language.append(offline.decide(it, a, cut).label == "factual")
+        if cuts is not None:
+            at_cuts[lang] = {"english": {"cut": cuts.contexts.value, **judged(claims, english)}}
+            if per_language:
+                cut = offline.item_cut(cuts, it)
+                at_cuts[lang]["language"] = {"cut": cut.value, "source": cut.source,
+                                             **judged(claims, language)}
         return judged(claims, passed)
 
-    out: dict[str, Any] = {"told_the_language": told, "set": {}, "xnli": {}}
+    out: dict[str, Any] = {"told_the_language": told, "set": {}, "xnli": {},
+                           "set_cuts": {}, "xnli_cuts": {}}
     for lang in args.languages:
         rows = read_set(args.set, lang)
         passages = {r["id"]: r for r in rows if r["type"] == "passage"}
         items = [(c["text"], passages[c["passage"]]["text"], passages[c["passage"]]["title"], c)
                  for c in rows if c["type"] == "claim" and args.split in ("all", c["split"])]
-        out["set"][lang] = run(items, lang)
+        out["set"][lang] = run(items, lang, out["set_cuts"])
     if with_xnli:
         for lang in XNLI_LANGUAGES:
             pairs = read_xnli(args.xnli, lang, args.xnli_pairs, args.xnli_part)
             items = [(h, p, "", {"supported": ok, "error": "contradiction"})
                      for p, h, ok in pairs]
-            out["xnli"][lang] = run(items, lang)
+            out["xnli"][lang] = run(items, lang, out["xnli_cuts"])
     return out
 
 
@@ -494,8 +513,21 @@ def render(data: dict[str, Any]) -> str:
             if res:
                 rows = [[lang, _p(r["balanced_accuracy"]), _p(r["flag_rate_true"])]
                         for lang, r in res.items()]
-                lines += [f"The offline judge alone ({part}; {told}):", "",
-                          markdown_table(["language", "BA", "flag rate (true)"], rows), ""]
+                lines += [f"The offline judge alone ({part}; {told}), at the rule's cut 0.5:",
+                          "", markdown_table(["language", "BA", "flag rate (true)"], rows), ""]
+            cut_res = alone.get(f"{name}_cuts") or {}
+            if cut_res:
+                rows = [[lang, _p(r["english"]["balanced_accuracy"]),
+                         _p(r["english"]["flag_rate_true"])]
+                        + ([f"{r['language']['cut']:g} ({r['language']['source']})",
+                            _p(r["language"]["balanced_accuracy"]),
+                            _p(r["language"]["flag_rate_true"])] if "language" in r else [])
+                        for lang, r in cut_res.items()]
+                header = ["language", "BA, English cut", "flagged (true), English cut"]
+                if any("language" in r for r in cut_res.values()):
+                    header += ["language's cut", "BA", "flagged (true)"]
+                lines += [f"The offline judge alone ({part}), at the shipped cuts:", "",
+                          markdown_table(header, rows), ""]
     xn = data.get("xnli") or {}
     if xn:
         langs = list(next(iter(xn.values())))

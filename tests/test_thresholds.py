@@ -335,7 +335,9 @@ def test_the_run_says_which_cut_it_uses_and_where_it_came_from(run_cli: Any,
                      "contexts")
     assert result.exit_code == 0, result.stderr
     first = result.stderr.splitlines()[0]
-    assert first == f"judge offline, threshold {cuts['contexts']:g} (protocol, contexts setting)"
+    assert first.startswith(
+        f"judge offline, threshold {cuts['contexts']:g} (protocol, contexts setting); ")
+    assert first.endswith(" other languages and 7 scripts their own (protocol)"), first
     assert "threshold" in result.stderr.split("ceg check", 1)[1]  # the summary's row
     assert json.loads(result.stdout)["label"] == NONFACTUAL
     again = run_cli("check", responses, "--index", tmp_path / "none", "--judge-threshold", "0.5")

@@ -406,6 +406,8 @@ def ignored_options(values: Mapping[str, Any]) -> list[str]:
 
     judge = str(values.get("judge") or OPTIONS["judge"].default)
     prefix = judge.partition(":")[0]
+    if prefix == "cascade":  # the options are the judge's it hands on to
+        prefix = judge.partition(":")[2].partition(":")[0]
     llm_judge = prefix == "llm"
     out = []
     judge_only = [k for k in _PROMPT_KEYS if changed(k)]

@@ -15,6 +15,7 @@ from typing import Any
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
+from ..lang.codes import AUTO
 from ..progress import Progress
 from ..report.gate import GateResult, Summary, evaluate_gate
 from ..report.output import RecordWriter, cut_torn_tail, read_finished
@@ -49,6 +50,8 @@ class CheckRun:
         self.contexts: Any = None
         #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
         self.cuts: Cuts | None = None
+        #: The cuts this run's records were decided at ("0.6429 (protocol, zh)"), in order.
+        self.cuts_used: dict[str, None] = {}
         #: The Ray workers that check for this run (``--engine ray``), else None.
         self._ray: Any = None
         if settings.engine.name == "ray":
@@ -163,6 +166,9 @@ class CheckRun:
             for checked, attempts in self.results(self._report_bad(pending), progress):
                 record = to_record(checked, judge_info, attempts, cuts)
                 writer.write(record)
+                if record["judge"]["threshold"] is not None:
+                    self.cuts_used.setdefault(
+                        f"{record['judge']['threshold']:g} ({record['judge']['threshold_source']})")
                 self._count(checked)
                 if on_record is not None:
                     on_record(record)
@@ -250,10 +256,18 @@ class CheckRun:
         setting); 0.8333 (protocol, contexts setting)"."""
         if self.cuts is None:
             return "none (the judge gives a label, not a score)"
+        if used and self.cuts_used and (self.cuts.languages or self.cuts.scripts):
+            # Cuts per language: the ones this run's records were decided at.
+            return "; ".join(self.cuts_used)
         settings = cut_settings(self.settings.check.evidence)
         if used and self.summary.evidence_sources:
             seen = {setting_of(source) for source in self.summary.evidence_sources}
             settings = tuple(s for s in SETTINGS if s in seen)
+        language = self.settings.check.language
+        if language != AUTO and (self.cuts.languages or self.cuts.scripts):
+            # --language names the records' language: its cut ("0.6429 (protocol, zh)").
+            cuts = dict.fromkeys(self.cuts.for_language(s, language) for s in settings)
+            return "; ".join(c.describe() for c in cuts)
         return self.cuts.describe(settings)
 
     def _count(self, checked: Any) -> None:

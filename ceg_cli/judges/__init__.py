@@ -49,12 +49,14 @@ _REGISTRY: dict[str, str | JudgeFactory] = {
     "llm": "ceg_cli.judges.llm:create",
     "minicheck": "ceg_cli.judges.minicheck:create",
     "hhem": "ceg_cli.judges.hhem:create",
+    "cascade": "ceg_cli.judges.cascade:create",
 }
 _NEEDS_ARGUMENT = {
     "nli": "nli:MODEL (a Hugging Face name or a local path)",
     "llm": "llm:MODEL (a model served by an OpenAI-compatible endpoint)",
     "minicheck": "minicheck:ALIAS|DIR (ceg models list shows the aliases)",
     "hhem": "hhem:ALIAS|DIR (e.g. hhem:hhem-2.1-open after ceg models pull hhem-2.1-open)",
+    "cascade": "cascade:JUDGE (the offline judge, then JUDGE where it cannot tell)",
 }
 
 
@@ -81,6 +83,8 @@ def check_judge_name(name: str) -> None:
         # "verifier:" and "nli:" alike: a colon promises a model, and none is named.
         usage = _NEEDS_ARGUMENT.get(prefix, f"{prefix}:DIR (or {prefix} alone)")
         raise UsageError(f"--judge {name}: say which model, as {usage}")
+    if prefix == "cascade":
+        check_judge_name(arg.strip())  # the judge it hands on to
 
 
 def create_judge(name: str, options: Mapping[str, Any] | None = None) -> Judge:
@@ -127,5 +131,8 @@ def cpus_needed(name: str) -> int:
     worker): two for a checker model (torch's threads; a copy's memory is the model's
     size, so more copies of one thread each would fill a node's memory first), one for
     the rest."""
-    return 2 if name.partition(":")[0] in _MODEL_JUDGES else 1
+    prefix, _, arg = name.partition(":")
+    if prefix == "cascade":
+        return cpus_needed(arg)
+    return 2 if prefix in _MODEL_JUDGES else 1
 

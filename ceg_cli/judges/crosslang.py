@@ -98,11 +98,15 @@ class CrossLanguage:
         for n, item in enumerate(items):
             if self.once.said:
                 return
-            cut = self.cuts.at(item.setting).value
-            if not item.evidence or cut <= self.rule_cut:
+            if not item.evidence or max(self._cuts()) <= self.rule_cut:
                 continue
             segment = segment_language(item)
-            if segment is None or not self._read(base_language(segment)):
+            if segment is None:
+                continue
+            # The cut the segment is decided at: its language's where it has one.
+            cut = self.cuts.for_language(item.setting, segment,
+                                         item.response or item.segment.text).value
+            if cut <= self.rule_cut or not self._read(base_language(segment)):
                 continue
             cited = verdicts[n].cited if verdicts is not None else ()
             evidence = evidence_language(item, segment, cited)
@@ -117,6 +121,12 @@ class CrossLanguage:
                 stacklevel=3,  # the judge's caller
             )
             return
+
+    def _cuts(self) -> list[float]:
+        """Every cut the judge may decide at."""
+        c = self.cuts
+        return [c.index.value, c.contexts.value, *(x.value for x in c.languages.values()),
+                *(x.value for x in c.scripts.values())]
 
     def _read(self, language: str) -> bool:
         """Whether this segment's evidence is read: the first ``FIRST_READ`` of its

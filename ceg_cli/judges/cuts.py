@@ -7,17 +7,24 @@ folder (``ceg_cli/models/offline``, ``ceg_cli/models/verifier``): the
 leave-one-domain-out protocol's cut for each setting a segment is checked in,
 ``index`` (passages of an index pooled over many documents) or ``contexts``
 (the record's own documents), fitted by ``benchmarks/contexts_eval.py`` and
-re-fitted by ``tests/test_thresholds.py``. ``--judge-threshold T`` sets one cut
-for every setting. A judge whose verdict is not a cut on a score (``llm:``
-with the paper's prompt: a label) has no ``cuts`` and refuses the option.
+re-fitted by ``tests/test_thresholds.py``. A judge may also have a cut per
+language and per script (the offline judge's, fitted on XNLI paraphrases by
+``benchmarks/language_cuts.py``, re-fitted by ``tests/test_language_cuts.py``):
+a record in a language with a cut is decided at it (``protocol, zh``), one in a
+language without one at its script's, and says so (``protocol, Latn script: no
+cut for xx``); English, and text read by the English rules, keep the setting's
+cut. ``--judge-threshold T`` sets one cut for every setting and language. A
+judge whose verdict is not a cut on a score (``llm:`` with the paper's prompt: a
+label) has no ``cuts`` and refuses the option.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +37,10 @@ __all__ = ["OVERRIDE", "SETTINGS", "THRESHOLDS_FILE", "Cut", "Cuts", "check_thre
 SETTINGS = ("index", "contexts")
 THRESHOLDS_FILE = "thresholds.json"
 THRESHOLDS_FORMAT = 1
+#: Where a language's cut is said to come from, beside its code: ``protocol, zh``.
+LANGUAGE_SOURCE = "protocol"
+#: A script without a cut of its own that takes another's: Japanese (kana and kanji) Han's.
+SCRIPT_ALIASES = {"Jpan": "Hani", "Hira": "Hani", "Kana": "Hani"}
 #: The option that overrides a judge's cuts, and the source it gives them.
 OVERRIDE = "--judge-threshold"
 #: The judge option (``create_judge(name, {OPTION: T})``) that carries it, and the one
@@ -69,6 +80,10 @@ class Cuts:
 
     index: Cut
     contexts: Cut
+    #: A cut per language (base code: ``zh``) and per script (ISO 15924: ``Latn``), in
+    #: every setting, for text not read by the English rules; empty: none.
+    languages: Mapping[str, Cut] = field(default_factory=dict, hash=False)
+    scripts: Mapping[str, Cut] = field(default_factory=dict, hash=False)
 
     @classmethod
     def same(cls, value: float, source: str) -> Cuts:
@@ -78,11 +93,41 @@ class Cuts:
     def at(self, setting: str) -> Cut:
         return self.contexts if setting == "contexts" else self.index
 
+    def for_language(self, setting: str, language: str | None, text: str = "") -> Cut:
+        """The cut a segment in ``language`` (a code, ``und-Xxxx``, or None: the English
+        rules) is decided at in ``setting``: its language's, else the script's of the
+        tag or of ``text`` (Japanese, ``Jpan``, takes Han's), else the setting's, and the
+        source says which."""
+        if not language or not (self.languages or self.scripts):
+            return self.at(setting)
+        from ..lang import ENGLISH, UNDETERMINED, base_language, dominant_script
+
+        code = base_language(language)
+        if code == ENGLISH:
+            return self.at(setting)
+        if code in self.languages:
+            return self.languages[code]
+        tag = language.replace("_", "-").split("-")
+        script = tag[1].title() if code == UNDETERMINED and len(tag) > 1 else (
+            dominant_script(text) if text else "")
+        script = SCRIPT_ALIASES.get(script, script)
+        name = code if code != UNDETERMINED else language
+        if script in self.scripts:
+            cut = self.scripts[script]
+            return Cut(cut.value, f"{cut.source}: no cut for {name}")
+        cut = self.at(setting)
+        return Cut(cut.value, f"{cut.source}: no cut for {name} or its script")
+
     def describe(self, settings: tuple[str, ...] = SETTINGS) -> str:
         """The cuts of ``settings``, one when they agree: ``0.833 (protocol, index
-        setting); 0.833 (protocol, contexts setting)``."""
+        setting); 0.833 (protocol, contexts setting)``; and how many languages and
+        scripts have their own: ``; 14 other languages and 7 scripts their own (protocol)``."""
         cuts = list(dict.fromkeys(self.at(s) for s in settings))
-        return "; ".join(c.describe() for c in cuts)
+        said = "; ".join(c.describe() for c in cuts)
+        if self.languages or self.scripts:
+            said += (f"; {len(self.languages)} other languages and {len(self.scripts)} "
+                     f"scripts their own ({LANGUAGE_SOURCE})")
+        return said
 
     def to_json(self, settings: tuple[str, ...] = SETTINGS) -> dict[str, dict[str, Any]]:
         return {s: {"value": self.at(s).value, "source": self.at(s).source} for s in settings}
@@ -150,4 +195,28 @@ def load_cuts(directory: Path) -> Cuts | None:
         value = settings[setting]
         check_threshold(value, f"{path}: field 'thresholds.{setting}'")
         cuts[setting] = Cut(float(value), f"{source}, {setting} setting")
-    return Cuts(cuts["index"], cuts["contexts"])
+    languages = _named_cuts(path, raw, "languages", source, _LANGUAGE_KEY)
+    scripts = _named_cuts(path, raw, "scripts", source, _SCRIPT_KEY)
+    return Cuts(cuts["index"], cuts["contexts"], languages,
+                {k: Cut(c.value, f"{c.source} script") for k, c in scripts.items()})
+
+
+_LANGUAGE_KEY = re.compile(r"^[a-z]{2,3}$")
+_SCRIPT_KEY = re.compile(r"^[A-Z][a-z]{3}$")
+
+
+def _named_cuts(path: Path, raw: dict[str, Any], name: str, source: str,
+                key: re.Pattern[str]) -> dict[str, Cut]:
+    """The optional ``languages`` (``{"zh": 0.64}``) or ``scripts`` (``{"Latn": 0.7}``)
+    of a thresholds file, each key and value checked."""
+    given = raw.get(name, {})
+    if not isinstance(given, dict):
+        raise UsageError(f"{path}: field '{name}' is {given!r}; an object of cuts is expected")
+    out = {}
+    for k, value in given.items():
+        if not isinstance(k, str) or not key.match(k):
+            kind = "a language code (zh)" if name == "languages" else "an ISO 15924 script (Latn)"
+            raise UsageError(f"{path}: field '{name}' has key {k!r}; {kind} is expected")
+        check_threshold(value, f"{path}: field '{name}.{k}'")
+        out[k] = Cut(float(value), f"{source}, {k}")
+    return out

@@ -46,7 +46,7 @@ from ..types import (
 )
 from .analysis import Analysis
 from .crosslang import CrossLanguage
-from .cuts import Cuts, load_cuts, overridden
+from .cuts import Cut, Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
 from .scriptrules import _checkable, _substitutions, _units
@@ -478,9 +478,16 @@ class OfflineJudge:
         self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        verdicts = [decide(item, cut=self.cuts.at(item.setting).value) for item in items]
+        verdicts = [decide(item, cut=item_cut(self.cuts, item).value) for item in items]
         self.cross_language.check(items, verdicts)
         return verdicts
+
+
+def item_cut(cuts: Cuts, item: JudgeItem) -> Cut:
+    """The cut ``item`` is decided at: its record's language's (``Cuts.for_language``),
+    else, with no language given, the language its segment is read in."""
+    language = getattr(item, "language", None) or reading_language(None, item.segment.text)
+    return cuts.for_language(item.setting, language, item.response or item.segment.text)
 
 
 def create(arg: str, options: Mapping[str, Any]) -> OfflineJudge:

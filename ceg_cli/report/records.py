@@ -254,16 +254,19 @@ def regeneration_dict(attempts: Sequence[CheckedResponse]) -> dict[str, Any] | N
 
 
 def judge_block(
-    judge: Mapping[str, Any], cuts: Cuts | None, evidence_source: str | None
+    judge: Mapping[str, Any], cuts: Cuts | None, evidence_source: str | None,
+    language: str | None = None, text: str = "",
 ) -> dict[str, Any]:
     """The record's ``judge``: its name and method, and the cut its segments were
-    decided at in the record's setting with where it came from (null for a judge
+    decided at in the record's setting and ``language`` (its ``text`` tells the
+    script where the language has no cut) with where it came from (null for a judge
     that cuts no score, and on an error record). Without ``cuts``, a ``judge`` read
     back from a record keeps the cut it gives."""
     from ..judges.cuts import setting_of
 
     if cuts is not None:
-        cut = None if evidence_source is None else cuts.at(setting_of(evidence_source))
+        cut = None if evidence_source is None else cuts.for_language(
+            setting_of(evidence_source), language, text)
         value, source = (None, None) if cut is None else (cut.value, cut.source)
     else:
         value, source = judge.get("threshold"), judge.get("threshold_source")
@@ -327,7 +330,8 @@ def to_record(
             "question": inp.question,
             "response": inp.response,
             "label": checked.label,
-            "judge": judge_block(judge, cuts, checked.evidence_source),
+            "judge": judge_block(judge, cuts, checked.evidence_source, checked.language,
+                                 inp.response or ""),
             "segments": [segment_dict(r, numbers) for r in checked.segments],
             "annotated": annotate(inp.response, checked.segments, numbers),
             "error": None,
