@@ -373,8 +373,16 @@ def context_search(
     and only if ranking or the judge (``similarity``) needs vectors."""
     if index is not None:
         chunker = index.meta.get("chunker") or {}
+        if getattr(index, "lexical_only", False):  # no model of its own: the default one
+            from ..index.embedding import load_embedder
+
+            def model() -> Any:
+                return load_embedder(None, device=device)
+        else:
+            def model() -> Any:
+                return index.embedder(device)
         return ContextSearch(
-            lambda: index.embedder(device),
+            model,
             mode=str(index.meta.get("embed_text", DEFAULT_EMBED_MODE)),
             max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
             method=method, similarity=similarity, language=language,

@@ -16,7 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import CegError
+from ..errors import CegError, UsageError
 from ..index.lexical import resolve_method
 from ..lang.codes import UNDETERMINED
 from ..types import ResponseInput
@@ -108,13 +108,18 @@ class RunEvidence(RecordEvidence):
         self.index: Any = open_index(index) if use_index else None
         try:
             if self.index is not None:
-                # The index's model too: one that cannot be loaded, or gives another
-                # dimension, fails the run here, before --out is touched.
-                self.index.embedder(device)
+                if self.index.lexical_only:
+                    refuse_on_lexical_only(self.index, judge)
+                else:
+                    # The index's model too: one that cannot be loaded, or gives another
+                    # dimension, fails the run here, before --out is touched.
+                    self.index.embedder(device)
                 if search_width:
                     self.index.set_search_width(search_width)
-                # hybrid on an index built before the lexical part: dense, with a warning.
-                method, warning = resolve_method(self.index, check.retrieval.method)
+                # hybrid on an index built before the lexical part: dense, with a warning;
+                # on one without vectors: lexical (dense or hybrid asked for: refused).
+                method, warning = resolve_method(self.index, check.retrieval.method,
+                                                 check.retrieval.method_given)
             else:
                 method, warning = check.retrieval.method, None
         except CegError:
@@ -141,6 +146,16 @@ class RunEvidence(RecordEvidence):
     def close(self) -> None:
         if self.index is not None:
             self.index.close()
+
+
+def refuse_on_lexical_only(index: Any, judge: Any) -> None:
+    """What a run cannot do on an index without vectors, refused in one line."""
+    if getattr(judge, "reads_similarity", False):
+        raise UsageError(
+            f"--judge {getattr(judge, 'name', 'verifier')}: it reads each passage's cosine "
+            f"similarity, and index at {index.path} was built with --retrieval lexical (no "
+            "vectors); use another judge, or an index built without --retrieval lexical"
+        )
 
 
 def wants_index(mode: str, index: Path, first: ResponseInput | None) -> bool:

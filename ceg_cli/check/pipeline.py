@@ -372,7 +372,7 @@ def _evidence(
     found: list[tuple[Evidence, ...]] = [() for _ in queries]
     if any(uses_index) and index is not None:
         wanted = [i for i, used in enumerate(uses_index) if used]
-        shared = vectors is not None and contexts is not None and (
+        shared = vectors is not None and contexts is not None and not index.lexical_only and (
             contexts.embedder is index.embedder()
         )
         asked = [queries[i] for i in wanted]

@@ -249,6 +249,8 @@ class RayChecks:
         self.usage: dict[str, int] | None = None
         self.settings = settings
         self.reads_index = use_index
+        #: Whether the index has no vectors (built with --retrieval lexical).
+        self.lexical_only = False
         #: Leaves the cluster, or stops the Ray this run started (and its session folder).
         self.stop = connect(self.ray, settings.engine.ray_address)
         try:
@@ -272,7 +274,9 @@ class RayChecks:
             try:
                 if settings.search_width:  # refused here as locally, before a worker starts
                     opened.set_search_width(settings.search_width)
-                method, warning = resolve_method(opened, settings.check.retrieval.method)
+                method, warning = resolve_method(opened, settings.check.retrieval.method,
+                                                 settings.check.retrieval.method_given)
+                self.lexical_only = opened.lexical_only
             finally:
                 opened.close()
             self._say([warning] if warning else [])

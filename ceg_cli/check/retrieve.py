@@ -34,16 +34,24 @@ class RetrievalOptions:
     threshold: float = DEFAULT_THRESHOLD
     #: dense, lexical or hybrid (``ceg_cli.index.lexical.RETRIEVAL_MODES``).
     method: str = DEFAULT_RETRIEVAL
+    #: Whether ``method`` was asked for (False: the default, which an index without
+    #: vectors replaces by ``lexical``; asked for, ``dense`` and ``hybrid`` are refused).
+    method_given: bool = True
 
 
 def apply_threshold(hits: Sequence[Hit], threshold: float) -> list[Hit]:
-    """The paper's rule: keep the top-1 hit, and the others at or above ``threshold``."""
-    return [h for rank, h in enumerate(hits) if rank == 0 or h.score >= threshold]
+    """The paper's rule: keep the top-1 hit, and the others at or above ``threshold``.
+
+    A hit without a cosine (an index without vectors) is kept: nothing says it is far.
+    """
+    return [h for rank, h in enumerate(hits)
+            if rank == 0 or h.score is None or h.score >= threshold]
 
 
 def to_evidence(hit: Hit) -> Evidence:
     c = hit.chunk
-    return Evidence(hit.chunk_id, c.doc_id, c.title, c.text, round(hit.score, 4), c.url)
+    score = None if hit.score is None else round(hit.score, 4)
+    return Evidence(hit.chunk_id, c.doc_id, c.title, c.text, score, c.url)
 
 
 def retrieve(

@@ -47,6 +47,9 @@ class CheckRun:
         self.rewriter: Any = None
         self._rewriter_judge: Any = None
         self.index: Any = None
+        #: Whether the index has no vectors (built with --retrieval lexical): its passages
+        #: are found by BM25 alone, and the run's first line says so.
+        self.lexical_only = False
         self.contexts: Any = None
         #: The judge's cut in each setting (None: it cuts no score, e.g. llm:).
         self.cuts: Cuts | None = None
@@ -101,6 +104,7 @@ class CheckRun:
             use_index=self._wants_index(settings, first), on_warning=on_warning,
         )
         self.index = self.evidence.index
+        self.lexical_only = self.index is not None and self.index.lexical_only
         self.settings = replace(settings, check=self.evidence.check)
         self.contexts = self.evidence.contexts
         self.judge_info = {"name": self.judge.name, "method": self.judge.method}
@@ -121,6 +125,7 @@ class CheckRun:
         self._ray = RayChecks(settings, self._wants_index(settings, first), FedRun,
                               on_warning=self.on_warning)
         self.settings = self._ray.settings
+        self.lexical_only = self._ray.lexical_only
         # The workers' judge: its name, method and cuts, as the local run's.
         self.judge_info = self._ray.judge_info
         self.cuts = self._ray.cuts
@@ -335,3 +340,11 @@ class FedRun(CheckRun):
 
     def _wants_index(self, settings: RunSettings, first: ResponseInput | None) -> bool:
         return self._use_index
+
+
+def lexical_only_note(run: CheckRun) -> str:
+    """What the run's first line adds where the index has no vectors: how it is searched."""
+    if not run.lexical_only:
+        return ""
+    return (f"; retrieval lexical (BM25): index at {run.settings.index} was built with "
+            "--retrieval lexical and has no vectors")

@@ -118,6 +118,7 @@ class RunSettings:
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
         threshold = DEFAULT_THRESHOLD if threshold is None else checked["threshold"]
         query = query or DEFAULT_QUERY
+        retrieval_given = retrieval is not None
         retrieval = retrieval or DEFAULT_RETRIEVAL
         max_rate = checked["max_nonfactual_rate"]
         min_citation_recall = checked["min_citation_recall"]
@@ -165,7 +166,8 @@ class RunSettings:
             out=out,
             judge=judge,
             check=CheckOptions(
-                RetrievalOptions(top_k, threshold, retrieval), query=query, evidence=evidence,
+                RetrievalOptions(top_k, threshold, retrieval, retrieval_given), query=query,
+                evidence=evidence,
                 citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
                 language=language,
             ),

@@ -11,7 +11,7 @@ from typing import Any
 import typer
 
 from ..check.settings import ENGINES
-from .commands import judge_threshold_source
+from .commands import given_or_none, judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
@@ -117,7 +117,7 @@ def check_command(
 ) -> None:
     """Check RESPONSES against the index: cite supported segments, flag the rest."""
     from ..check.options import ignored_options, judge_options, judge_values
-    from ..check.run import CheckRun, RunSettings
+    from ..check.run import CheckRun, RunSettings, lexical_only_note
     from ..errors import UsageError
     from ..index.processes import terminate_as_interrupt
     from ..report.html import ReportBuilder, write_report
@@ -135,7 +135,7 @@ def check_command(
         top_k=top_k,
         threshold=threshold,
         query=query,
-        retrieval=retrieval,
+        retrieval=given_or_none(ctx, "retrieval", retrieval),
         response_field=response_field,
         question_field=question_field,
         evidence=evidence,
@@ -193,7 +193,7 @@ def check_command(
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
         if not quiet:
             err_console.print(f"judge {run.judge_info['name']}, threshold "
-                              f"{run.describe_cuts()}", markup=False)
+                              f"{run.describe_cuts()}{lexical_only_note(run)}", markup=False)
         started = time.perf_counter()
         try:
             with cli_progress(quiet) as progress:

@@ -179,6 +179,14 @@ def config_params() -> tuple[Any, ...]:
                  if p.name in ("config", "no_config"))
 
 
+def given_or_none(ctx: typer.Context, name: str, value: Any) -> Any:
+    """``value`` where the user gave it (the command line, the environment, the project
+    file), None where it is the option's default: the library then decides, as it does
+    for an API caller who leaves it out (``--retrieval`` on an index without vectors)."""
+    source = ctx.get_parameter_source(name)
+    return None if source is None or source.name == "DEFAULT" else value
+
+
 def judge_threshold_source(ctx: typer.Context) -> str | None:
     """Where ``--judge-threshold``'s value came from when not the command line: the
     project file (``judge_threshold in PATH``); None for the flag, or for no value."""

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from .commands import judge_threshold_source
+from .commands import given_or_none, judge_threshold_source
 from .common import (
     ContextsRetrievalOption,
     DeviceOption,
@@ -238,10 +238,20 @@ def eval_command(
         checked = progress.counter("checked", "responses", total=len(data.examples))
         idx = None if index_dir is None else stack.enter_context(open_index(index_dir))
         if idx is not None:
-            idx.embedder(device)
+            if idx.lexical_only:
+                from ..check.evidence import refuse_on_lexical_only
+
+                refuse_on_lexical_only(idx, checker)
+                if not quiet:
+                    err_console.print(f"retrieval lexical (BM25): index at {index_dir} was "
+                                      "built with --retrieval lexical and has no vectors",
+                                      markup=False)
+            else:
+                idx.embedder(device)
             if width:
                 idx.set_search_width(width)
-            method, warning = resolve_method(idx, retrieval)
+            asked = given_or_none(ctx, "retrieval", retrieval) is not None
+            method, warning = resolve_method(idx, retrieval, asked)
             if warning is not None:
                 warn(warning)
         else:

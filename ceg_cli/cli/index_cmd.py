@@ -14,7 +14,8 @@ from rich.text import Text
 
 from ..index.embedding import BACKENDS
 from ..index.layout import ENGINES, LEXICAL_ENGINES
-from .commands import CegTyper
+from ..index.lexonly import BUILD_RETRIEVALS
+from .commands import CegTyper, given_or_none
 from .common import (
     EmbedDevice,
     EmbedPrecision,
@@ -45,6 +46,8 @@ app = CegTyper(help="Build, inspect and search an index.", no_args_is_help=True)
 # The choices come from the embedding module (which imports no torch at load).
 EmbedBackend = Enum("EmbedBackend", {name: name for name in BACKENDS}, type=str)  # type: ignore[misc]
 Engine = Enum("Engine", {name: name for name in ENGINES}, type=str)  # type: ignore[misc]
+BuildRetrieval = Enum(  # type: ignore[misc]
+    "BuildRetrieval", {name: name for name in BUILD_RETRIEVALS}, type=str)
 LexicalEngine = Enum(  # type: ignore[misc]
     "LexicalEngine", {name: name for name in LEXICAL_ENGINES}, type=str)
 
@@ -128,9 +131,17 @@ def build(
     lexical: bool = typer.Option(
         None,
         "--lexical/--no-lexical",
-        help="Build the lexical (BM25) part that --retrieval lexical|hybrid use "
+        help="Build the lexical (BM25) part that lexical and hybrid retrieval use "
         "(default: on, at any size).",
         show_default=False,
+    ),
+    retrieval: BuildRetrieval = typer.Option(
+        "hybrid",
+        "--retrieval",
+        help="What the index is searched by: hybrid (vectors and the lexical part), dense "
+        "(vectors only, as --no-lexical) or lexical (the lexical part only: nothing is "
+        "embedded, so a build runs at the speed of reading; checks against it search by "
+        "BM25).",
     ),
     lexical_engine: LexicalEngine = typer.Option(
         "auto",
@@ -188,6 +199,7 @@ def build(
         index_type=index_type.value,
         lexical=lexical,
         lexical_engine=lexical_engine.value,
+        retrieval=retrieval.value,
         engine=engine.value,
         ray_address=ray_address,
         workers=workers,
@@ -247,12 +259,15 @@ def info(
     languages = meta.get("languages") or {"en": meta["counts"]["documents"]}
     row("languages", ", ".join(f"{code} {n}" for code, n in languages.items())
         + ("" if "languages" in meta else " (built before languages: all read as English)"))
-    row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
-    # Indexes built before backends were recorded were built with the float model.
-    row("backend", str(meta["model"].get("backend", "torch")))
-    # Indexes from before --precision were all computed in float32.
-    row("precision", str(meta["model"].get("precision", "float32")))
-    row("embedded text", meta["embed_text"])
+    if "model" not in meta:  # built with --retrieval lexical (the checked meta says so)
+        row("model", "none: built with --retrieval lexical, no vectors (searched by BM25)")
+    else:
+        row("model", f"{meta['model']['name']} (dimension {meta['model']['dimension']})")
+        # Indexes built before backends were recorded were built with the float model.
+        row("backend", str(meta["model"].get("backend", "torch")))
+        # Indexes from before --precision were all computed in float32.
+        row("precision", str(meta["model"].get("precision", "float32")))
+        row("embedded text", meta["embed_text"])
     # Indexes built before the engine was recorded were built in one process.
     build = meta.get("build", {"engine": "local", "workers": 1})
     row("build engine", f"{build['engine']}, {build['workers']} "
@@ -261,14 +276,15 @@ def info(
         "chunker",
         f"about {meta['chunker']['max_words']} words, cut at {meta['chunker']['boundaries']}",
     )
-    digest = meta["faiss"].get("file_digest")
-    row(
-        "vectors",
-        f"{meta['faiss']['type']}, {digest[:29]}" if digest
-        else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
-        "a rebuild adds it)",
-    )
-    row("index type", _type_line(meta))
+    if "faiss" in meta:
+        digest = meta["faiss"].get("file_digest")
+        row(
+            "vectors",
+            f"{meta['faiss']['type']}, {digest[:29]}" if digest
+            else f"{meta['faiss']['type']} (no digest recorded: built before ceg checked one; "
+            "a rebuild adds it)",
+        )
+        row("index type", _type_line(meta))
     row("lexical", _lexical_line(index, meta))
     for src in meta["sources"]:
         row(
@@ -328,6 +344,7 @@ def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
 @app.command("search")
 @handle_errors
 def search(
+    ctx: typer.Context,
     query: str = typer.Argument(..., help="The text to search for.", metavar="QUERY"),
     index: Path = IndexOption,
     k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
@@ -335,7 +352,8 @@ def search(
     search_width: str = SearchWidthOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
-    """Print the passages found for QUERY, best first, with their cosine score."""
+    """Print the passages found for QUERY, best first, with their cosine score (none on an
+    index built without vectors, which is searched by BM25 alone)."""
     from ..index import open_index
     from ..index.lexical import resolve_method
     from ..index.searchwidth import parse
@@ -344,7 +362,8 @@ def search(
     with open_index(index) as idx:
         if width:
             idx.set_search_width(width)
-        method, warning = resolve_method(idx, retrieval)
+        given = given_or_none(ctx, "retrieval", retrieval) is not None
+        method, warning = resolve_method(idx, retrieval, given)
         if warning is not None:
             warn(warning)
         hits = idx.search([query], k, method)[0]
@@ -355,7 +374,8 @@ def search(
                 json.dumps(
                     {
                         "rank": rank,
-                        "score": round(hit.score, 4),
+                        # null on an index without vectors: no cosine to give
+                        "score": None if hit.score is None else round(hit.score, 4),
                         "doc_id": c.doc_id,
                         "title": c.title,
                         "passage_id": hit.chunk_id,
@@ -372,7 +392,8 @@ def search(
         # Documents are data, not terminal commands: their control characters are shown
         # escaped (\x1b), never sent raw; --json carries them as JSON escapes.
         out_console.print(
-            f"[bold]{rank}. {escape(shown(c.title))}[/]  score {hit.score:.3f}  "
+            f"[bold]{rank}. {escape(shown(c.title))}[/]  "
+            f"{'' if hit.score is None else f'score {hit.score:.3f}  '}"
             f"[dim]doc {escape(shown(c.doc_id))} passage {hit.chunk_id}[/]"
         )
         if c.url:

@@ -57,6 +57,13 @@ from .indexdir import (
 )
 from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
 from .lexical import build_lexical, want_lexical
+from .lexonly import (
+    BUILD_RETRIEVALS,
+    LEXICAL_ONLY,
+    LEXICAL_ONLY_FORMAT,
+    NoEmbedder,
+    is_lexical_only,
+)
 from .local_engine import fill_here
 from .processes import available_cores
 from .store import check_model, check_vectors_file, read_meta
@@ -96,6 +103,9 @@ def build_index(
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
     _check_multistream_index(kinds, options.multistream_index)
     _check_engine(options)
+    options = _check_retrieval(options)
+    if options.retrieval == LEXICAL_ONLY:
+        embedder = NoEmbedder()
     if embedder is None:
         # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
         check_device(options.backend, options.device, options.precision)
@@ -117,8 +127,10 @@ def _build(
     report = BuildReport(target)
     old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
     if old_meta is not None:
-        check_model(old_meta, options.model, target)
-        check_vectors_file(target, old_meta)
+        _check_same_retrieval(old_meta, options, target)
+        if not is_lexical_only(old_meta):
+            check_model(old_meta, options.model, target)
+            check_vectors_file(target, old_meta)
         _check_same_settings(old_meta, options, target)
 
     digests = {path: source_digest(path) for path in kinds}
@@ -157,7 +169,7 @@ def _build(
             "precision": "float32" if options.engine == "ray" else options.precision,
         }
         embedder = load_embedder(**model)
-    if old_meta is not None and (
+    if old_meta is not None and not is_lexical_only(old_meta) and (
         embedder.name != old_meta["model"]["name"]
         or embedder.dimension != old_meta["model"]["dimension"]
     ):
@@ -196,6 +208,7 @@ def _build(
             names = ", ".join(str(p) for p in todo)
             raise InputError(f"{names}: no documents with text; nothing written to {target}")
         wanted, skipped = want_lexical(options.lexical, int(total_chunks), old_meta)
+        wanted = wanted or options.retrieval == LEXICAL_ONLY
         lexical = None
         if wanted:
             t0 = time.perf_counter()
@@ -204,13 +217,16 @@ def _build(
         vectors = work.vectors()
         if vectors.count != total_chunks:
             raise RuntimeError(f"{tmp}: {vectors.count} vectors for {total_chunks} passages")
-        requested = requested_type(options.index_type, old_meta)
-        # Streamed from the shards: memory holds a batch of vectors, not all of them.
-        written = write_vectors(vectors, tmp / VECTORS_FILE, requested, options.auto_threshold,
-                                progress=progress, large=options.large_threshold)
-        for said in (fell_back(written), recall_missed(written)):
-            if said is not None:
-                warn(said)
+        written = None
+        if options.retrieval != LEXICAL_ONLY:
+            requested = requested_type(options.index_type, old_meta)
+            # Streamed from the shards: memory holds a batch of vectors, not all of them.
+            written = write_vectors(vectors, tmp / VECTORS_FILE, requested,
+                                    options.auto_threshold, progress=progress,
+                                    large=options.large_threshold)
+            for said in (fell_back(written), recall_missed(written)):
+                if said is not None:
+                    warn(said)
         languages = document_languages(work.db)
         if chosen_by_sample and isinstance(model, dict):
             check_model_choice(model["name"], languages, warn)
@@ -220,9 +236,15 @@ def _build(
         report.total_documents = sum(s["documents"] for s in all_sources)
         meta = _meta(embedder, options, all_sources, report, old_meta)
         meta["languages"] = languages
-        meta["faiss"].update(written)
-        meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
-        meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
+        if written is None:
+            # No vectors: no model, no FAISS file (lexonly).
+            del meta["model"], meta["faiss"]
+            meta["format_version"] = LEXICAL_ONLY_FORMAT
+            meta["retrieval"] = LEXICAL_ONLY
+        else:
+            meta["faiss"].update(written)
+            meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
+            meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
         if lexical is not None:
             meta["lexical"] = lexical
         else:
@@ -316,10 +338,55 @@ def _manifest(
         "follow_symlinks": options.follow_symlinks,
         # Batches decide the exact floats a model gives: resume cuts them the same way.
         "embed_call_size": EMBED_CALL_SIZE,
-        "append_to": [old_meta["updated_at"], old_meta["faiss"].get("file_digest")]
+        "append_to": [old_meta["updated_at"], (old_meta.get("faiss") or {}).get("file_digest")]
         if old_meta else None,
         "replaced": sorted(replaced),
     }
+
+
+def _check_retrieval(options: BuildOptions) -> BuildOptions:
+    """The options with ``--retrieval`` applied: ``dense`` is ``--no-lexical``; ``lexical``
+    embeds nothing, so an option that only says how to embed is refused in one line."""
+    if options.retrieval not in BUILD_RETRIEVALS:
+        raise UsageError(f"--retrieval {options.retrieval}: expected one of "
+                         f"{', '.join(BUILD_RETRIEVALS)}")
+    if options.retrieval == "dense":
+        if options.lexical:
+            raise UsageError("--retrieval dense builds no lexical part: leave out --lexical")
+        return replace(options, lexical=False)
+    if options.retrieval != LEXICAL_ONLY:
+        return options
+    if options.lexical is False:
+        raise UsageError("--retrieval lexical builds only the lexical part: leave out "
+                         "--no-lexical")
+    embedding = [
+        flag for flag, given in (
+            (f"--model {options.model}", options.model is not None),
+            (f"--backend {options.backend}", options.backend is not None),
+            (f"--index-type {options.index_type}", options.index_type != "auto"),
+            (f"--precision {options.precision}", options.precision != "auto"),
+        ) if given
+    ]
+    if embedding:
+        raise UsageError(f"{', '.join(embedding)}: --retrieval lexical embeds nothing, so "
+                         f"{'this option says' if len(embedding) == 1 else 'these say'} "
+                         "nothing; leave it out, or build without --retrieval lexical")
+    return replace(options, lexical=True)
+
+
+def _check_same_retrieval(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
+    """--append keeps an index's kind: vectors for every passage, or for none."""
+    if is_lexical_only(meta) and options.retrieval != LEXICAL_ONLY:
+        raise UsageError(
+            f"index at {target} was built with --retrieval lexical (no vectors); append to it "
+            "with --retrieval lexical, or rebuild it without"
+        )
+    if not is_lexical_only(meta) and options.retrieval == LEXICAL_ONLY:
+        raise UsageError(
+            f"index at {target} has vectors; --append --retrieval lexical would leave the new "
+            "passages without them: append without --retrieval lexical, or rebuild the index "
+            "with it"
+        )
 
 
 def _check_multistream_index(kinds: dict[Path, str], index: Path | None) -> None:
@@ -359,7 +426,7 @@ def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str
     """The float width the index's vectors were computed in: ``mixed`` where an
     append computed new ones in another than the index's own."""
     mine = str(getattr(embedder, "precision", "float32"))
-    if old_meta is None or old_meta["counts"]["chunks"] == 0:
+    if old_meta is None or old_meta["counts"]["chunks"] == 0 or "model" not in old_meta:
         return mine
     recorded = str(old_meta["model"].get("precision", "float32"))
     return recorded if recorded == mine else "mixed"
@@ -428,9 +495,12 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     if not keep:
         work.commit(position)
         return
+    kept = np.asarray(keep)
+    if work.dimension == 0:  # an index without vectors (lexonly): its rows alone
+        work.commit(position, [np.zeros((len(kept), 0), dtype=np.float32)], len(kept))
+        return
     # The old vectors, memory-mapped, go to shard 0 a batch at a time.
     old_vectors = read_vectors(old / VECTORS_FILE)
-    kept = np.asarray(keep)
 
     def batches() -> Iterator[np.ndarray]:
         for start in range(0, len(kept), READ_BATCH):

@@ -58,6 +58,10 @@ class BuildOptions:
     ray_address: str | None = None
     #: Ray workers (None: one per GPU of the cluster, else one per node with CPUs).
     workers: int | None = None
+    #: What the index is searched by: ``hybrid`` (vectors and the lexical part, as
+    #: ``lexical`` decides), ``dense`` (no lexical part) or ``lexical`` (no vectors:
+    #: nothing embedded, ``lexonly``).
+    retrieval: str = "hybrid"
 
 
 @dataclass

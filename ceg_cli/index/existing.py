@@ -22,6 +22,7 @@ from .buildopts import BuildOptions, BuildReport
 from .indexdir import FOREIGN_OK, remove_built, swap_into_place, temp_dir, work_path, write_json
 from .layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, VECTORS_FILE
 from .lexical import build_lexical, lexical_problem, want_lexical
+from .lexonly import is_lexical_only
 from .metacheck import file_problem
 from .store import check_vectors_file, connect_readonly, read_meta
 from .vectors import describe
@@ -83,6 +84,7 @@ def finish_swap(
     if not digests <= {s["digest"] for s in meta["sources"]} or (
         meta["chunker"]["max_words"] != options.chunk_words
         or meta["embed_text"] != options.embed_text
+        or is_lexical_only(meta) != (options.retrieval == "lexical")
     ):
         return False
     if on_warning is not None:
@@ -117,8 +119,8 @@ def unchanged(
     elif options.lexical is False and "lexical" in meta:
         relink(target, meta, lexical=False, skipped=skipped)
         warn(f"--no-lexical: removed the lexical (BM25) part of {target}; retrieval is dense")
-    current = describe(meta)["index_type"]
-    if options.index_type != "auto" and options.index_type != current:
+    current = None if is_lexical_only(meta) else describe(meta)["index_type"]
+    if current is not None and options.index_type != "auto" and options.index_type != current:
         warn(
             f"--index-type {options.index_type}: no source changed, so nothing was rebuilt and "
             f"the index stays {current}; the type applies when a source changes, or rebuild "
@@ -137,6 +139,8 @@ def relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = 
     tmp = temp_dir(target)
     try:
         for name in (VECTORS_FILE, CHUNKS_FILE):
+            if name == VECTORS_FILE and is_lexical_only(meta):
+                continue  # an index without vectors (lexonly)
             try:
                 os.link(target / name, tmp / name)
             except OSError:

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 from ..types import Chunk
 
+#: The format a build with vectors writes; one without (``lexonly``) writes 2.
 FORMAT_VERSION = 1
+#: The newest format this ceg reads.
+READ_FORMAT_VERSION = 2
 META_FILE = "meta.json"
 VECTORS_FILE = "vectors.faiss"
 CHUNKS_FILE = "chunks.sqlite"
@@ -41,10 +44,11 @@ CHUNK_COLUMNS = "id, doc_id, title, ordinal, start, end, text, url, source"
 
 @dataclass(frozen=True)
 class Hit:
-    """One retrieved passage: its FAISS id, cosine similarity and the passage."""
+    """One retrieved passage: its FAISS id, cosine similarity and the passage
+    (score None: an index without vectors, ``lexonly``, has no cosine)."""
 
     chunk_id: int
-    score: float
+    score: float | None
     chunk: Chunk
 
 

@@ -305,13 +305,23 @@ def check_method(method: str) -> None:
         raise UsageError(f"--retrieval {method}: choose one of {', '.join(RETRIEVAL_MODES)}")
 
 
-def resolve_method(index: SearchedIndex, method: str) -> tuple[str, str | None]:
+def resolve_method(
+    index: SearchedIndex, method: str, given: bool = True
+) -> tuple[str, str | None]:
     """The method a run with ``method`` on ``index`` uses, and a warning, if any.
 
     ``hybrid`` on an index without a lexical part falls back to ``dense`` with a
-    warning; ``lexical`` there is a usage error.
+    warning; ``lexical`` there is a usage error. On an index without vectors
+    (``lexonly``) every method is ``lexical``: the default (``given`` False) without
+    a word (the run's first line says it), ``dense`` or ``hybrid`` asked for refused.
     """
     check_method(method)
+    if getattr(index, "lexical_only", False):
+        if method != "lexical" and given:
+            from .lexonly import refuse_method
+
+            raise refuse_method(index.path, method)
+        return "lexical", None
     if method == "dense" or index.has_lexical:
         return method, None
     how = add_lexical_hint(index.path, index.meta)
@@ -353,9 +363,13 @@ def fuse(dense: Mapping[int, float], lexical: Mapping[int, float]) -> list[tuple
 
 
 def search(
-    index: SearchedIndex, queries: Sequence[str], vectors: np.ndarray, k: int, method: str
+    index: SearchedIndex, queries: Sequence[str], vectors: np.ndarray | None, k: int,
+    method: str,
 ) -> list[list[Hit]]:
     """The top ``k`` passages of each query by ``lexical`` or ``hybrid`` retrieval.
+
+    ``vectors`` None (``lexical`` on an index without vectors): the hits' scores are
+    None, there being no cosine.
 
     The batch is searched together: one dense search (hybrid), the queries
     tokenized in one call, one read of the stored vectors of every candidate
@@ -364,7 +378,8 @@ def search(
     """
     lexical = index.lexical()
     depth = max(FUSION_DEPTH, k)
-    dense_lists = index.dense_candidates(vectors, depth) if method == "hybrid" else None
+    dense_lists = (index.dense_candidates(vectors, depth)
+                   if method == "hybrid" and vectors is not None else None)
     lex_lists: list[list[int]] = []
     bm25_of: list[dict[int, float]] = []  # each query's BM25 score of its candidates
     if hasattr(lexical, "ranked"):  # tantivy: its top list, and the dense candidates scored
@@ -378,7 +393,10 @@ def search(
             lex_lists.append(lex_ids)
             union = lex_ids if dense_lists is None else [i for i, _ in dense_lists[n]] + lex_ids
             bm25_of.append({i: float(bm25[i]) for i in union})
-    if dense_lists is None:
+    ranked: list[list[tuple[int, float | None]]]
+    if vectors is None:  # an index without vectors (lexonly): no cosine to give
+        ranked = [[(i, None) for i in ids[:k]] for ids in lex_lists]
+    elif dense_lists is None:
         cosines = index.cosines_many(vectors, [ids[:k] for ids in lex_lists])
         ranked = [[(i, cos[i]) for i in ids[:k]] for ids, cos in zip(lex_lists, cosines)]
     else:

@@ -20,6 +20,10 @@ from typing import Any
 
 from ..errors import IndexLoadError
 
+#: "required" in FIELDS: where the index has vectors / where it has none.
+_VECTORS = object()
+_NO_VECTORS = object()
+
 
 def _int(low: int) -> Callable[[Any], bool]:
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
@@ -54,12 +58,15 @@ _TYPES = ("flat", "hnsw", "ivfpq", "ivfpqfs")
 _TYPES_SAID = "flat, hnsw, ivfpq or ivfpqfs"
 
 # (dotted field, required, test, what the test wants)
-FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
+FIELDS: list[tuple[str, Any, Callable[[Any], bool], str]] = [
     ("format_version", True, _int(1), "a whole number >= 1"),
     ("ceg_version", False, _text, "a version string"),
     ("created_at", False, _text, "a date string"),
     ("updated_at", False, _text, "a date string"),
-    ("model", True, _object, "an object"),
+    ("retrieval", False, _one_of("lexical"), "'lexical' (or absent)"),
+    # An index without vectors (``"retrieval": "lexical"``, ``lexonly``) has no model or
+    # FAISS entry, and must have its lexical part.
+    ("model", _VECTORS, _object, "an object"),
     ("model.name", True, _text, "a model name (a string)"),
     ("model.dimension", True, _int(1), "a whole number >= 1"),
     ("model.normalized", False, lambda v: isinstance(v, bool), "true or false"),
@@ -67,7 +74,7 @@ FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
     ("model.backend", False, _text, "a backend name (a string)"),
     ("model.precision", False, _text, "a float width (a string)"),
     ("embed_text", True, _one_of("text", "title+text"), "'text' or 'title+text'"),
-    ("faiss", True, _object, "an object"),
+    ("faiss", _VECTORS, _object, "an object"),
     ("faiss.type", True, _text, "a FAISS class name (a string)"),
     ("faiss.index_type", False, _one_of(*_TYPES), _TYPES_SAID),
     ("faiss.chosen", False, _text, "a string"),
@@ -101,7 +108,7 @@ FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
     ("sources[].digest", True, _text, "a digest string"),
     ("sources[].documents", True, _int(0), "a whole number >= 0"),
     ("sources[].chunks", True, _int(0), "a whole number >= 0"),
-    ("lexical", False, _object, "an object"),
+    ("lexical", _NO_VECTORS, _object, "an object"),
     ("lexical.library", True, _text, "a string"),
     ("lexical.version", True, _text, "a string"),
     ("lexical.parameters", True, _object, "an object"),
@@ -113,6 +120,14 @@ FIELDS: list[tuple[str, bool, Callable[[Any], bool], str]] = [
     ("build.engine", True, _text, "an engine name (a string)"),
     ("build.workers", True, _int(1), "a whole number >= 1"),
 ]
+
+
+def _required(required: Any, meta: dict[str, Any]) -> bool:
+    if required is _VECTORS:
+        return meta.get("retrieval") != "lexical"
+    if required is _NO_VECTORS:
+        return meta.get("retrieval") == "lexical"
+    return bool(required)
 
 
 def check_meta(meta: Any, meta_path: Path) -> None:
@@ -127,7 +142,7 @@ def meta_problem(meta: Any) -> str | None:
     if not isinstance(meta, dict):
         return f"not a ceg index's meta.json (a JSON object is expected, found {_shown(meta)})"
     for field, required, test, wanted in FIELDS:
-        for name, value in _values(meta, field, required):
+        for name, value in _values(meta, field, _required(required, meta)):
             if value is _MISSING:
                 return f"field '{name}' missing"
             if not test(value):

@@ -29,7 +29,14 @@ from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
 from .embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
 from .indexdir import FOREIGN_OK, sampled_digest
-from .layout import CHUNK_COLUMNS, CHUNKS_FILE, FORMAT_VERSION, META_FILE, VECTORS_FILE, Hit
+from .layout import (
+    CHUNK_COLUMNS,
+    CHUNKS_FILE,
+    META_FILE,
+    READ_FORMAT_VERSION,
+    VECTORS_FILE,
+    Hit,
+)
 from .lexical import (
     LEXICAL_DIR,
     LexicalIndex,
@@ -39,6 +46,7 @@ from .lexical import (
     open_lexical,
 )
 from .lexical import search as search_lexical
+from .lexonly import NoVectors, is_lexical_only, refuse_method
 from .metacheck import check_meta
 
 if TYPE_CHECKING:
@@ -73,6 +81,8 @@ def read_meta(path: Path) -> dict[str, Any]:
         )
     meta = load_meta(meta_path)
     for name in (VECTORS_FILE, CHUNKS_FILE):
+        if name == VECTORS_FILE and is_lexical_only(meta):
+            continue
         if not (path / name).exists():
             raise IndexLoadError(
                 f"index at {path} is incomplete: {name} is missing; rebuild it with "
@@ -98,10 +108,10 @@ def load_meta(meta_path: Path) -> dict[str, Any]:
         raise IndexLoadError(f"{meta_path}: unreadable ({exc}); rebuild the index") from exc
     if isinstance(meta, dict) and isinstance(meta.get("format_version"), int):
         version = meta["format_version"]
-        if version > FORMAT_VERSION:
+        if version > READ_FORMAT_VERSION:
             raise IndexLoadError(
                 f"{meta_path}: index format {version} is newer than this ceg reads "
-                f"(up to {FORMAT_VERSION}); upgrade ceg or rebuild the index"
+                f"(up to {READ_FORMAT_VERSION}); upgrade ceg or rebuild the index"
             )
     check_meta(meta, meta_path)
     return meta  # type: ignore[no-any-return]
@@ -159,15 +169,23 @@ class Index:
         return int(self._vectors.ntotal)
 
     @property
+    def lexical_only(self) -> bool:
+        """Whether the index has no vectors (built with ``--retrieval lexical``: ``lexonly``)."""
+        return is_lexical_only(self.meta)
+
+    @property
     def dimension(self) -> int:
-        return int(self.meta["model"]["dimension"])
+        return 0 if self.lexical_only else int(self.meta["model"]["dimension"])
 
     @property
     def model_name(self) -> str:
-        return str(self.meta["model"]["name"])
+        return "none" if self.lexical_only else str(self.meta["model"]["name"])
 
     def embedder(self, device: str = "cpu") -> Embedder:
         """The model the index was built with, loaded once (on ``device`` the first time)."""
+        if self.lexical_only:
+            raise UsageError(f"index at {self.path} was built with --retrieval lexical: it has "
+                             "no model and no vectors")
         if self._embedder is None:
             model = self.meta["model"]
             embedder = load_embedder(model["name"], backend=query_backend(model), device=device)
@@ -199,6 +217,9 @@ class Index:
         the settings now in force. The index files are not touched."""
         from .searchwidth import apply
 
+        if self.lexical_only:
+            raise UsageError(f"--search-width: index at {self.path} was built with --retrieval "
+                             "lexical and has no vectors to search; leave it out")
         return apply(self._vectors, self.index_type, width, self.path)
 
     @property
@@ -231,6 +252,10 @@ class Index:
         hybrid on an index without a lexical part is dense. Scores are cosines.
         """
         check_method(retrieval)
+        if self.lexical_only:
+            if retrieval != "lexical":
+                raise refuse_method(self.path, retrieval)
+            return search_lexical(self, queries, None, k, retrieval)
         vectors = query_vectors(self.embedder(), queries)
         if retrieval == "dense" or (retrieval == "hybrid" and not self.has_lexical):
             return self.search_vectors(vectors, k)
@@ -365,6 +390,8 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
     from .vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
 
     meta = read_meta(path)
+    if is_lexical_only(meta):
+        return _open_lexical_only(path, meta, model)
     check_model(meta, model, path)
     try:
         vectors = read_vectors(path / VECTORS_FILE, mmap)
@@ -400,6 +427,29 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
         db.close()
         raise
     return Index(path, meta, vectors, db)
+
+
+def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> Index:
+    """An index with no vectors: its store, checked against meta.json's count."""
+    if model is not None:
+        raise UsageError(f"--model {model}: index at {path} was built with --retrieval lexical "
+                         "and has no model; leave out --model")
+    db = connect_readonly(path / CHUNKS_FILE)
+    try:
+        (rows,) = db.execute("SELECT count(*) FROM chunks").fetchone()
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise IndexLoadError(
+            f"{path / CHUNKS_FILE}: unreadable ({exc}); rebuild the index"
+        ) from exc
+    expected = meta["counts"].get("chunks")
+    if rows != expected:
+        db.close()
+        raise IndexLoadError(
+            f"index at {path} is inconsistent: {CHUNKS_FILE} holds {rows} passages, "
+            f"{META_FILE} says {expected}; rebuild the index"
+        )
+    return Index(path, meta, NoVectors(int(rows)), db)
 
 
 def connect_readonly(db_path: Path) -> sqlite3.Connection:
