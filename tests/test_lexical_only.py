@@ -208,7 +208,8 @@ def test_a_stopped_lexical_build_resumed_equals_an_uninterrupted_one(
     monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
     monkeypatch.setattr(ceg_cli.index.builder, "SHARD_PASSAGES", 10)
     whole = tmp_path / "whole"
-    build_index([MINI_WIKI], whole, LEXICAL)
+    one_thread = BuildOptions(retrieval="lexical", workers=1)  # commits every 10 passages
+    build_index([MINI_WIKI], whole, one_thread)
     real = BuildWork.commit
     calls = {"n": 0}
 
@@ -221,19 +222,30 @@ def test_a_stopped_lexical_build_resumed_equals_an_uninterrupted_one(
     monkeypatch.setattr(BuildWork, "commit", stop_on_third)
     target = tmp_path / "index"
     with pytest.raises(KeyboardInterrupt):
-        build_index([MINI_WIKI], target, LEXICAL)
+        build_index([MINI_WIKI], target, one_thread)
     assert work_path(target).is_dir() and not target.exists()
     monkeypatch.setattr(BuildWork, "commit", real)
-    report = build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical", resume=True))
+    report = build_index([MINI_WIKI], target,
+                         BuildOptions(retrieval="lexical", workers=1, resume=True))
     assert report.resumed_chunks > 0
     assert _rows(target) == _rows(whole)
     assert not work_path(target).exists()
 
 
-def test_reader_processes_give_the_same_index(no_model: None, tmp_path: Path) -> None:
+def test_reader_processes_give_the_same_index(
+    no_model: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """And a lexical build reads with a process on every core unless told otherwise."""
+    import ceg_cli.corpus.ranges
+
+    monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_BYTES", 1000)
+    monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_PAGES", 2)
     dump, _ = make_multistream(MINI_WIKI, tmp_path / "ms", per_stream=2)
     one = tmp_path / "one"
     two = tmp_path / "two"
     build_index([dump], one, BuildOptions(retrieval="lexical", workers=1))
-    build_index([dump], two, BuildOptions(retrieval="lexical", workers=2))
+    report = build_index([dump], two, BuildOptions(retrieval="lexical"))
     assert _rows(one) == _rows(two)
+    from ceg_cli.index.processes import available_cores
+
+    assert report.workers == min(available_cores(), 4)  # no more than its 4 ranges

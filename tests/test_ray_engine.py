@@ -88,6 +88,25 @@ def test_a_ray_build_is_the_single_machine_build(
     assert leftovers(tmp_path / "ray") == []
 
 
+def test_a_lexical_only_ray_build_is_the_single_machine_one(
+    small: None, tmp_path: Path, multistream: Path
+) -> None:
+    """--retrieval lexical on Ray: the workers read and chunk, nothing is embedded, and the
+    passages and the lexical part are those of a build in one thread (issue 48)."""
+    sources = mixed_sources(tmp_path, multistream)
+    build_index(sources, tmp_path / "local", BuildOptions(retrieval="lexical"))
+    report = build_index(sources, tmp_path / "ray",
+                         BuildOptions(engine="ray", workers=2, shard_passages=20,
+                                      retrieval="lexical"))
+    assert report.workers == 2
+    assert rows_of(tmp_path / "ray") == rows_of(tmp_path / "local")
+    meta = meta_of(tmp_path / "ray")
+    assert meta["retrieval"] == "lexical" and "model" not in meta
+    assert meta["lexical"]["passages"] == meta_of(tmp_path / "local")["lexical"]["passages"]
+    assert not (tmp_path / "ray" / "vectors.faiss").exists()
+    assert leftovers(tmp_path / "ray") == []
+
+
 def test_a_worker_that_loses_its_source_names_it_and_its_host(
     small: None, tmp_path: Path
 ) -> None:

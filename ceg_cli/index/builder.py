@@ -434,7 +434,8 @@ def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str
 
 def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOptions:
     """``--workers`` left out on the local engine: reader processes on every core
-    but the model's own when the model runs on a GPU, else the reading thread.
+    but the model's own when the model runs on a GPU, on every core when nothing is
+    embedded (``--retrieval lexical``), else the reading thread.
 
     On a GPU the work in front of the model (reading, chunking, tokenizing) is
     the limit; on the CPU the model itself is, and reader processes would take
@@ -442,6 +443,9 @@ def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOpti
     """
     if options.engine != "local" or options.workers is not None:
         return options
+    if isinstance(embedder, NoEmbedder):
+        # Nothing to embed (--retrieval lexical): reading is all the work, on every core.
+        return replace(options, workers=available_cores())
     if getattr(embedder, "device", "cpu") != "cuda":
         return options
     return replace(options, workers=max(1, available_cores() - 1))

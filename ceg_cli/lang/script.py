@@ -15,9 +15,12 @@ character n-grams, and a passage's size is counted in characters.
 
 from __future__ import annotations
 
+import re
+import string
 import unicodedata
 from bisect import bisect_right
 from collections import Counter
+from functools import lru_cache
 
 __all__ = [
     "BIGRAM_SCRIPTS",
@@ -95,6 +98,7 @@ SCRIPT_LANGUAGE: dict[str, str] = {
 }  # fmt: skip
 
 
+@lru_cache(maxsize=1 << 16)  # a pure function of a character: texts reuse a few hundred
 def char_script(ch: str) -> str:
     """The script of one character: ``Latn``, ``Hani``, ... ``Zinh`` for a combining
     mark, ``Zyyy`` for digits, punctuation, symbols and spaces, ``Zzzz`` otherwise."""
@@ -121,15 +125,26 @@ def char_script(ch: str) -> str:
 def script_counts(text: str) -> Counter[str]:
     """How many letters (and combining marks, counted with their letter) of each script."""
     counts: Counter[str] = Counter()
-    previous = COMMON
-    for ch in text:
-        script = char_script(ch)
-        if script == INHERITED:
-            script = previous
-        if script != COMMON:
-            counts[script] += 1
-        previous = script
+    # ASCII letters are Latin and the rest of ASCII common to all: counted at C speed,
+    # and only the runs of other characters walked (most of a Latin-script text is ASCII).
+    latin = len(text) - len(text.translate(_NO_ASCII_LETTERS))
+    if latin:
+        counts["Latn"] = latin
+    for run in _NOT_ASCII.finditer(text):
+        before = text[run.start() - 1] if run.start() else " "
+        previous = "Latn" if before.isascii() and before.isalpha() else COMMON
+        for ch in run.group():
+            script = char_script(ch)
+            if script == INHERITED:
+                script = previous
+            if script != COMMON:
+                counts[script] += 1
+            previous = script
     return counts
+
+
+_NO_ASCII_LETTERS = str.maketrans("", "", string.ascii_letters)
+_NOT_ASCII = re.compile(r"[^\x00-\x7f]+")
 
 
 def dominant_script(text: str) -> str:
