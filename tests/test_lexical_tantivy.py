@@ -47,8 +47,9 @@ def built(tmp_path: Path, n: int = 60, engine: str = "tantivy") -> Path:
     return target
 
 
+# The last one repeats words: bm25s adds a word's score once per time the query has it.
 QUERIES = ["harbour lantern founded in 1812", "granite falcon", "castle bridge market 1830",
-           "nothing here zzz", "the tower"]
+           "nothing here zzz", "the tower", "castle granite castle 1830 falcon castle granite"]
 
 
 def test_scores_are_bm25s_s_at_tantivy_s_parameters(tmp_path: Path) -> None:
@@ -195,3 +196,27 @@ def test_a_build_stopped_while_writing_the_lexical_part_resumes(
         assert idx.meta["lexical"]["passages"] == idx.size == 40
         (top, _), = idx.lexical().ranked(["1839"], 5)
         assert [idx.chunks(top)[i].doc_id for i in top] == ["d39"]
+
+
+def test_max_terms_searches_only_the_rarest_terms_and_is_off_by_default(tmp_path: Path) -> None:
+    """``max_terms`` changes results, so it is an explicit option: with it a query is
+    searched and scored by its ``max_terms`` rarest terms only, exactly as a query of
+    those terms alone; without it every term counts."""
+    target = built(tmp_path)
+    path = target / LEXICAL_DIR
+    full = lexical_tantivy.TantivyLexical(path)
+    assert full.max_terms is None
+    query = "castle granite castle 1830 falcon castle granite"
+    words = queries_tokens([query], None)[0]
+    freq = {w: full._searcher.doc_freq("terms", w) for w in set(words)}
+    assert len(set(freq.values())) > 2  # the terms differ in rarity
+    rarest = sorted(freq, key=lambda w: (freq[w], words.index(w)))[:2]
+    assert full.terms(words) == {"castle": 3, "granite": 2, "1830": 1, "falcon": 1}
+    pruned = lexical_tantivy.TantivyLexical(path, max_terms=2)
+    assert set(pruned.terms(words)) == set(rarest)
+    alone = " ".join(w for w in words if w in rarest)  # the kept terms, each as often
+    every = [list(range(60))]
+    assert pruned.ranked([query], 10, every) == full.ranked([alone], 10, every)
+    assert pruned.ranked([query], 10) != full.ranked([query], 10)
+    with pytest.raises(ValueError, match="max_terms 0"):
+        lexical_tantivy.TantivyLexical(path, max_terms=0)

@@ -147,12 +147,32 @@ def passage_terms(texts: Sequence[str], languages: Sequence[str],
 
 class TantivyLexical:
     """A tantivy lexical part, opened: the top passages of a query, and the BM25 score
-    of given passages (hybrid search's candidates that BM25 did not rank)."""
+    of given passages (hybrid search's candidates that BM25 did not rank).
+
+    A query is a boolean query of one SHOULD term query per distinct term, a term
+    the query holds n times boosted n times: bm25s (and so ceg's indexes before
+    tantivy) adds a term's score once per occurrence in the query, and the two must
+    rank alike. tantivy-py collects every search's top hits through a multi-collector,
+    which scores every passage holding a query term (no block-max WAND): the time of
+    a query grows with the postings of its terms. Searched with ``count=False`` (no
+    count of the matches to keep) and the ids read from the fast field, not the doc
+    store (``benchmarks/lexical_scale.py``, docs/measurements.md).
+
+    ``max_terms`` (off by default: it changes results): only the query's
+    ``max_terms`` rarest terms (fewest passages, so highest IDF; ties: first in the
+    query) are searched and scored, top list and hybrid candidates alike. Common
+    terms hold the longest posting lists and the smallest IDF; what dropping them
+    costs in recall is measured in docs/measurements.md.
+    """
 
     def __init__(self, path: Path, passages: int | None = None,
-                 tokenizer: Mapping[str, Any] | None = None) -> None:
+                 tokenizer: Mapping[str, Any] | None = None,
+                 max_terms: int | None = None) -> None:
         tantivy = import_tantivy()
+        if max_terms is not None and max_terms < 1:
+            raise ValueError(f"max_terms {max_terms}: at least 1 (or None: every term)")
         self.tokenizer = dict(tokenizer) if tokenizer is not None else None
+        self.max_terms = max_terms
         try:
             self._index = tantivy.Index.open(str(path))
             self._searcher = self._index.searcher()
@@ -167,15 +187,30 @@ class TantivyLexical:
         self._schema = self._index.schema
         self._tantivy = tantivy
 
-    def _query(self, words: Sequence[str]) -> Any:
+    def terms(self, words: Sequence[str]) -> Counter[str]:
+        """The terms searched for the query terms ``words``, each with the times the
+        query holds it: all of them, or with ``max_terms`` the rarest."""
+        counts = Counter(words)
+        if self.max_terms is None or len(counts) <= self.max_terms:
+            return counts
+        freq = {w: int(self._searcher.doc_freq(TERMS_FIELD, w)) for w in counts}
+        order = list(counts)  # first occurrence breaks ties
+        kept = sorted(order, key=lambda w: (freq[w], order.index(w)))[: self.max_terms]
+        return Counter({w: counts[w] for w in order if w in kept})
+
+    def _query(self, terms: Mapping[str, int]) -> Any:
         Query, Occur = self._tantivy.Query, self._tantivy.Occur
-        return Query.boolean_query([(Occur.Should, Query.term_query(self._schema, TERMS_FIELD, w))
-                                    for w in dict.fromkeys(words)])
+        clauses = []
+        for word, n in terms.items():
+            query = Query.term_query(self._schema, TERMS_FIELD, word)
+            # bm25s scores a word once per time the query holds it.
+            clauses.append((Occur.Should, query if n == 1 else Query.boost_query(query, float(n))))
+        return Query.boolean_query(clauses)
 
     def _hits(self, query: Any, limit: int) -> list[tuple[int, float]]:
-        found = self._searcher.search(query, limit)
-        return [(int(self._searcher.doc(address)[ID_FIELD][0]), float(score))
-                for score, address in found.hits]
+        found = self._searcher.search(query, limit, count=False).hits
+        ids = self._searcher.fast_field_values(ID_FIELD, [address for _, address in found])
+        return [(int(i), float(score)) for (score, _), i in zip(found, ids)]
 
     def ranked(
         self, queries: Sequence[str], depth: int, also: Sequence[Sequence[int]] | None = None,
@@ -184,15 +219,16 @@ class TantivyLexical:
         first (ties: lower id first), and the BM25 score of those and of ``also[n]``."""
         out = []
         for n, words in enumerate(queries_tokens(queries, self.tokenizer)):
-            if not words:
+            terms = self.terms(words)
+            if not terms:
                 top: list[tuple[int, float]] = []
             else:
-                top = self._hits(self._query(words), depth)
+                top = self._hits(self._query(terms), depth)
             top = sorted((h for h in top if h[1] > 0), key=lambda h: (-h[1], h[0]))
             scores = dict(top)
             wanted = [i for i in (also[n] if also is not None else ()) if i not in scores]
-            if wanted and words:
-                scores.update(self.scores_of(words, wanted))
+            if wanted and terms:
+                scores.update(self._scores_of(terms, wanted))
             for i in wanted:
                 scores.setdefault(i, 0.0)
             out.append(([i for i, _ in top], scores))
@@ -200,8 +236,11 @@ class TantivyLexical:
 
     def scores_of(self, words: Sequence[str], ids: Sequence[int]) -> dict[int, float]:
         """BM25 of passages ``ids`` for the query terms ``words`` (0 without a term)."""
+        return self._scores_of(self.terms(words), ids)
+
+    def _scores_of(self, terms: Mapping[str, int], ids: Sequence[int]) -> dict[int, float]:
         Query, Occur = self._tantivy.Query, self._tantivy.Occur
         only = Query.const_score_query(
             Query.term_set_query(self._schema, ID_FIELD, [int(i) for i in ids]), 0.0)
-        query = Query.boolean_query([(Occur.Must, only), (Occur.Should, self._query(words))])
+        query = Query.boolean_query([(Occur.Must, only), (Occur.Should, self._query(terms))])
         return dict(self._hits(query, len(ids)))
