@@ -14,7 +14,12 @@ with a bounded heap, so a build streams the chunk store in batches:
 - one integer field ``id``, the passage's row id (== its FAISS id), stored and
   indexed, so a hit names its passage and hybrid search can score given ids;
 - memory: the writer's heap, ``HEAP_BYTES`` (tantivy flushes a segment when it
-  fills), plus one batch of passages and their terms: bounded at any size.
+  fills), plus one batch of passages and their terms: bounded at any size;
+- a commit every ``COMMIT_EVERY`` passages: a build stopped in the lexical pass
+  (Ctrl-C, a kill) and run again with ``--resume`` goes on after the last commit
+  (the passages are added in id order, so what a commit holds is the store's
+  first passages), when ``PROGRESS_FILE`` says the part was being written with
+  the same terms, text and passages; otherwise it starts the part over.
 
 Scores are tantivy's BM25 (Lucene's formula, k1 1.2, b 0.75, document lengths
 in Lucene's one-byte norms); bm25s, kept for smaller indexes and every index
@@ -23,6 +28,7 @@ built before, uses Lucene's formula with k1 1.5. Both are recorded in meta.json.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from collections import Counter
@@ -33,6 +39,7 @@ from typing import Any
 from ..errors import IndexLoadError
 from ..lang.codes import ENGLISH
 from ..types import Chunk
+from .indexdir import write_json
 from .layout import LEXICAL_DIR, embed_text
 from .lexlang import ANALYZER, corpus_terms, import_bm25s, is_legacy, queries_tokens
 from .lexlang import tokenizer_entry as _tokenizer_entry
@@ -44,6 +51,10 @@ PARAMETERS = {"method": "lucene", "k1": 1.2, "b": 0.75}
 HEAP_BYTES = 256 * 1024 * 1024
 #: Passages read from the chunk store, tokenized and handed to the writer at a time.
 BATCH = 20_000
+#: Passages between two commits: what a stopped build's --resume does again, at most.
+COMMIT_EVERY = 500_000
+#: In ``lexical/`` while it is written: what it is being written with (removed at the end).
+PROGRESS_FILE = "ceg-progress.json"
 #: tantivy's field names.
 ID_FIELD, TERMS_FIELD = "id", "terms"
 
@@ -85,15 +96,25 @@ def build(
         counts[language or ENGLISH] += int(n)
     tokenizer = _tokenizer_entry(counts)
     out = index_dir / LEXICAL_DIR
-    # A build stopped while writing left its part here (the build's own folder,
-    # kept for --resume): the passages are all in the store, so start it over.
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    index = tantivy.Index(schema(), path=str(out))
+    plan = {"tokenizer": tokenizer, "text": embed_mode, "passages": sum(counts.values()),
+            "library": LIBRARY, "version": version()}
+    resumed = _committed(out, plan, db)
+    if resumed is None:
+        # Nothing to go on from (a new build, or a part written with other terms,
+        # text or passages): start the part over.
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        write_json(out / PROGRESS_FILE, plan)
+        index = tantivy.Index(schema(), path=str(out))
+        passages, last = 0, -1
+    else:
+        index, passages, last = resumed
     writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    if resumed is not None:
+        writer.garbage_collect_files()  # the stopped writer's uncommitted segments
     Document = tantivy.Document
-    passages = 0
-    for rows in _batches(db):
+    pending = 0
+    for rows in _batches(db, last):
         ids = [int(r[0]) for r in rows]
         texts = [embed_text(Chunk("", r[1], 0, 0, 0, r[2]), embed_mode) for r in rows]
         terms = passage_terms(texts, [r[3] or ENGLISH for r in rows], tokenizer)
@@ -101,10 +122,15 @@ def build(
             # The integer field takes a Python int: any other type panics the writer.
             writer.add_document(Document(**{ID_FIELD: row_id, TERMS_FIELD: " ".join(words)}))
         passages += len(ids)
+        pending += len(ids)
+        if pending >= COMMIT_EVERY:
+            writer.commit()
+            pending = 0
         if on_batch is not None:
             on_batch(len(ids))
     writer.commit()
     writer.wait_merging_threads()
+    (out / PROGRESS_FILE).unlink()
     return {
         "library": LIBRARY,
         "version": version(),
@@ -117,10 +143,34 @@ def build(
     }
 
 
-def _batches(db: sqlite3.Connection) -> Iterator[list[tuple[Any, ...]]]:
-    """The chunk store's passages in id order, ``BATCH`` at a time (keyset paging: each
-    query starts where the last ended, so memory holds one batch)."""
-    last = -1
+def _committed(out: Path, plan: Mapping[str, Any],
+               db: sqlite3.Connection) -> tuple[Any, int, int] | None:
+    """A part at ``out`` that a stopped build was writing as ``plan`` says, opened:
+    (the index, the passages its last commit holds, the last of their ids); None when
+    there is none, or it was written otherwise, or its passages are not the store's
+    first ones."""
+    tantivy = import_tantivy()
+    try:
+        if json.loads((out / PROGRESS_FILE).read_text(encoding="utf-8")) != plan:
+            return None
+        index = tantivy.Index.open(str(out))
+        searcher = index.searcher()
+        held = int(searcher.num_docs)
+        if held == 0:
+            return None
+        top = searcher.search(tantivy.Query.all_query(), 1, count=False,
+                              order_by_field=ID_FIELD, order=tantivy.Order.Desc).hits
+    except (OSError, ValueError):
+        return None
+    row = db.execute("SELECT id FROM chunks ORDER BY id LIMIT 1 OFFSET ?", (held - 1,)).fetchone()
+    if row is None or not top or int(top[0][0]) != int(row[0]):
+        return None
+    return index, held, int(row[0])
+
+
+def _batches(db: sqlite3.Connection, last: int = -1) -> Iterator[list[tuple[Any, ...]]]:
+    """The chunk store's passages after id ``last`` in id order, ``BATCH`` at a time
+    (keyset paging: each query starts where the last ended, so memory holds one batch)."""
     while True:
         rows = db.execute(
             "SELECT id, title, text, language FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
