@@ -39,6 +39,15 @@ plus a segment: one or two sentences), ``--queries`` of them, seeded. Timed:
   over them, no array of N), then the top ``FUSION_DEPTH`` of those. Both
   give the same top scores (checked on every query).
 
+With ``--engines tantivy``, the query stage times on the same queries: ceg's
+search (``TantivyLexical.ranked``, with and without 50 hybrid candidates);
+the search as ceg made it before (matches counted, ids from the doc store,
+each word once), whose top lists must be the same on every query without a
+repeated word; and with ``--max-terms N,...`` the search of each query's N
+rarest terms only (a results-changing option), with the share of the full top
+50 it keeps. ``--workdir DIR --reuse`` queries the indexes an earlier run built
+in DIR without rebuilding them (a 10 M tantivy build takes about 25 minutes).
+
 The 30 M projection is linear in N from the largest measured size's rates
 (build time, disk, per-query time); where that is wrong is said in the
 report (the build's memory holds every passage's text and tokens at once).

@@ -151,7 +151,9 @@ def _committed(out: Path, plan: Mapping[str, Any],
     first ones."""
     tantivy = import_tantivy()
     try:
-        if json.loads((out / PROGRESS_FILE).read_text(encoding="utf-8")) != plan:
+        # Compared as JSON reads back (a tuple in the tokenizer's entry is a list there).
+        wanted = json.loads(json.dumps(plan))
+        if json.loads((out / PROGRESS_FILE).read_text(encoding="utf-8")) != wanted:
             return None
         index = tantivy.Index.open(str(out))
         searcher = index.searcher()
