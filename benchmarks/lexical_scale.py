@@ -39,6 +39,15 @@ plus a segment: one or two sentences), ``--queries`` of them, seeded. Timed:
   over them, no array of N), then the top ``FUSION_DEPTH`` of those. Both
   give the same top scores (checked on every query).
 
+With ``--engines tantivy``, the query stage times on the same queries: ceg's
+search (``TantivyLexical.ranked``, with and without 50 hybrid candidates);
+the search as ceg made it before (matches counted, ids from the doc store,
+each word once), whose top lists must be the same on every query without a
+repeated word; and with ``--max-terms N,...`` the search of each query's N
+rarest terms only (a results-changing option), with the share of the full top
+50 it keeps. ``--workdir DIR --reuse`` queries the indexes an earlier run built
+in DIR without rebuilding them (a 10 M tantivy build takes about 25 minutes).
+
 The 30 M projection is linear in N from the largest measured size's rates
 (build time, disk, per-query time); where that is wrong is said in the
 report (the build's memory holds every passage's text and tokens at once).
@@ -275,12 +284,20 @@ def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
     }
 
 
-def query_tantivy(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
+def query_tantivy(source: Path, index_dir: Path, n_queries: int,
+                  max_terms: list[int] | None = None) -> dict[str, Any]:
     """What ``ceg_cli.index.lexical.search`` does with a tantivy part: the top
     ``FUSION_DEPTH`` of a query (lexical retrieval), and with 50 hybrid candidates it did
-    not rank scored as well (hybrid retrieval's lexical half)."""
+    not rank scored as well (hybrid retrieval's lexical half). Beside it, on the same
+    queries in the same process: ``before``, the search ceg made before (matches
+    counted, ids read from the doc store, a repeated word counted once), checked to
+    give the same top lists where no query word repeats; and for each of ``max_terms``
+    the search of the query's rarest terms only, with the share of the full top list
+    it keeps (a results-changing option: its recall on the dev sets is measured by
+    ``benchmarks/lexical_pruning.py``)."""
     from ceg_cli.index.lexical import FUSION_DEPTH, LEXICAL_DIR
     from ceg_cli.index.lexical_tantivy import TantivyLexical
+    from ceg_cli.index.lexlang import queries_tokens
 
     rss_before = _rss_mb()
     started = time.perf_counter()
@@ -292,33 +309,77 @@ def query_tantivy(source: Path, index_dir: Path, n_queries: int) -> dict[str, An
     rng = random.Random(SEED + 1)
     queries = [rng.choice(sentences) for _ in range(n_queries)]
     n_docs = int(lexical._searcher.num_docs)
-    top_ms, hybrid_ms, found = [], [], []
-    for q in queries:
+    top_ms, hybrid_ms, before_ms, found, tops = [], [], [], [], []
+    same = repeats = 0
+    for q, words in zip(queries, queries_tokens(queries, lexical.tokenizer)):
         candidates = [rng.randrange(n_docs) for _ in range(CANDIDATES)]
         t0 = time.perf_counter()
         ((top, _),) = lexical.ranked([q], FUSION_DEPTH)
         t1 = time.perf_counter()
         ((_, scores),) = lexical.ranked([q], FUSION_DEPTH, [candidates])
         t2 = time.perf_counter()
+        old = before(lexical, words, FUSION_DEPTH)
+        t3 = time.perf_counter()
         if not set(candidates) <= set(scores):
             raise SystemExit(f"hybrid candidates not scored for {q!r}")
+        if len(set(words)) < len(words):
+            repeats += 1
+        elif old != top:
+            raise SystemExit(f"the top list differs from the search before for {q!r}")
+        else:
+            same += 1
         top_ms.append(1000 * (t1 - t0))
         hybrid_ms.append(1000 * (t2 - t1))
+        before_ms.append(1000 * (t3 - t2))
         found.append(len(top))
+        tops.append(top)
     batch = queries[: min(len(queries), 80)]
     t0 = time.perf_counter()
     lexical.ranked(batch, FUSION_DEPTH)
     batched_s = time.perf_counter() - t0
+    pruned = {}
+    for n in max_terms or []:
+        cut = TantivyLexical(index_dir / LEXICAL_DIR, max_terms=n)
+        ms, kept = [], []
+        for q, full in zip(queries, tops):
+            t0 = time.perf_counter()
+            ((top, _),) = cut.ranked([q], FUSION_DEPTH)
+            ms.append(1000 * (time.perf_counter() - t0))
+            kept.append(len(set(top) & set(full)) / len(full) if full else 1.0)
+        pruned[str(n)] = _dist(ms) | {"top_list_kept_mean": round(sum(kept) / len(kept), 4)}
     return {
         "load_s": round(load_s, 3),
         "rss_load_mb": round(rss_loaded - rss_before, 1),
         "rss_after_queries_mb": round(_rss_mb(), 1),
         "queries": n_queries,
+        "segments": int(lexical._searcher.num_segments),
+        "query_terms_median": int(median([len(set(w)) for w in
+                                          queries_tokens(queries, lexical.tokenizer)])),
         "full": _dist(top_ms),
         "hybrid_with_50_candidates": _dist(hybrid_ms),
+        "before": _dist(before_ms),
+        "before_same_top_lists": same,
+        "queries_with_a_repeated_word": repeats,
+        "max_terms": pruned,
         "batched_queries_per_s": round(len(batch) / batched_s, 1),
         "top_found_median": int(median(found)),
     }
+
+
+def before(lexical: Any, words: list[str], depth: int) -> list[int]:
+    """The top list as ceg searched tantivy before this benchmark: each distinct word
+    once, the matches counted (tantivy-py's default), ids read from the doc store."""
+    from ceg_cli.index.lexical_tantivy import ID_FIELD, TERMS_FIELD
+
+    if not words:
+        return []
+    Query, Occur = lexical._tantivy.Query, lexical._tantivy.Occur
+    query = Query.boolean_query([(Occur.Should, Query.term_query(lexical._schema, TERMS_FIELD, w))
+                                 for w in dict.fromkeys(words)])
+    searcher = lexical._searcher
+    hits = [(int(searcher.doc(address)[ID_FIELD][0]), float(score))
+            for score, address in searcher.search(query, depth).hits]
+    return [i for i, _ in sorted((h for h in hits if h[1] > 0), key=lambda h: (-h[1], h[0]))]
 
 
 def select_over_all(scores: Any, depth: int) -> Any:
@@ -374,11 +435,11 @@ def stage(name: str, argv: list[str]) -> tuple[dict[str, Any], float, float]:
 
 
 def measure(size: int, workdir: Path, n_queries: int, source: Path, reuse: bool,
-            engines: list[str]) -> list[dict[str, Any]]:
+            engines: list[str], max_terms: str = "") -> list[dict[str, Any]]:
     """Each engine's build and queries over one generated store of ``size`` passages."""
     store = workdir / f"chunks-{size}.sqlite"
     common = ["--size", str(size), "--workdir", str(workdir), "--queries", str(n_queries)]
-    common += ["--source", str(source)]
+    common += ["--source", str(source), "--max-terms", max_terms]
     out = []
     gen = None
     for engine in engines:
@@ -441,6 +502,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="bm25s",
                         help="comma-separated: bm25s, tantivy (each built and queried over the "
                         "same passages, side by side)")
+    parser.add_argument("--max-terms", default="",
+                        help="comma-separated N: tantivy also timed searching only each "
+                        "query's N rarest terms (TantivyLexical max_terms; changes results)")
     parser.add_argument("--engine", default="bm25s", help=argparse.SUPPRESS)
     parser.add_argument("--stage", choices=("generate", "build", "query"), help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -454,7 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.stage == "build":
             result = build(store, index_dir, args.engine)
         elif args.engine == "tantivy":
-            result = query_tantivy(args.source, index_dir, args.queries)
+            result = query_tantivy(args.source, index_dir, args.queries,
+                                   [int(n) for n in args.max_terms.split(",") if n.strip()])
         else:
             result = query(args.source, index_dir, args.queries)
         print(json.dumps(result))
@@ -470,7 +535,8 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--engines {args.engines}: bm25s and/or tantivy")
     with work_dir(args.workdir, prefix="ceg-lexical-scale-") as workdir:
         runs = [run for size in sizes
-                for run in measure(size, workdir, args.queries, args.source, args.reuse, engines)]
+                for run in measure(size, workdir, args.queries, args.source, args.reuse, engines,
+                                   args.max_terms)]
     data: dict[str, Any] = {
         "command": command_line(),
         "environment": environment(),
@@ -590,6 +656,33 @@ def render_engines(runs: list[dict[str, Any]]) -> str:
          *cells(lambda r: dist(r, "hybrid_with_50_candidates") or "")],
         ["query peak RSS (MB)", *cells(lambda r: r["query"]["peak_rss_mb"])],
     ]
+    if any("before" in r["query"] for r in runs):  # tantivy's alternatives, same queries
+        def ratio(r: dict[str, Any]) -> str:
+            q = r["query"]
+            if "before" not in q:
+                return ""
+            return f"{q['before']['median_ms'] / q['full']['median_ms']:.2f}"
+
+        rows += [
+            ["segments; query terms, median",
+             *cells(lambda r: f"{r['query']['segments']}; {r['query']['query_terms_median']}"
+                    if "segments" in r["query"] else "")],
+            ["query, top 50, as before (matches counted, doc store): median / p95 (ms)",
+             *cells(lambda r: dist(r, "before"))],
+            ["before / now, median", *cells(ratio)],
+            ["top lists the same as before (queries without a repeated word)",
+             *cells(lambda r: r["query"].get("before_same_top_lists", ""))],
+            ["queries with a repeated word (now counted as bm25s does)",
+             *cells(lambda r: r["query"].get("queries_with_a_repeated_word", ""))],
+        ]
+        for n in sorted({n for r in runs for n in r["query"].get("max_terms", {})}, key=int):
+            def pruned(r: dict[str, Any], n: str = n) -> str:
+                d = r["query"].get("max_terms", {}).get(n)
+                return (f"{d['median_ms']} / {d['p95_ms']}; {100 * d['top_list_kept_mean']:.1f}%"
+                        if d else "")
+
+            rows.append([f"max_terms {n}, top 50: median / p95 (ms); share of the full top 50 kept",
+                         *cells(pruned)])
     return markdown_table(header, rows)
 
 

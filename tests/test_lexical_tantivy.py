@@ -47,8 +47,9 @@ def built(tmp_path: Path, n: int = 60, engine: str = "tantivy") -> Path:
     return target
 
 
+# The last one repeats words: bm25s adds a word's score once per time the query has it.
 QUERIES = ["harbour lantern founded in 1812", "granite falcon", "castle bridge market 1830",
-           "nothing here zzz", "the tower"]
+           "nothing here zzz", "the tower", "castle granite castle 1830 falcon castle granite"]
 
 
 def test_scores_are_bm25s_s_at_tantivy_s_parameters(tmp_path: Path) -> None:
@@ -195,3 +196,90 @@ def test_a_build_stopped_while_writing_the_lexical_part_resumes(
         assert idx.meta["lexical"]["passages"] == idx.size == 40
         (top, _), = idx.lexical().ranked(["1839"], 5)
         assert [idx.chunks(top)[i].doc_id for i in top] == ["d39"]
+
+
+def test_max_terms_searches_only_the_rarest_terms_and_is_off_by_default(tmp_path: Path) -> None:
+    """``max_terms`` changes results, so it is an explicit option: with it a query is
+    searched and scored by its ``max_terms`` rarest terms only, exactly as a query of
+    those terms alone; without it every term counts."""
+    target = built(tmp_path)
+    path = target / LEXICAL_DIR
+    full = lexical_tantivy.TantivyLexical(path)
+    assert full.max_terms is None
+    query = "castle granite castle 1830 falcon castle granite"
+    words = queries_tokens([query], None)[0]
+    freq = {w: full._searcher.doc_freq("terms", w) for w in set(words)}
+    assert len(set(freq.values())) > 2  # the terms differ in rarity
+    rarest = sorted(freq, key=lambda w: (freq[w], words.index(w)))[:2]
+    assert full.terms(words) == {"castle": 3, "granite": 2, "1830": 1, "falcon": 1}
+    pruned = lexical_tantivy.TantivyLexical(path, max_terms=2)
+    assert set(pruned.terms(words)) == set(rarest)
+    alone = " ".join(w for w in words if w in rarest)  # the kept terms, each as often
+    every = [list(range(60))]
+    assert pruned.ranked([query], 10, every) == full.ranked([alone], 10, every)
+    assert pruned.ranked([query], 10) != full.ranked([query], 10)
+    with pytest.raises(ValueError, match="max_terms 0"):
+        lexical_tantivy.TantivyLexical(path, max_terms=0)
+
+
+def test_a_resumed_lexical_pass_goes_on_after_its_last_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed in the lexical pass after a commit: --resume tokenizes only the passages
+    after it (it used to start the pass over), and every passage is indexed once."""
+    docs = corpus(tmp_path / "docs.jsonl", 40)
+    target = tmp_path / "index"
+    real = lexical_tantivy.passage_terms
+    seen: list[int] = []
+
+    def stop_at_fourth(texts: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(texts))
+        if len(seen) == 4:
+            raise KeyboardInterrupt
+        return real(texts, *args, **kwargs)
+
+    monkeypatch.setattr(lexical_tantivy, "BATCH", 8)
+    monkeypatch.setattr(lexical_tantivy, "COMMIT_EVERY", 16)  # a commit every 2 batches
+    monkeypatch.setattr(lexical_tantivy, "passage_terms", stop_at_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        build_index([docs], target, BuildOptions(lexical_engine="tantivy", shard_passages=16),
+                    embedder=HashEmbedder())
+    assert (work_path(target) / LEXICAL_DIR / lexical_tantivy.PROGRESS_FILE).exists()
+    seen.clear()
+    monkeypatch.setattr(lexical_tantivy, "passage_terms",
+                        lambda texts, *a, **k: seen.append(len(texts)) or real(texts, *a, **k))
+    build_index([docs], target,
+                BuildOptions(lexical_engine="tantivy", shard_passages=16, resume=True),
+                embedder=HashEmbedder())
+    assert sum(seen) == 40 - 16  # the 16 committed passages were not read again
+    with open_index(target) as idx:
+        assert idx.meta["lexical"]["passages"] == idx.size == 40
+        lex = idx.lexical()
+        assert lex._searcher.num_docs == 40
+        for n in (0, 15, 16, 39):
+            (top, _), = lex.ranked([f"{1800 + n}"], 5)
+            assert [idx.chunks(top)[i].doc_id for i in top] == [f"d{n}"]
+    assert not (target / LEXICAL_DIR / lexical_tantivy.PROGRESS_FILE).exists()
+
+
+def test_a_part_written_with_other_terms_is_started_over(tmp_path: Path) -> None:
+    """What a stopped pass left is gone on with only when it was written as this one
+    would write it: another text mode (or tokenizer, or passage count) starts over."""
+    import sqlite3
+
+    target = built(tmp_path, 20)
+    db = sqlite3.connect(target / "chunks.sqlite")
+    out = tmp_path / "part"
+    out.mkdir()
+    entry = lexical_tantivy.build(db, out, "title+text")
+    plan = {"tokenizer": entry["tokenizer"], "text": "title+text", "passages": 20,
+            "library": "tantivy", "version": lexical_tantivy.version()}
+    (out / LEXICAL_DIR / lexical_tantivy.PROGRESS_FILE).write_text(json.dumps(plan))
+    assert lexical_tantivy._committed(out / LEXICAL_DIR, plan, db) is not None
+    assert lexical_tantivy._committed(out / LEXICAL_DIR, plan | {"text": "text"}, db) is None
+    entry = lexical_tantivy.build(db, out, "text")  # started over: no title words kept
+    lex = lexical_tantivy.TantivyLexical(out / LEXICAL_DIR, 20)
+    assert entry["passages"] == 20 and entry["text"] == "text"
+    assert lex.ranked(["place"], 3)[0][0] == [] and lex.ranked(["1805"], 3)[0][0] == [5]
+    assert not (out / LEXICAL_DIR / lexical_tantivy.PROGRESS_FILE).exists()
+    db.close()

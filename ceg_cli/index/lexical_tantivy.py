@@ -14,7 +14,12 @@ with a bounded heap, so a build streams the chunk store in batches:
 - one integer field ``id``, the passage's row id (== its FAISS id), stored and
   indexed, so a hit names its passage and hybrid search can score given ids;
 - memory: the writer's heap, ``HEAP_BYTES`` (tantivy flushes a segment when it
-  fills), plus one batch of passages and their terms: bounded at any size.
+  fills), plus one batch of passages and their terms: bounded at any size;
+- a commit every ``COMMIT_EVERY`` passages: a build stopped in the lexical pass
+  (Ctrl-C, a kill) and run again with ``--resume`` goes on after the last commit
+  (the passages are added in id order, so what a commit holds is the store's
+  first passages), when ``PROGRESS_FILE`` says the part was being written with
+  the same terms, text and passages; otherwise it starts the part over.
 
 Scores are tantivy's BM25 (Lucene's formula, k1 1.2, b 0.75, document lengths
 in Lucene's one-byte norms); bm25s, kept for smaller indexes and every index
@@ -23,6 +28,7 @@ built before, uses Lucene's formula with k1 1.5. Both are recorded in meta.json.
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 from collections import Counter
@@ -33,6 +39,7 @@ from typing import Any
 from ..errors import IndexLoadError
 from ..lang.codes import ENGLISH
 from ..types import Chunk
+from .indexdir import write_json
 from .layout import LEXICAL_DIR, embed_text
 from .lexlang import ANALYZER, corpus_terms, import_bm25s, is_legacy, queries_tokens
 from .lexlang import tokenizer_entry as _tokenizer_entry
@@ -44,6 +51,10 @@ PARAMETERS = {"method": "lucene", "k1": 1.2, "b": 0.75}
 HEAP_BYTES = 256 * 1024 * 1024
 #: Passages read from the chunk store, tokenized and handed to the writer at a time.
 BATCH = 20_000
+#: Passages between two commits: what a stopped build's --resume does again, at most.
+COMMIT_EVERY = 500_000
+#: In ``lexical/`` while it is written: what it is being written with (removed at the end).
+PROGRESS_FILE = "ceg-progress.json"
 #: tantivy's field names.
 ID_FIELD, TERMS_FIELD = "id", "terms"
 
@@ -85,15 +96,25 @@ def build(
         counts[language or ENGLISH] += int(n)
     tokenizer = _tokenizer_entry(counts)
     out = index_dir / LEXICAL_DIR
-    # A build stopped while writing left its part here (the build's own folder,
-    # kept for --resume): the passages are all in the store, so start it over.
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir()
-    index = tantivy.Index(schema(), path=str(out))
+    plan = {"tokenizer": tokenizer, "text": embed_mode, "passages": sum(counts.values()),
+            "library": LIBRARY, "version": version()}
+    resumed = _committed(out, plan, db)
+    if resumed is None:
+        # Nothing to go on from (a new build, or a part written with other terms,
+        # text or passages): start the part over.
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        write_json(out / PROGRESS_FILE, plan)
+        index = tantivy.Index(schema(), path=str(out))
+        passages, last = 0, -1
+    else:
+        index, passages, last = resumed
     writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    if resumed is not None:
+        writer.garbage_collect_files()  # the stopped writer's uncommitted segments
     Document = tantivy.Document
-    passages = 0
-    for rows in _batches(db):
+    pending = 0
+    for rows in _batches(db, last):
         ids = [int(r[0]) for r in rows]
         texts = [embed_text(Chunk("", r[1], 0, 0, 0, r[2]), embed_mode) for r in rows]
         terms = passage_terms(texts, [r[3] or ENGLISH for r in rows], tokenizer)
@@ -101,10 +122,15 @@ def build(
             # The integer field takes a Python int: any other type panics the writer.
             writer.add_document(Document(**{ID_FIELD: row_id, TERMS_FIELD: " ".join(words)}))
         passages += len(ids)
+        pending += len(ids)
+        if pending >= COMMIT_EVERY:
+            writer.commit()
+            pending = 0
         if on_batch is not None:
             on_batch(len(ids))
     writer.commit()
     writer.wait_merging_threads()
+    (out / PROGRESS_FILE).unlink()
     return {
         "library": LIBRARY,
         "version": version(),
@@ -117,10 +143,36 @@ def build(
     }
 
 
-def _batches(db: sqlite3.Connection) -> Iterator[list[tuple[Any, ...]]]:
-    """The chunk store's passages in id order, ``BATCH`` at a time (keyset paging: each
-    query starts where the last ended, so memory holds one batch)."""
-    last = -1
+def _committed(out: Path, plan: Mapping[str, Any],
+               db: sqlite3.Connection) -> tuple[Any, int, int] | None:
+    """A part at ``out`` that a stopped build was writing as ``plan`` says, opened:
+    (the index, the passages its last commit holds, the last of their ids); None when
+    there is none, or it was written otherwise, or its passages are not the store's
+    first ones."""
+    tantivy = import_tantivy()
+    try:
+        # Compared as JSON reads back (a tuple in the tokenizer's entry is a list there).
+        wanted = json.loads(json.dumps(plan))
+        if json.loads((out / PROGRESS_FILE).read_text(encoding="utf-8")) != wanted:
+            return None
+        index = tantivy.Index.open(str(out))
+        searcher = index.searcher()
+        held = int(searcher.num_docs)
+        if held == 0:
+            return None
+        top = searcher.search(tantivy.Query.all_query(), 1, count=False,
+                              order_by_field=ID_FIELD, order=tantivy.Order.Desc).hits
+    except (OSError, ValueError):
+        return None
+    row = db.execute("SELECT id FROM chunks ORDER BY id LIMIT 1 OFFSET ?", (held - 1,)).fetchone()
+    if row is None or not top or int(top[0][0]) != int(row[0]):
+        return None
+    return index, held, int(row[0])
+
+
+def _batches(db: sqlite3.Connection, last: int = -1) -> Iterator[list[tuple[Any, ...]]]:
+    """The chunk store's passages after id ``last`` in id order, ``BATCH`` at a time
+    (keyset paging: each query starts where the last ended, so memory holds one batch)."""
     while True:
         rows = db.execute(
             "SELECT id, title, text, language FROM chunks WHERE id > ? ORDER BY id LIMIT ?",
@@ -147,12 +199,32 @@ def passage_terms(texts: Sequence[str], languages: Sequence[str],
 
 class TantivyLexical:
     """A tantivy lexical part, opened: the top passages of a query, and the BM25 score
-    of given passages (hybrid search's candidates that BM25 did not rank)."""
+    of given passages (hybrid search's candidates that BM25 did not rank).
+
+    A query is a boolean query of one SHOULD term query per distinct term, a term
+    the query holds n times boosted n times: bm25s (and so ceg's indexes before
+    tantivy) adds a term's score once per occurrence in the query, and the two must
+    rank alike. tantivy-py collects every search's top hits through a multi-collector,
+    which scores every passage holding a query term (no block-max WAND): the time of
+    a query grows with the postings of its terms. Searched with ``count=False`` (no
+    count of the matches to keep) and the ids read from the fast field, not the doc
+    store (``benchmarks/lexical_scale.py``, docs/measurements.md).
+
+    ``max_terms`` (off by default: it changes results): only the query's
+    ``max_terms`` rarest terms (fewest passages, so highest IDF; ties: first in the
+    query) are searched and scored, top list and hybrid candidates alike. Common
+    terms hold the longest posting lists and the smallest IDF; what dropping them
+    costs in recall is measured in docs/measurements.md.
+    """
 
     def __init__(self, path: Path, passages: int | None = None,
-                 tokenizer: Mapping[str, Any] | None = None) -> None:
+                 tokenizer: Mapping[str, Any] | None = None,
+                 max_terms: int | None = None) -> None:
         tantivy = import_tantivy()
+        if max_terms is not None and max_terms < 1:
+            raise ValueError(f"max_terms {max_terms}: at least 1 (or None: every term)")
         self.tokenizer = dict(tokenizer) if tokenizer is not None else None
+        self.max_terms = max_terms
         try:
             self._index = tantivy.Index.open(str(path))
             self._searcher = self._index.searcher()
@@ -167,15 +239,30 @@ class TantivyLexical:
         self._schema = self._index.schema
         self._tantivy = tantivy
 
-    def _query(self, words: Sequence[str]) -> Any:
+    def terms(self, words: Sequence[str]) -> Counter[str]:
+        """The terms searched for the query terms ``words``, each with the times the
+        query holds it: all of them, or with ``max_terms`` the rarest."""
+        counts = Counter(words)
+        if self.max_terms is None or len(counts) <= self.max_terms:
+            return counts
+        freq = {w: int(self._searcher.doc_freq(TERMS_FIELD, w)) for w in counts}
+        order = list(counts)  # first occurrence breaks ties
+        kept = sorted(order, key=lambda w: (freq[w], order.index(w)))[: self.max_terms]
+        return Counter({w: counts[w] for w in order if w in kept})
+
+    def _query(self, terms: Mapping[str, int]) -> Any:
         Query, Occur = self._tantivy.Query, self._tantivy.Occur
-        return Query.boolean_query([(Occur.Should, Query.term_query(self._schema, TERMS_FIELD, w))
-                                    for w in dict.fromkeys(words)])
+        clauses = []
+        for word, n in terms.items():
+            query = Query.term_query(self._schema, TERMS_FIELD, word)
+            # bm25s scores a word once per time the query holds it.
+            clauses.append((Occur.Should, query if n == 1 else Query.boost_query(query, float(n))))
+        return Query.boolean_query(clauses)
 
     def _hits(self, query: Any, limit: int) -> list[tuple[int, float]]:
-        found = self._searcher.search(query, limit)
-        return [(int(self._searcher.doc(address)[ID_FIELD][0]), float(score))
-                for score, address in found.hits]
+        found = self._searcher.search(query, limit, count=False).hits
+        ids = self._searcher.fast_field_values(ID_FIELD, [address for _, address in found])
+        return [(int(i), float(score)) for (score, _), i in zip(found, ids)]
 
     def ranked(
         self, queries: Sequence[str], depth: int, also: Sequence[Sequence[int]] | None = None,
@@ -184,15 +271,16 @@ class TantivyLexical:
         first (ties: lower id first), and the BM25 score of those and of ``also[n]``."""
         out = []
         for n, words in enumerate(queries_tokens(queries, self.tokenizer)):
-            if not words:
+            terms = self.terms(words)
+            if not terms:
                 top: list[tuple[int, float]] = []
             else:
-                top = self._hits(self._query(words), depth)
+                top = self._hits(self._query(terms), depth)
             top = sorted((h for h in top if h[1] > 0), key=lambda h: (-h[1], h[0]))
             scores = dict(top)
             wanted = [i for i in (also[n] if also is not None else ()) if i not in scores]
-            if wanted and words:
-                scores.update(self.scores_of(words, wanted))
+            if wanted and terms:
+                scores.update(self._scores_of(terms, wanted))
             for i in wanted:
                 scores.setdefault(i, 0.0)
             out.append(([i for i, _ in top], scores))
@@ -200,8 +288,11 @@ class TantivyLexical:
 
     def scores_of(self, words: Sequence[str], ids: Sequence[int]) -> dict[int, float]:
         """BM25 of passages ``ids`` for the query terms ``words`` (0 without a term)."""
+        return self._scores_of(self.terms(words), ids)
+
+    def _scores_of(self, terms: Mapping[str, int], ids: Sequence[int]) -> dict[int, float]:
         Query, Occur = self._tantivy.Query, self._tantivy.Occur
         only = Query.const_score_query(
             Query.term_set_query(self._schema, ID_FIELD, [int(i) for i in ids]), 0.0)
-        query = Query.boolean_query([(Occur.Must, only), (Occur.Should, self._query(words))])
+        query = Query.boolean_query([(Occur.Must, only), (Occur.Should, self._query(terms))])
         return dict(self._hits(query, len(ids)))
