@@ -22,6 +22,10 @@ stdout, progress to stderr, and aggregate figures to
 ``benchmarks/results/quality.json`` (no benchmark text: FELM is CC BY-NC-SA).
 The paper's figures are on the full benchmarks; ours on the dev halves.
 
+``--model none``: the FELM and HaluEval corpora are indexed without vectors
+(``ceg index build --retrieval lexical``), searched by BM25 with every one of
+the top-k passages kept (no cosine to cut on).
+
 ``--model NAME`` (``ceg index build``'s, e.g. ``static-minilm``): the FELM and
 HaluEval corpora are indexed with that embedding model, into
 ``benchmarks/.cache/quality-corpus-NAME-BENCHMARK``, and ``ceg eval`` is
@@ -176,6 +180,11 @@ def model_corpus(name: str, model: str) -> Path:
     from ceg_cli.index.embedding import load_embedder
 
     target = cache_dir() / f"quality-corpus-{re.sub(r'[^A-Za-z0-9]+', '-', model)}-{name}"
+    if model == "none":  # an index without vectors: ceg index build --retrieval lexical
+        path, built = ensure_corpus_index(load_dataset(BENCHMARKS[name]), target / "index",
+                                          retrieval="lexical")
+        log(f"   {'built' if built else 'reusing'} {path} (no vectors)")
+        return path
     embedder = load_embedder(model)
     path, built = ensure_corpus_index(load_dataset(BENCHMARKS[name]), target / "index",
                                       embedder=embedder)

@@ -30,7 +30,8 @@ SOURCE = "<python>"
 #: (--out, --resume, --junit, --report, --summary and the gate's thresholds are
 #: about a run's files; a test decides with ``assert_grounded``.)
 RUN_OPTIONS = (
-    "top_k", "threshold", "query", "retrieval", "evidence", "contexts_field",
+    "top_k", "threshold", "query", "retrieval", "lexical_max_terms", "evidence",
+    "contexts_field",
     "contexts_retrieval", "language",
     "response_field", "question_field", "citation_pattern", "device",
     "regenerate", "max_attempts", "rewriter", "judge_threshold",

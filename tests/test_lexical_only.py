@@ -249,3 +249,28 @@ def test_reader_processes_give_the_same_index(
     from ceg_cli.index.processes import available_cores
 
     assert report.workers == min(available_cores(), 4)  # no more than its 4 ranges
+
+
+def test_lexical_max_terms_reaches_a_tantivy_part_and_is_said_ignored_on_bm25s(
+    no_model: None, lexical_index: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    from ceg_cli.index.lexical_tantivy import TantivyLexical
+
+    target = tmp_path / "tantivy"
+    build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical", lexical_engine="tantivy"))
+    query = "the French mathematician Alain Connes and the philosopher Aristotle"
+    exact = TantivyLexical(target / "lexical", None, json.loads(
+        (target / "meta.json").read_text())["lexical"].get("tokenizer"))
+    rarest = TantivyLexical(target / "lexical", None, exact.tokenizer, max_terms=1)
+    want_all = exact.ranked([query], 3)[0][0]
+    want_one = rarest.ranked([query], 3)[0][0]
+    assert want_all != want_one  # one term alone finds other passages first
+    for flags, want in (([], want_all), (["--lexical-max-terms", "1"], want_one)):
+        found = run_cli("index", "search", query, "--index", target, "--json", "-k", "3", *flags)
+        assert found.exit_code == 0, found.stderr
+        got = [json.loads(line)["passage_id"] for line in found.stdout.splitlines()]
+        assert got == want[:3]
+    said = run_cli("index", "search", query, "--index", lexical_index, "--lexical-max-terms",
+                   "1")
+    assert said.exit_code == 0
+    assert "--lexical-max-terms 1: ignored" in said.stderr and "bm25s" in said.stderr

@@ -116,6 +116,9 @@ class RunEvidence(RecordEvidence):
                     self.index.embedder(device)
                 if search_width:
                     self.index.set_search_width(search_width)
+                ignored = self.index.set_lexical_max_terms(check.retrieval.max_terms)
+                if ignored is not None and on_warning is not None:
+                    on_warning(ignored)
                 # hybrid on an index built before the lexical part: dense, with a warning;
                 # on one without vectors: lexical (dense or hybrid asked for: refused).
                 method, warning = resolve_method(self.index, check.retrieval.method,

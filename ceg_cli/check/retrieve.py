@@ -37,6 +37,8 @@ class RetrievalOptions:
     #: Whether ``method`` was asked for (False: the default, which an index without
     #: vectors replaces by ``lexical``; asked for, ``dense`` and ``hybrid`` are refused).
     method_given: bool = True
+    #: Search a tantivy lexical part with only each query's N rarest terms (None: all).
+    max_terms: int | None = None
 
 
 def apply_threshold(hits: Sequence[Hit], threshold: float) -> list[Hit]:

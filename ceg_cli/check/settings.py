@@ -89,6 +89,7 @@ class RunSettings:
         min_citation_recall: float | None = None,
         min_citation_precision: float | None = None,
         search_width: str | None = None,
+        lexical_max_terms: int | None = None,
         language: str = AUTO,
         judge_threshold: float | None = None,
         judge_threshold_source: str | None = None,
@@ -113,6 +114,7 @@ class RunSettings:
             "contexts_retrieval": contexts_retrieval, "citation_pattern": citation_pattern,
             "min_citation_recall": min_citation_recall,
             "min_citation_precision": min_citation_precision, "search_width": search_width,
+            "lexical_max_terms": lexical_max_terms,
             "judge_threshold": judge_threshold,
         })
         top_k = DEFAULT_TOP_K if top_k is None else checked["top_k"]
@@ -166,7 +168,8 @@ class RunSettings:
             out=out,
             judge=judge,
             check=CheckOptions(
-                RetrievalOptions(top_k, threshold, retrieval, retrieval_given), query=query,
+                RetrievalOptions(top_k, threshold, retrieval, retrieval_given,
+                                 checked["lexical_max_terms"]), query=query,
                 evidence=evidence,
                 citation_pattern=citation_pattern, contexts_retrieval=contexts_retrieval,
                 language=language,

@@ -20,6 +20,7 @@ from .common import (
     JudgePrecisionOption,
     JudgeThresholdOption,
     LanguageOption,
+    LexicalMaxTermsOption,
     QueryOption,
     QuietOption,
     RetrievalOption,
@@ -53,6 +54,7 @@ def check_command(
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
     search_width: str = SearchWidthOption,
+    lexical_max_terms: int = LexicalMaxTermsOption,
     response_field: str = spec_option("response_field"),
     question_field: str = spec_option("question_field"),
     evidence: str = spec_option("evidence"),
@@ -158,6 +160,7 @@ def check_command(
         workers=workers,
         gpus_per_worker=gpus_per_worker,
         search_width=search_width,
+        lexical_max_terms=lexical_max_terms,
     )
     engine_values = {"engine": engine.value, "ray_address": ray_address, "workers": workers,
                      "gpus_per_worker": gpus_per_worker}

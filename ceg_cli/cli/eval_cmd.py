@@ -24,6 +24,7 @@ from .common import (
     JudgePrecisionOption,
     JudgeThresholdOption,
     LanguageOption,
+    LexicalMaxTermsOption,
     QueryOption,
     QuietOption,
     RetrievalOption,
@@ -131,6 +132,7 @@ def eval_command(
     query: str = QueryOption,
     retrieval: str = RetrievalOption,
     search_width: str = SearchWidthOption,
+    lexical_max_terms: int = LexicalMaxTermsOption,
     contexts_retrieval: str = ContextsRetrievalOption,
     language: str = LanguageOption,
     out: Path = typer.Option(
@@ -250,6 +252,9 @@ def eval_command(
                 idx.embedder(device)
             if width:
                 idx.set_search_width(width)
+            ignored = idx.set_lexical_max_terms(lexical_max_terms)
+            if ignored is not None:
+                warn(ignored)
             asked = given_or_none(ctx, "retrieval", retrieval) is not None
             method, warning = resolve_method(idx, retrieval, asked)
             if warning is not None:
@@ -257,7 +262,8 @@ def eval_command(
         else:
             method = retrieval  # a record's passages always have BM25
         options = CheckOptions(
-            RetrievalOptions(top_k, threshold, method), query=query, evidence=mode,
+            RetrievalOptions(top_k, threshold, method, max_terms=lexical_max_terms),
+            query=query, evidence=mode,
             contexts_retrieval=contexts_retrieval, language=language,
         )
         contexts = None if mode == "index" else context_search(

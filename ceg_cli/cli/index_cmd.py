@@ -21,6 +21,7 @@ from .common import (
     EmbedPrecision,
     IndexOption,
     LanguageOption,
+    LexicalMaxTermsOption,
     QuietOption,
     RetrievalOption,
     SearchWidthOption,
@@ -350,6 +351,7 @@ def search(
     k: int = typer.Option(5, "--top-k", "-k", min=1, help="Number of passages."),
     retrieval: str = RetrievalOption,
     search_width: str = SearchWidthOption,
+    lexical_max_terms: int = LexicalMaxTermsOption,
     as_json: bool = typer.Option(False, "--json", help="One JSON object per passage."),
 ) -> None:
     """Print the passages found for QUERY, best first, with their cosine score (none on an
@@ -362,6 +364,9 @@ def search(
     with open_index(index) as idx:
         if width:
             idx.set_search_width(width)
+        ignored = idx.set_lexical_max_terms(lexical_max_terms)
+        if ignored is not None:
+            warn(ignored)
         given = given_or_none(ctx, "retrieval", retrieval) is not None
         method, warning = resolve_method(idx, retrieval, given)
         if warning is not None:

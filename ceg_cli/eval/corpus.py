@@ -60,8 +60,10 @@ def ensure_corpus_index(
     progress: Progress = NO_PROGRESS,
     embedder: Embedder | None = None,
     on_warning: Callable[[str], None] | None = None,
+    retrieval: str = "hybrid",
 ) -> tuple[Path, bool]:
-    """Build the index of the dataset's own corpus unless it is already there.
+    """Build the index of the dataset's own corpus unless it is already there
+    (``retrieval``: ``ceg index build --retrieval``'s; ``lexical`` embeds nothing).
 
     Returns the index directory and whether it was built now. The documents are
     written as JSONL beside the index (``<index>.corpus.jsonl``) and indexed
@@ -105,7 +107,7 @@ def ensure_corpus_index(
                     f"{dataset.path.name} there would replace it: choose an empty directory, or "
                     "drop --build-corpus to check against that index"
                 )
-        options = BuildOptions(embed_text=dataset.embed_text)
+        options = BuildOptions(embed_text=dataset.embed_text, retrieval=retrieval)
         build_index(
             [corpus], index_dir, options, embedder=embedder, on_warning=warn, progress=progress
         )

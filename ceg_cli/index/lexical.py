@@ -223,13 +223,15 @@ def skipped_reason(meta: Mapping[str, Any]) -> str:
     return "built before ceg made one"
 
 
-def open_lexical(path: Path, passages: int | None, entry: Mapping[str, Any]) -> Any:
+def open_lexical(path: Path, passages: int | None, entry: Mapping[str, Any],
+                 max_terms: int | None = None) -> Any:
     """The lexical part at ``path`` as meta.json's ``lexical`` entry says it was built:
-    bm25s (``LexicalIndex``; every index before tantivy) or tantivy."""
+    bm25s (``LexicalIndex``; every index before tantivy) or tantivy, which searches
+    only each query's ``max_terms`` rarest terms where given."""
     if entry.get("library") == "tantivy":
         from .lexical_tantivy import TantivyLexical
 
-        return TantivyLexical(path, passages, entry.get("tokenizer"))
+        return TantivyLexical(path, passages, entry.get("tokenizer"), max_terms=max_terms)
     return LexicalIndex(path, passages, entry.get("tokenizer"))
 
 

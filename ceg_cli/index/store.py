@@ -163,6 +163,7 @@ class Index:
         self._db = db
         self._embedder: Embedder | None = None
         self._lexical: LexicalIndex | Any | None = None
+        self._max_terms: int | None = None
 
     @property
     def size(self) -> int:
@@ -222,6 +223,21 @@ class Index:
                              "lexical and has no vectors to search; leave it out")
         return apply(self._vectors, self.index_type, width, self.path)
 
+    def set_lexical_max_terms(self, max_terms: int | None) -> str | None:
+        """Search the lexical part with only each query's ``max_terms`` rarest terms
+        (``--lexical-max-terms``; None: every term); a warning where it does not apply:
+        bm25s, the engine up to 2,000,000 passages, always searches every term."""
+        if max_terms is None:
+            return None
+        library = (self.meta.get("lexical") or {}).get("library")
+        if library != "tantivy":
+            return (f"--lexical-max-terms {max_terms}: ignored: index at {self.path} has "
+                    f"{'a ' + str(library) if library else 'no'} lexical part, which searches "
+                    "every term (it applies to tantivy's, past 2,000,000 passages)")
+        self._max_terms = max_terms
+        self._lexical = None
+        return None
+
     @property
     def has_lexical(self) -> bool:
         """Whether the index has its BM25 part (one built before it existed has not)."""
@@ -235,7 +251,7 @@ class Index:
             check_lexical(self.meta, self.path)
             try:
                 self._lexical = open_lexical(self.path / LEXICAL_DIR, self.size,
-                                             self.meta["lexical"])
+                                             self.meta["lexical"], self._max_terms)
             except IndexLoadError as exc:
                 raise IndexLoadError(
                     f"{exc}; rebuild the lexical part without re-embedding: "
