@@ -551,7 +551,7 @@ def _fill(
             per_source[key]["namespaces"] = sorted(options.namespaces)
 
     files = sum(s["size"] for s in per_source.values() if s["kind"] in READ_COUNTED)
-    bars = BuildCounters(progress, files)
+    bars = BuildCounters(progress, files, embeds=options.retrieval != LEXICAL_ONLY)
     shard_passages = options.shard_passages or SHARD_PASSAGES
     if plan is not None and on_warning is not None:
         on_warning = as_given(todo, on_warning)

@@ -99,10 +99,11 @@ class BuildCounters:
     them read against their size, which gives the time left.
     """
 
-    def __init__(self, progress: Progress, file_bytes: int = 0) -> None:
+    def __init__(self, progress: Progress, file_bytes: int = 0, embeds: bool = True) -> None:
         self.pages = progress.counter("pages read", "pages")
         self.passages = progress.counter("passages", "passages")
-        self.embedded = progress.counter("embedded", "passages")
+        # A build that embeds nothing (--retrieval lexical) stores its passages, no more.
+        self.embedded = progress.counter("embedded" if embeds else "stored", "passages")
         self.read = (
             progress.counter("files read", "bytes", total=file_bytes)
             if file_bytes
