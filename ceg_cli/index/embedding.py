@@ -18,7 +18,7 @@ The ONNX export is ``onnxexport``; ``--device`` and ``--precision`` are ``device
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -129,46 +129,9 @@ def model_prompts(name: str, configured: dict[str, str] | None) -> dict[str, str
 
 def query_vectors(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
     """The vectors of ``texts`` as queries: ``embed_queries`` where the model embeds
-    queries otherwise than passages (e5's prefixes), else ``embed``; in calls of
-    bounded length (``embed_in_calls``)."""
+    queries otherwise than passages (e5's prefixes), else ``embed``."""
     embed = getattr(embedder, "embed_queries", None) or embedder.embed
-    return embed_in_calls(embed, texts)
-
-
-#: The most one embedding call is given while checking (``sentences.text_weight``,
-#: summed over its texts): four of the longest segments
-#: (``check.segment.MAX_SEGMENT_WEIGHT``), about 1,000 word pieces. A model call
-#: cannot be interrupted: Ctrl-C and SIGTERM take effect when it returns, so this
-#: bounds how long a stop waits (multilingual-e5: 0.6 s for 1,024 Han characters on
-#: the shared 2-core machine; one call for 56,000 had taken 37 s). Texts of usual
-#: length still go 30 to 60 to a call, as many as a batch holds.
-EMBED_CALL_WEIGHT = 4096
-
-
-def embed_in_calls(
-    embed: Callable[[Sequence[str]], np.ndarray], texts: Sequence[str],
-    limit: int = EMBED_CALL_WEIGHT,
-) -> np.ndarray:
-    """``embed(texts)``, in calls of consecutive texts weighing at most ``limit`` together
-    (a text heavier than that alone); the rows in the order of ``texts``."""
-    import numpy as np
-
-    from ..sentences import text_weight
-
-    calls: list[Sequence[str]] = []
-    start, weight = 0, 0
-    for i, text in enumerate(texts):
-        w = text_weight(text)
-        if i > start and weight + w > limit:
-            calls.append(texts[start:i])
-            start, weight = i, 0
-        weight += w
-    if start < len(texts):
-        calls.append(texts[start:])
-    if len(calls) <= 1:
-        return embed(texts)
-    # Between calls the interpreter runs again, and with it a pending signal's handler.
-    return np.vstack([np.asarray(embed(call), dtype=np.float32) for call in calls])
+    return embed(texts)  # type: ignore[no-any-return]
 
 
 class SentenceTransformerEmbedder:
