@@ -103,7 +103,7 @@ def main() -> None:
     from ceg_cli.index.embedding import load_embedder
     from ceg_cli.index.packaged import E5_CALL_WEIGHT
 
-    e5 = load_embedder("multilingual")
+    e5: Any = load_embedder("multilingual")
     answer = (RUN_ON * 2000)[:56_000]
     segments = [s.text for s in segment_response(answer, "zh")]
     e5.embed_queries(segments[:4])  # warm up

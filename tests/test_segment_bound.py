@@ -180,6 +180,7 @@ def multilingual_index(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return index
 
 
+@pytest.mark.slow
 def test_sigterm_while_a_56000_character_answer_is_embedded_ends_the_run_within_5_s(
     multilingual_index: Path, tmp_path: Path
 ) -> None:

@@ -130,13 +130,14 @@ def bounded_spans(
         while at < end and text[at].isspace():
             at += 1
     spans: list[tuple[int, int, str | None]] = []
-    previous, before = start, None
-    for cut, kind in [*cuts, (end, None)]:
-        span = _strip(text, previous, cut)
+    previous: int = start
+    before: str | None = None
+    ends: list[tuple[int, str | None]] = [*cuts, (end, None)]
+    for stop, how in ends:
+        span = _strip(text, previous, stop)
         if span is not None:
-            kinds = {before, kind}
-            spans.append((*span, "length" if "length" in kinds else "clause"))
-        previous, before = cut, kind
+            spans.append((*span, "length" if "length" in (before, how) else "clause"))
+        previous, before = stop, how
     return spans
 
 
