@@ -43,7 +43,7 @@ def assert_slices(text: str, segments: list) -> None:
         assert text_weight(s.text) <= MAX_SEGMENT_WEIGHT
     # In order, disjoint, and nothing but whitespace left out.
     assert all(a.end <= b.start for a, b in zip(segments, segments[1:]))
-    assert "".join(s.text for s in segments) == "".join(text.split())
+    assert "".join("".join(s.text.split()) for s in segments) == "".join(text.split())
 
 
 def test_a_56000_character_chinese_run_on_answer_is_cut_by_length() -> None:
@@ -108,6 +108,25 @@ def test_a_latin_sentence_past_the_bound_is_cut_at_clauses_never_inside_a_number
         assert text[start:end].endswith(",") or end == len(text)
         assert end - start <= MAX_SEGMENT_WEIGHT
     assert sentence_spans(text) == [(0, len(text))]  # one sentence: the bound cut it
+
+
+@pytest.mark.parametrize(("language", "clause", "mark"), [
+    ("ja", "東京は日本の首都であり世界で最も人口の多い都市圏のひとつである、", "、"),
+    ("ar", "القاهرة هي عاصمة جمهورية مصر العربية وأكبر مدنها من حيث عدد السكان، ", "،"),
+    ("fa", "تهران پایتخت ایران و بزرگ‌ترین شهر این کشور است؛ ", "؛"),
+    ("am", "አዲስ አበባ የኢትዮጵያ ዋና ከተማ ናት፣ ", "፣"),
+    ("ru", "Москва является столицей Российской Федерации и крупнейшим городом страны; ",
+     ";"),
+])
+def test_each_scripts_clause_marks_are_where_a_long_sentence_is_cut(
+    language: str, clause: str, mark: str
+) -> None:
+    text = (clause * 80).strip()
+    segments = segment_response(text, language)
+    assert len(segments) > 1
+    assert_slices(text, segments)
+    assert {s.split for s in segments} == {"clause"}
+    assert all(s.text.endswith(mark) for s in segments[:-1])
 
 
 def test_a_cut_by_length_splits_no_word_and_no_combining_sequence() -> None:
