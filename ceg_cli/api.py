@@ -64,6 +64,9 @@ class CheckedSegment:
     end: int
     #: What the answer's own [n] markers came to, when it cited its contexts.
     citation_check: CitationCheck | None = None
+    #: None for a whole sentence; ``clause`` or ``length`` for a piece of a sentence
+    #: too long to be one segment (the record's ``split``, docs/output.md).
+    split: str | None = None
 
 
 class CheckResult:
@@ -78,7 +81,7 @@ class CheckResult:
                 score=float(r.verdict.score), reason=r.verdict.reason,
                 citations=tuple(r.evidence[i] for i in r.verdict.cited),
                 evidence=r.evidence, start=r.segment.start, end=r.segment.end,
-                citation_check=r.citation,
+                citation_check=r.citation, split=r.segment.split,
             )
             for r in checked.segments
         )

@@ -45,7 +45,8 @@ from ceg_cli.lang.support import PUNKT_LANGUAGES
 if TYPE_CHECKING:
     from nltk.tokenize.punkt import PunktSentenceTokenizer
 
-__all__ = ["line_spans", "punkt_tokenizer", "rule_spans", "sentence_spans", "splitter_name"]
+__all__ = ["WIDE_WEIGHT", "line_spans", "punkt_tokenizer", "rule_spans", "sentence_spans",
+           "splitter_name", "text_weight"]
 
 PUNKT_LANGUAGE = "english"
 
@@ -272,3 +273,24 @@ def _strip(text: str, start: int, end: int) -> tuple[int, int] | None:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+#: What a Han, kana or Hangul character weighs against a length bound, the others
+#: weighing 1: about a word piece each, as about four Latin letters are.
+WIDE_WEIGHT = 4
+# Han, kana, Hangul, CJK punctuation and full-width forms: each about a word piece.
+WIDE_RE = re.compile(
+    "[\u1100-\u11ff\u2e80-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf"
+    "\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f"
+    "\uff00-\uffef\U00020000-\U0003134f]"
+)
+
+
+def text_weight(text: str, start: int = 0, end: int | None = None) -> int:
+    """What ``text[start:end]`` weighs against a length bound (a segment's,
+    ``check.segment.MAX_SEGMENT_WEIGHT``; an embedding call's,
+    ``index.packaged.E5_CALL_WEIGHT``): its characters, a Han, kana or Hangul
+    one counting ``WIDE_WEIGHT``."""
+    end = len(text) if end is None else end
+    wide = len(WIDE_RE.findall(text, start, end))
+    return (end - start) + (WIDE_WEIGHT - 1) * wide

@@ -44,12 +44,19 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Segment:
-    """A piece of a response (a sentence, a list item) with offsets into it."""
+    """A piece of a response (a sentence, a list item) with offsets into it.
+
+    ``split`` is None for a whole sentence or list item; a sentence past the
+    segment bound (``ceg_cli.check.segment.MAX_SEGMENT_WEIGHT``) is cut into several
+    segments, each saying how: ``clause`` (cut at clause marks) or ``length`` (one
+    of its ends cut by length where no clause mark was near enough).
+    """
 
     index: int
     start: int
     end: int
     text: str
+    split: str | None = None
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ SEGMENT_KEYS = {
     "text": str,
     "start": int,
     "end": int,
+    "split": (str, type(None)),  # null: a whole sentence; clause or length: a piece of one
     "label": str,
     "verdict": str,
     "score": float,
@@ -158,10 +159,10 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_5() -> None:
-    assert SCHEMA_VERSION == 5
-    assert to_record(checked(), JUDGE)["schema_version"] == 5
-    assert to_record(error_response(), JUDGE)["schema_version"] == 5
+def test_schema_version_is_6() -> None:
+    assert SCHEMA_VERSION == 6
+    assert to_record(checked(), JUDGE)["schema_version"] == 6
+    assert to_record(error_response(), JUDGE)["schema_version"] == 6
 
 
 def test_the_judge_block_gives_the_cut_of_the_records_setting() -> None:
@@ -216,6 +217,7 @@ def test_segment_values() -> None:
         "text": "Aristotle was Greek.",
         "start": 0,
         "end": 20,
+        "split": None,
         "label": FACTUAL,
         "verdict": SUPPORTED,
         "score": 0.9,

@@ -96,7 +96,7 @@ def mark(
     segments = []
     for s in segment_response(clean, language):
         start, end = map_span(offsets, s.start, s.end)
-        segments.append(Segment(s.index, start, end, s.text))
+        segments.append(Segment(s.index, start, end, s.text, s.split))
     per_segment = attach(markers, [(s.start, s.end) for s in segments], len(response))
     refs = tuple(
         tuple(dict.fromkeys(ref for m in found for ref in m.refs)) for found in per_segment

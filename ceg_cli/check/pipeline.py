@@ -38,7 +38,7 @@ from .citecheck import Marked, mark
 from .ctxsearch import DEFAULT_CONTEXT_RETRIEVAL
 from .references import REFERENCE_REASON, find_references
 from .retrieve import RetrievalOptions, retrieve, retrieve_vectors
-from .segment import segment_response
+from .segment import MAX_SEGMENT_WEIGHT, bounded_spans, segment_response
 
 if TYPE_CHECKING:
     import numpy as np
@@ -129,7 +129,13 @@ def response_label(verdicts: Sequence[Verdict]) -> str:
 
 
 def build_query(segment: Segment, question: str | None, mode: str) -> str:
+    """What ``segment`` is searched with. A question past the segment bound is cut to
+    its first segment's length: every segment's query repeats it, and the embedders
+    read a window of 256 or 512 word pieces anyway."""
     if mode == "question+segment" and question:
+        if len(question) > MAX_SEGMENT_WEIGHT // 4:
+            first = bounded_spans(question, 0, len(question))[:1]
+            question = "".join(question[start:end] for start, end, _ in first)
         return f"{question} {segment.text}"
     return segment.text
 

