@@ -66,6 +66,7 @@ from .lexonly import (
 )
 from .local_engine import fill_here
 from .processes import available_cores
+from .static import is_static
 from .store import check_model, check_vectors_file, read_meta
 from .vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
 
@@ -435,7 +436,8 @@ def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str
 def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOptions:
     """``--workers`` left out on the local engine: reader processes on every core
     but the model's own when the model runs on a GPU, on every core when nothing is
-    embedded (``--retrieval lexical``), else the reading thread.
+    embedded (``--retrieval lexical``) or the model is static (``static-minilm``),
+    else the reading thread.
 
     On a GPU the work in front of the model (reading, chunking, tokenizing) is
     the limit; on the CPU the model itself is, and reader processes would take
@@ -443,8 +445,9 @@ def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOpti
     """
     if options.engine != "local" or options.workers is not None:
         return options
-    if isinstance(embedder, NoEmbedder):
-        # Nothing to embed (--retrieval lexical): reading is all the work, on every core.
+    if isinstance(embedder, NoEmbedder) or is_static(getattr(embedder, "name", None)):
+        # Nothing to embed (--retrieval lexical), or a static model (thousands of passages
+        # a second): reading is nearly all the work, on every core.
         return replace(options, workers=available_cores())
     if getattr(embedder, "device", "cpu") != "cuda":
         return options
