@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..lang import UNDETERMINED, base_language, detect, language_name
+from .crossrule import CrossRule
 from .cuts import Cuts
 from .english_only import ADVICE, given_language
 from .once import SayOnce
@@ -57,6 +59,13 @@ def sure_language(text: str) -> str | None:
     return found.language
 
 
+@lru_cache(maxsize=4096)
+def passage_language(text: str) -> str | None:
+    """``sure_language`` of a passage, remembered: the same passages come back for the
+    segments of one answer."""
+    return sure_language(text)
+
+
 def segment_language(item: Any) -> str | None:
     """The language of ``item``'s segment: its record's, as the check gave it (detected on
     the whole answer), else the segment's own where the detector is sure of it."""
@@ -71,7 +80,7 @@ def evidence_language(item: Any, segment: str, cited: Sequence[int] = ()) -> str
                 else item.evidence[:EVIDENCE_PASSAGES])
     other = None
     for passage in passages:
-        found = sure_language(passage.text)
+        found = passage_language(passage.text)
         if found is None:
             continue
         if base_language(found) == base_language(segment):
@@ -85,9 +94,12 @@ class CrossLanguage:
     evidence is in another language, where the cut of its setting is above ``rule_cut``."""
 
     def __init__(self, cuts: Cuts, rule_cut: float,
-                 on_warning: Callable[[str], None] | None = None) -> None:
+                 on_warning: Callable[[str], None] | None = None,
+                 rule: CrossRule | None = None) -> None:
         self.cuts = cuts
         self.rule_cut = rule_cut
+        #: The rule that decides the flagged segments across languages (``crossrule``).
+        self.rule = rule
         self.once = SayOnce(on_warning)
         self._lock = threading.Lock()
         #: Segments seen, by language.
@@ -112,14 +124,23 @@ class CrossLanguage:
             evidence = evidence_language(item, segment, cited)
             if evidence is None:
                 continue
-            self.once.say(
-                f"--judge offline: segments in {language_name(segment)} ({segment}) have "
-                f"evidence in {language_name(evidence)} ({evidence}); across languages it "
-                f"compares only names and numbers, so at its cut {cut:g} true sentences with "
-                f"other words are flagged: --judge-threshold {self.rule_cut:g} decides on "
-                f"names and numbers alone, or use {ADVICE}",
-                stacklevel=3,  # the judge's caller
-            )
+            said = (f"--judge offline: segments in {language_name(segment)} ({segment}) have "
+                    f"evidence in {language_name(evidence)} ({evidence}); ")
+            rule = self.rule
+            if rule is not None and rule.cut is not None and rule.unavailable is None:
+                said += (f"across languages it compares their numbers and names, and the "
+                         f"meaning: {rule.cut.model}'s cosine between the segment and its best "
+                         f"evidence sentence, which must reach {rule.cut.value:g} "
+                         f"({rule.cut.source}) for a segment it would flag for its words; "
+                         f"a surer judge that reads both languages: {ADVICE}")
+            else:
+                said += (f"across languages it compares only names and numbers, so at its cut "
+                         f"{cut:g} true sentences with other words are flagged: "
+                         f"--judge-threshold {self.rule_cut:g} decides on names and numbers "
+                         f"alone, or use {ADVICE}")
+                if rule is not None and rule.unavailable is not None:
+                    said += f" (the cross-language rule is off: {rule.unavailable})"
+            self.once.say(said, stacklevel=3)  # the judge's caller
             return
 
     def _cuts(self) -> list[float]:
