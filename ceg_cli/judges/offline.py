@@ -473,7 +473,9 @@ class OfflineJudge:
     name = "offline"
     method = (
         "lexical support (offline): the segment's numbers and names, and a share of its "
-        "content words, must occur in the retrieved passages; no language model"
+        "content words, must occur in the retrieved passages; no language model (against "
+        "evidence in another language: its numbers and names, and a packaged multilingual "
+        "embedder's cosine with the best evidence sentence)"
     )
 
     def __init__(
