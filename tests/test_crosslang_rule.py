@@ -212,3 +212,21 @@ def test_a_sentence_about_something_else_is_flagged_for_its_cosine(real: Offline
     v = real.judge([item(DE_OTHER, "de")])[0]
     assert v.label == NONFACTUAL
     assert "no number or name to find, but the closest evidence sentence" in v.reason
+
+
+@pytest.mark.parametrize("segment, label, said", [
+    ("埃菲尔铁塔（Eiffel Tower）于1889年在巴黎建成。", FACTUAL,
+     "'Eiffel Tower', '1889' found, and the cited sentence is at use-multilingual-v3 cosine "
+     "1.000"),
+    ("埃菲尔铁塔由Gustave Eiffel设计，于1889年建成。", NONFACTUAL,
+     "'Gustave Eiffel' not in the evidence"),
+])  # fmt: skip
+def test_a_chinese_segment_quoting_english_names_is_asked_for_them(segment: str, label: str,
+                                                                   said: str) -> None:
+    """Mixed-language answers (issue 50, bad input): the Latin name a Chinese sentence quotes
+    is looked for in the English evidence, as a number is."""
+    table = Table({segment: [1, 0], FIRST: [1, 0]})
+    v = judge_with(Loader(table)).judge([item(segment, "zh")])[0]
+    assert v.label == label and v.reason.startswith(
+        "across languages (zh segment, en evidence): "), v.reason
+    assert said in v.reason
