@@ -50,17 +50,18 @@ class Table:
     def __init__(self, vectors: dict[str, list[float]]) -> None:
         self.vectors = vectors
         self.calls = 0
+        self.others: dict[str, int] = {}
 
     def embed(self, texts: list[str]) -> np.ndarray:
         self.calls += 1
         out = []
-        for k, t in enumerate(texts):
-            v = np.zeros(8 + len(texts))
+        for t in texts:
+            v = np.zeros(64)
             given = self.vectors.get(t)
             if given is not None:
                 v[: len(given)] = given
             else:
-                v[8 + k] = 1.0
+                v[8 + self.others.setdefault(t, len(self.others))] = 1.0
             out.append(v / np.linalg.norm(v))
         return np.array(out, dtype=np.float32)
 
@@ -136,6 +137,11 @@ def test_the_embedder_is_loaded_once_and_only_for_evidence_in_another_language()
     judge.judge([item(DE, "de")])
     judge.judge([item(ZH, "zh"), item(DE_OTHER, "de")])
     assert loader.loads == 1
+    # The evidence's sentences were embedded once, with the first segment: later
+    # segments embed only themselves.
+    calls = loader.embedder.calls
+    judge.judge([item(DE, "de")])
+    assert loader.embedder.calls == calls  # all known
 
 
 def test_same_language_verdicts_do_not_change() -> None:

@@ -45,6 +45,8 @@ KEY = "crosslang"
 #: At most this many passages' sentences are embedded for one segment, and sentences.
 MAX_PASSAGES = 8
 MAX_SENTENCES = 64
+#: Sentence vectors kept between segments (about 1.5 kB each).
+CACHED_VECTORS = 8192
 
 
 @dataclass(frozen=True)
@@ -132,12 +134,28 @@ def evidence_sentences(item: Any, language: str | None) -> list[tuple[int, str]]
     return out
 
 
-def cosines(embedder: Any, segment: str, sentences: Sequence[str]) -> list[float]:
+def cosines(embedder: Any, segment: str, sentences: Sequence[str],
+            cache: dict[str, Any] | None = None) -> list[float]:
     """The cosine of ``segment`` with each of ``sentences`` (the packaged embedders'
     rows are L2-normalized; e5 reads both sides as a query, its authors' way for
-    symmetric similarity)."""
+    symmetric similarity). ``cache``: vectors by text, read and filled (the same
+    passages come back for the segments of an answer)."""
+    import numpy as np
+
     embed = getattr(embedder, "embed_queries", None) or embedder.embed
-    vectors = embed([segment, *sentences])
+    texts = [segment, *sentences]
+    # Read once from the cache (another thread may clear it), then fill it.
+    local = {t: v for t in dict.fromkeys(texts)
+             if (v := (cache.get(t) if cache is not None else None)) is not None}
+    todo = [t for t in dict.fromkeys(texts) if t not in local]
+    if todo:
+        new = dict(zip(todo, embed(todo)))
+        local.update(new)
+        if cache is not None:
+            if len(cache) + len(new) > CACHED_VECTORS:
+                cache.clear()
+            cache.update(new)
+    vectors = np.stack([local[t] for t in texts])
     return [float(x) for x in vectors[1:] @ vectors[0]]
 
 
@@ -159,6 +177,7 @@ class CrossRule:
         self._load = load or _load_packaged
         self._lock = threading.Lock()
         self._embedder: Any = None
+        self._vectors: dict[str, Any] = {}
         #: Why the rule cannot run here (no cut shipped, the embedder's package missing).
         self.unavailable: str | None = None if cut is not None else (
             "no cross-language cut in thresholds.json")
@@ -213,7 +232,7 @@ class CrossRule:
         sentences = evidence_sentences(item, evidence)
         if not sentences:
             return verdict
-        sims = cosines(embedder, item.segment.text, [s for _, s in sentences])
+        sims = cosines(embedder, item.segment.text, [s for _, s in sentences], self._vectors)
         best = max(range(len(sims)), key=sims.__getitem__)
         cos = sims[best]
         found = f"{_named(asked)} found, " if asked else "no number or name to find, "
