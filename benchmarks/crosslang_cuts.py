@@ -315,16 +315,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = write_results(args.name, data)
     rows = []
     for lang, r in table["languages"].items():
-        rows.append([lang, f"{r['left_out_cut']:.3f}"] + [
-            f"{r[k]['ba_contradiction']:.3f} / {r[k]['ba_all']:.3f} / "
-            f"{r[k]['flag_rate_entailed']:.2f}"
-            for k in ("before", "after_left_out", "same_language", "same_language_with_rule")])
-    print(markdown_table(["language", "left-out cut", "across, before (lexical)",
-                          "across, after (rule)", "same language (lexical)",
-                          "same language (rule)"], rows))
-    print(f"\nBA (entailment vs contradiction) / BA (vs contradiction+neutral) / entailed "
-          f"flagged, XNLI dev held part, both directions (X|en, en|X); {model.name}; "
-          f"shipped cut {table['shipped_cut']}")
+        b, a, d = r["before"], r["after_left_out"], r["by_direction"]
+        same_c = r["same_language"]["ba_contradiction"]
+        rows.append([
+            lang, f"{b['ba_contradiction']:.2f}", f"{b['flag_rate_entailed']:.2f}",
+            f"{r['left_out_cut']:g}", f"{a['ba_contradiction']:.2f}", f"{a['ba_all']:.2f}",
+            f"{a['flag_rate_entailed']:.2f}",
+            " / ".join(f"{d[n]['ba_contradiction']:.2f}" for n in directions(lang)),
+            f"{same_c:.2f}", f"{r['same_language']['flag_rate_entailed']:.2f}",
+            f"{100 * (a['ba_contradiction'] - same_c):+.1f}"])
+    print(markdown_table(
+        ["lang", "before: BA c", "flagged", "after: left-out cut", "BA c", "BA c+n", "flagged",
+         "BA c, X\\|en / en\\|X", "same language: BA c", "flagged", "Δ"], rows))
+    print(f"\nXNLI dev held part, both directions (X|en, en|X); {model.name}; shipped cut "
+          f"{table['shipped_cut']}")
     if args.ship:
         log(f"shipped: {ship(table['shipped_cut'], model.name)}")
     log(f"results: {path}")

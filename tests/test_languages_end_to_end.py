@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ceg_cli.index.packaged import MULTILINGUAL
+from ceg_cli.judges.offline import shipped_cross_cut
 
 pytestmark = pytest.mark.slow
 
@@ -155,12 +156,13 @@ def test_a_german_answer_checked_against_an_english_index_cites_english_passages
     # ... and the run says so, once, naming what was compared.
     warned = [line for line in said[0].splitlines() if "have evidence in English" in line]
     assert len(warned) == 1 and "segments in German (de)" in warned[0], said[0]
-    assert "numbers and names, and the meaning: use-multilingual-v3's cosine" in warned[0]
+    model = shipped_cross_cut().model  # type: ignore[union-attr]
+    assert f"numbers and names, and the meaning: {model}'s cosine" in warned[0]
     true = shipped[0]["segments"]
     assert [s["label"] for s in true] == ["factual", "nonfactual"], [s["reason"] for s in true]
     assert true[1]["reason"].startswith(
         "across languages (de segment, en evidence): '1947' found, but the closest evidence "
-        "sentence is at use-multilingual-v3 cosine "), true[1]["reason"]
+        f"sentence is at {model} cosine "), true[1]["reason"]
     for record in shipped:
         assert record["judge"]["threshold"] > 0.5
         for s in record["segments"]:
