@@ -10,7 +10,9 @@ therefore decides on what can be compared:
   which may hold it transliterated), must be found in the evidence, as the
   lexical rule finds them (``offline.analyse``);
 - **meaning**: the cosine, by the packaged multilingual embedder
-  (``use-multilingual-v3`` unless ``thresholds.json`` names another), between the
+  ``thresholds.json`` names (``multilingual-e5-small-q4``: on XNLI it separated
+  paraphrases from the rest better than ``use-multilingual-v3`` in each of its 14
+  languages, docs/measurements.md), between the
   segment and its best evidence sentence must reach the cut fitted by the
   protocol on XNLI dev's parallel pairs, premise in one language and hypothesis
   in another (``benchmarks/crosslang_cuts.py --ship``; re-fitted by
