@@ -9,12 +9,12 @@ German answer against an English index), ``--pairs`` a language. The offline
 judge judges them all with the cross-language rule (the shipped cut and embedder)
 and without it (``CrossRule(None)``: the lexical rule alone, what ceg did before),
 alternately, ``--repeats`` times after one warm-up each (the rule's warm-up loads
-the embedder, timed on its own), with the judge's caches of passages cleared
-before each; and the same with the evidence in the segment's own language, where
-the rule decides nothing but the evidence's language of each flagged segment is
-detected. Reported: the median seconds a segment each way,
-their ratio, the embedder's load time, and the share of segments the rule
-decided (flagged by the lexical rule, evidence in another language). Results:
+the embedder, timed on its own), with the judge's caches of passages and of
+sentence vectors cleared before each; and the same with the evidence in the
+segment's own language, where the rule decides nothing but the evidence's
+language of each flagged segment is detected. Reported: the median seconds a
+segment each way, their ratio, the embedder's load time, and the share of
+segments the rule decided (flagged by the lexical rule, evidence in another language). Results:
 ``benchmarks/results/NAME.json``; record the machine's load beside the figures.
 """
 
@@ -93,6 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             # Cold caches each time: the passages' words and languages are read anew.
             passage.cache_clear()
             passage_language.cache_clear()
+            with_rule.cross_rule._vectors.clear()  # the sentence vectors too
             t = time.perf_counter()
             judge.judge(batch)
             times[name].append((time.perf_counter() - t) / len(batch))
