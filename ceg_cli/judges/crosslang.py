@@ -3,12 +3,14 @@
 The offline judge counts a segment's words in its evidence. A German sentence
 checked against English passages shares its names and numbers with them and
 little else, so at the shipped cut (fitted on evidence in the segment's own
-language) its true sentences are flagged for words no English passage can hold
-(README "Languages", measured in ``tests/test_languages_end_to_end.py``). The
-verdicts still stand as the judge's; the first segment whose evidence is in
-another language is said once, with what to do: decide on names and numbers
-alone (``--judge-threshold 0.5``, the rule's own cut) or use a judge that reads
-both languages. Nothing is said where the cut is already the rule's.
+language) its true sentences were flagged for words no English passage can hold.
+The segments it flags are now decided across languages by ``crossrule`` (numbers,
+names and a multilingual embedder's cosine); the first segment whose evidence is
+in another language is said once, naming what was compared, or, where the
+rule is off (its embedder does not load here), that only names and numbers are
+compared, why, and what to do: decide on names and numbers alone
+(``--judge-threshold 0.5``, the rule's own cut) or use a judge that reads both
+languages. Nothing is said where the cut is already the rule's.
 
 The segment's language is its item's (the record's, as the check gave it, from
 the whole answer), else detected; the evidence's is detected passage by passage,

@@ -180,6 +180,7 @@ class CrossRule:
         self._lock = threading.Lock()
         self._embedder: Any = None
         self._vectors: dict[str, Any] = {}
+        self._embedding = threading.Lock()
         #: Why the rule cannot run here (no cut shipped, the embedder's package missing).
         self.unavailable: str | None = None if cut is not None else (
             "no cross-language cut in thresholds.json")
@@ -234,7 +235,9 @@ class CrossRule:
         sentences = evidence_sentences(item, evidence)
         if not sentences:
             return verdict
-        sims = cosines(embedder, item.segment.text, [s for _, s in sentences], self._vectors)
+        with self._embedding:  # one call into the model's engine at a time
+            sims = cosines(embedder, item.segment.text, [s for _, s in sentences],
+                           self._vectors)
         best = max(range(len(sims)), key=sims.__getitem__)
         cos = sims[best]
         found = f"{_named(asked)} found, " if asked else "no number or name to find, "
