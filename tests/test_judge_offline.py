@@ -289,15 +289,18 @@ def test_evidence_in_another_language_is_said_once_with_what_to_do() -> None:
     to use instead."""
     from dataclasses import replace
 
+    from ceg_cli.judges.crossrule import CrossRule
+
     said: list[str] = []
-    judge = OfflineJudge(on_warning=said.append)
+    # Without the cross-language rule (issue 50 item 3: tests/test_crosslang_rule.py).
+    judge = OfflineJudge(on_warning=said.append, cross_rule=CrossRule(None))
     german = replace(item(GERMAN, REACTORS, UNRELATED), language="de")
     english = item("The United States had 92 operable nuclear power reactors.", REACTORS)
     assert len(judge.judge([english, english])) == 2
     assert said == []  # evidence in the segment's own language: nothing to say
     verdicts = judge.judge([german, german])
     with pytest.warns(RuntimeWarning, match="have evidence in English"):  # no on_warning
-        assert verdicts == OfflineJudge().judge([german, german])
+        assert verdicts == OfflineJudge(cross_rule=CrossRule(None)).judge([german, german])
     judge.judge([german])
     assert len(said) == 1, said
     cut = judge.cuts.for_language("index", "de").value  # German's own cut (issue 50)
@@ -307,6 +310,8 @@ def test_evidence_in_another_language_is_said_once_with_what_to_do() -> None:
         f"across languages it compares only names and numbers, so at its cut {cut:g} ")
     assert "--judge-threshold 0.5 decides on names and numbers alone" in said[0]
     assert "nli:mdeberta-v3-base-xnli" in said[0]
+    assert said[0].endswith("(the cross-language rule is off: no cross-language cut in "
+                            "thresholds.json)")
 
 
 GERMAN_PASSAGE = ("Die Vereinigten Staaten hatten 2022 insgesamt 92 betriebsbereite "

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from ceg_cli.index.packaged import MULTILINGUAL
+from ceg_cli.judges.offline import shipped_cross_cut
 
 pytestmark = pytest.mark.slow
 
@@ -143,17 +144,25 @@ def test_a_german_answer_checked_against_an_english_index_cites_english_passages
          "response": "Alain Connes ist ein französischer Mathematiker. Er wurde 1947 geboren."},
         {"id": "false", "question": question, "response": "Alain Connes wurde 1950 geboren."},
     ]
-    # At the shipped cut (fitted on evidence in the segment's own language) the
-    # lexical judge cannot count German words in English passages, so the true
-    # sentences fall under it too; the search still finds the English article, and
-    # the wrong year is named. README "Languages" says so.
+    # The lexical judge cannot count German words in English passages; what it
+    # flags, it decides across languages on names, numbers and the multilingual
+    # embedder's cosine with the best evidence sentence (issue 50 item 3). The first
+    # true sentence passes German's cut on its name and cognates; the second, a
+    # pronoun and a year out of context, is far from every English sentence (cosine
+    # 0.33, under the cut) and stays flagged, saying so; the wrong year is named.
     said: list[str] = []
     shipped = _check(run_cli, tmp_path, index, answers, stderr=said)
     assert [r["language"] for r in shipped] == ["de", "de"]
-    # ... and the run says so, once, with what to do.
+    # ... and the run says so, once, naming what was compared.
     warned = [line for line in said[0].splitlines() if "have evidence in English" in line]
     assert len(warned) == 1 and "segments in German (de)" in warned[0], said[0]
-    assert "--judge-threshold 0.5 decides on names and numbers alone" in warned[0]
+    model = shipped_cross_cut().model  # type: ignore[union-attr]
+    assert f"numbers and names, and the meaning: {model}'s cosine" in warned[0]
+    true = shipped[0]["segments"]
+    assert [s["label"] for s in true] == ["factual", "nonfactual"], [s["reason"] for s in true]
+    assert true[1]["reason"].startswith(
+        "across languages (de segment, en evidence): '1947' found, but the closest evidence "
+        f"sentence is at {model} cosine "), true[1]["reason"]
     for record in shipped:
         assert record["judge"]["threshold"] > 0.5
         for s in record["segments"]:

@@ -3,12 +3,14 @@
 The offline judge counts a segment's words in its evidence. A German sentence
 checked against English passages shares its names and numbers with them and
 little else, so at the shipped cut (fitted on evidence in the segment's own
-language) its true sentences are flagged for words no English passage can hold
-(README "Languages", measured in ``tests/test_languages_end_to_end.py``). The
-verdicts still stand as the judge's; the first segment whose evidence is in
-another language is said once, with what to do: decide on names and numbers
-alone (``--judge-threshold 0.5``, the rule's own cut) or use a judge that reads
-both languages. Nothing is said where the cut is already the rule's.
+language) its true sentences were flagged for words no English passage can hold.
+The segments it flags are now decided across languages by ``crossrule`` (numbers,
+names and a multilingual embedder's cosine); the first segment whose evidence is
+in another language is said once, naming what was compared, or, where the
+rule is off (its embedder does not load here), that only names and numbers are
+compared, why, and what to do: decide on names and numbers alone
+(``--judge-threshold 0.5``, the rule's own cut) or use a judge that reads both
+languages. Nothing is said where the cut is already the rule's.
 
 The segment's language is its item's (the record's, as the check gave it, from
 the whole answer), else detected; the evidence's is detected passage by passage,
@@ -26,9 +28,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..lang import UNDETERMINED, base_language, detect, language_name
+from .crossrule import CrossRule
 from .cuts import Cuts
 from .english_only import ADVICE, given_language
 from .once import SayOnce
@@ -57,6 +61,13 @@ def sure_language(text: str) -> str | None:
     return found.language
 
 
+@lru_cache(maxsize=4096)
+def passage_language(text: str) -> str | None:
+    """``sure_language`` of a passage, remembered: the same passages come back for the
+    segments of one answer."""
+    return sure_language(text)
+
+
 def segment_language(item: Any) -> str | None:
     """The language of ``item``'s segment: its record's, as the check gave it (detected on
     the whole answer), else the segment's own where the detector is sure of it."""
@@ -71,7 +82,7 @@ def evidence_language(item: Any, segment: str, cited: Sequence[int] = ()) -> str
                 else item.evidence[:EVIDENCE_PASSAGES])
     other = None
     for passage in passages:
-        found = sure_language(passage.text)
+        found = passage_language(passage.text)
         if found is None:
             continue
         if base_language(found) == base_language(segment):
@@ -85,9 +96,12 @@ class CrossLanguage:
     evidence is in another language, where the cut of its setting is above ``rule_cut``."""
 
     def __init__(self, cuts: Cuts, rule_cut: float,
-                 on_warning: Callable[[str], None] | None = None) -> None:
+                 on_warning: Callable[[str], None] | None = None,
+                 rule: CrossRule | None = None) -> None:
         self.cuts = cuts
         self.rule_cut = rule_cut
+        #: The rule that decides the flagged segments across languages (``crossrule``).
+        self.rule = rule
         self.once = SayOnce(on_warning)
         self._lock = threading.Lock()
         #: Segments seen, by language.
@@ -112,14 +126,23 @@ class CrossLanguage:
             evidence = evidence_language(item, segment, cited)
             if evidence is None:
                 continue
-            self.once.say(
-                f"--judge offline: segments in {language_name(segment)} ({segment}) have "
-                f"evidence in {language_name(evidence)} ({evidence}); across languages it "
-                f"compares only names and numbers, so at its cut {cut:g} true sentences with "
-                f"other words are flagged: --judge-threshold {self.rule_cut:g} decides on "
-                f"names and numbers alone, or use {ADVICE}",
-                stacklevel=3,  # the judge's caller
-            )
+            said = (f"--judge offline: segments in {language_name(segment)} ({segment}) have "
+                    f"evidence in {language_name(evidence)} ({evidence}); ")
+            rule = self.rule
+            if rule is not None and rule.cut is not None and rule.unavailable is None:
+                said += (f"across languages it compares their numbers and names, and the "
+                         f"meaning: {rule.cut.model}'s cosine between the segment and its best "
+                         f"evidence sentence, which must reach {rule.cut.value:g} "
+                         f"({rule.cut.source}) for a segment it would flag for its words; "
+                         f"a surer judge that reads both languages: {ADVICE}")
+            else:
+                said += (f"across languages it compares only names and numbers, so at its cut "
+                         f"{cut:g} true sentences with other words are flagged: "
+                         f"--judge-threshold {self.rule_cut:g} decides on names and numbers "
+                         f"alone, or use {ADVICE}")
+                if rule is not None and rule.unavailable is not None:
+                    said += f" (the cross-language rule is off: {rule.unavailable})"
+            self.once.say(said, stacklevel=3)  # the judge's caller
             return
 
     def _cuts(self) -> list[float]:

@@ -46,6 +46,7 @@ from ..types import (
 )
 from .analysis import Analysis
 from .crosslang import CrossLanguage
+from .crossrule import CrossCut, CrossRule, load_cross_cut
 from .cuts import Cut, Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
@@ -460,25 +461,38 @@ def shipped_cuts() -> Cuts:
     return cuts
 
 
+@lru_cache(maxsize=1)
+def shipped_cross_cut() -> CrossCut | None:
+    """The cross-language rule's cut, from ``thresholds.json`` (``crossrule``)."""
+    return load_cross_cut(SHIPPED / "thresholds.json")
+
+
 class OfflineJudge:
     """Lexical support of each segment by its evidence; pure Python, no model."""
 
     name = "offline"
     method = (
         "lexical support (offline): the segment's numbers and names, and a share of its "
-        "content words, must occur in the retrieved passages; no language model"
+        "content words, must occur in the retrieved passages; no language model (against "
+        "evidence in another language: its numbers and names, and a packaged multilingual "
+        "embedder's cosine with the best evidence sentence)"
     )
 
     def __init__(
-        self, cuts: Cuts | None = None, on_warning: Callable[[str], None] | None = None
+        self, cuts: Cuts | None = None, on_warning: Callable[[str], None] | None = None,
+        cross_rule: CrossRule | None = None,
     ) -> None:
         #: The cut in each setting (default: the shipped ones, the protocol's).
         self.cuts = cuts if cuts is not None else shipped_cuts()
+        #: Flagged segments whose evidence is in another language (``crossrule``).
+        self.cross_rule = cross_rule if cross_rule is not None else CrossRule(
+            shipped_cross_cut())
         # Evidence in another language than the segment's is said once (``crosslang``).
-        self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning)
+        self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning, self.cross_rule)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
         verdicts = [decide(item, cut=item_cut(self.cuts, item).value) for item in items]
+        verdicts = self.cross_rule.apply(items, verdicts, analyse)
         self.cross_language.check(items, verdicts)
         return verdicts
 
