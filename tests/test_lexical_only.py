@@ -274,3 +274,23 @@ def test_lexical_max_terms_reaches_a_tantivy_part_and_is_said_ignored_on_bm25s(
                    "1")
     assert said.exit_code == 0
     assert "--lexical-max-terms 1: ignored" in said.stderr and "bm25s" in said.stderr
+
+
+def test_a_decomposed_query_finds_what_the_composed_one_finds(
+    no_model: None, lexical_index: Path
+) -> None:
+    """Issue 51 item 2 in retrieval: BM25 reads terms in NFC, so an answer pasted from
+    macOS (NFD) searches the same terms; before, 'Collège' split at its accent."""
+    import unicodedata
+
+    from ceg_cli.lang.tokenize import Analyzer
+
+    composed = "Alain Connes, Professor at the Collège de France and IHÉS"
+    decomposed = unicodedata.normalize("NFD", composed)
+    assert decomposed != composed
+    for language in ("en", "fr"):
+        assert Analyzer(language)(decomposed) == Analyzer(language)(composed)
+    with open_index(lexical_index) as index:
+        nfc = index.search([composed], 5, "lexical")[0]
+        nfd = index.search([decomposed], 5, "lexical")[0]
+    assert [h.chunk_id for h in nfd] == [h.chunk_id for h in nfc]

@@ -24,6 +24,7 @@ indexes and results do not move.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -131,6 +132,10 @@ class Analyzer:
         self._code = code
 
     def __call__(self, text: str) -> list[str]:
+        if not text.isascii():
+            # One form for every text (issue 51): a macOS copy of "Württemberg" (NFD) is
+            # the same term as the composed one; composed text is left as it is.
+            text = unicodedata.normalize("NFC", text)
         if self.english:
             return [t for t in _ENGLISH_SPLIT(text.lower()) if t not in self._stop]
         stem = stemmer(self._code) if self._stems else None
