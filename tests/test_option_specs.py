@@ -26,6 +26,7 @@ BAD: dict[str, list[Any]] = {
     "query": ["everything"],
     "retrieval": ["bm26"],
     "search_width": ["nprobe", "nprobe=0", "k_factor=2,k_factor=4", "depth=3"],
+    "lexical_max_terms": [0, -2],
     "response_field": [" "],
     "question_field": [""],
     "evidence": ["nowhere"],
@@ -53,7 +54,8 @@ BAD: dict[str, list[Any]] = {
 WRONG_TYPE: dict[str, Any] = {
     "index": 5, "judge": 5, "judge_precision": 16, "judge_threshold": "0.8", "top_k": "3",
     "threshold": "0.3",
-    "query": 1, "retrieval": 2, "search_width": 5, "response_field": 5, "question_field": 5,
+    "query": 1, "retrieval": 2, "search_width": 5, "lexical_max_terms": "10",
+    "response_field": 5, "question_field": 5,
     "evidence": ["index"], "contexts_field": 5, "contexts_retrieval": 1,
     "max_nonfactual_rate": "0.1", "max_nonfactual_responses": 2.5,
     "min_citation_recall": True, "min_citation_precision": "x", "citation_pattern": 5,
@@ -66,7 +68,8 @@ RESOLVE_NAMES = {"max_nonfactual_rate": "max_rate", "max_nonfactual_responses": 
 #: Options `ceg eval` shares with `ceg check` (its own flags, the same table): all but
 #: what is about a run's files, its gate, its fields and its rewrites.
 EVAL_SHARES = {"judge", "judge_precision", "judge_threshold", "batch_tokens", "top_k",
-               "threshold", "query", "retrieval", "search_width", "evidence", "contexts_field",
+               "threshold", "query", "retrieval", "search_width", "lexical_max_terms",
+               "evidence", "contexts_field",
                "contexts_retrieval", "device", "llm_base_url", "concurrency", "temperature",
                "no_cache", "cache_dir", "llm_prompt", "unparsable_as"}
 CASES = [(key, value) for key, values in BAD.items() for value in values]

@@ -32,7 +32,6 @@ from functools import lru_cache
 from typing import Any
 
 from ..lang import UNDETERMINED, base_language, detect, language_name
-from .crossrule import CrossRule
 from .cuts import Cuts
 from .english_only import ADVICE, given_language
 from .once import SayOnce
@@ -97,7 +96,7 @@ class CrossLanguage:
 
     def __init__(self, cuts: Cuts, rule_cut: float,
                  on_warning: Callable[[str], None] | None = None,
-                 rule: CrossRule | None = None) -> None:
+                 rule: Any = None) -> None:  # a crossrule.CrossRule (it imports this module)
         self.cuts = cuts
         self.rule_cut = rule_cut
         #: The rule that decides the flagged segments across languages (``crossrule``).
