@@ -171,7 +171,8 @@ def build(
         help="With --engine ray: how many workers load the model and embed (default: one "
         "per GPU of the cluster, else one per node with CPUs). With --engine local: "
         "processes that read, chunk and tokenize while this one embeds (default: every "
-        "core but one when the model runs on CUDA; on the CPU 1, a thread).",
+        "core but one when the model runs on CUDA; every core with --retrieval lexical or "
+        "a static model; else 1, a thread).",
         show_default=False,
     ),
     quiet: bool = QuietOption,
