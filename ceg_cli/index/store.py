@@ -46,7 +46,7 @@ from .lexical import (
     open_lexical,
 )
 from .lexical import search as search_lexical
-from .lexonly import NoVectors, is_lexical_only, refuse_method
+from .lexonly import NO_MODEL, NoVectors, is_lexical_only, refuse_method
 from .metacheck import check_meta
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ class Index:
 
     @property
     def model_name(self) -> str:
-        return "none" if self.lexical_only else str(self.meta["model"]["name"])
+        return NO_MODEL if self.lexical_only else str(self.meta["model"]["name"])
 
     def embedder(self, device: str = "cpu") -> Embedder:
         """The model the index was built with, loaded once (on ``device`` the first time)."""
@@ -415,14 +415,7 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
         raise IndexLoadError(
             f"{path / VECTORS_FILE}: unreadable FAISS index; rebuild the index"
         ) from exc
-    db = connect_readonly(path / CHUNKS_FILE)
-    try:
-        (rows,) = db.execute("SELECT count(*) FROM chunks").fetchone()
-    except sqlite3.DatabaseError as exc:
-        db.close()
-        raise IndexLoadError(
-            f"{path / CHUNKS_FILE}: unreadable ({exc}); rebuild the index"
-        ) from exc
+    db, rows = _open_store(path)
     expected = meta["counts"].get("chunks")
     if vectors.d != meta["model"]["dimension"]:
         db.close()
@@ -445,11 +438,8 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
     return Index(path, meta, vectors, db)
 
 
-def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> Index:
-    """An index with no vectors: its store, checked against meta.json's count."""
-    if model is not None:
-        raise UsageError(f"--model {model}: index at {path} was built with --retrieval lexical "
-                         "and has no model; leave out --model")
+def _open_store(path: Path) -> tuple[sqlite3.Connection, int]:
+    """The index's passage store, opened read-only, and how many passages it holds."""
     db = connect_readonly(path / CHUNKS_FILE)
     try:
         (rows,) = db.execute("SELECT count(*) FROM chunks").fetchone()
@@ -458,6 +448,15 @@ def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> I
         raise IndexLoadError(
             f"{path / CHUNKS_FILE}: unreadable ({exc}); rebuild the index"
         ) from exc
+    return db, int(rows)
+
+
+def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> Index:
+    """An index with no vectors: its store, checked against meta.json's count."""
+    if model is not None:
+        raise UsageError(f"--model {model}: index at {path} was built with --retrieval lexical "
+                         "and has no model; leave out --model")
+    db, rows = _open_store(path)
     expected = meta["counts"].get("chunks")
     if rows != expected:
         db.close()
@@ -465,7 +464,7 @@ def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> I
             f"index at {path} is inconsistent: {CHUNKS_FILE} holds {rows} passages, "
             f"{META_FILE} says {expected}; rebuild the index"
         )
-    return Index(path, meta, NoVectors(int(rows)), db)
+    return Index(path, meta, NoVectors(rows), db)
 
 
 def connect_readonly(db_path: Path) -> sqlite3.Connection:

@@ -32,7 +32,6 @@ verdicts are the lexical rule's, and the cross-language warning says why.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -41,6 +40,7 @@ from typing import Any
 
 from ..errors import UsageError
 from ..types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, Verdict
+from .cuts import read_thresholds_file
 
 #: The key of the rule's cut in ``thresholds.json``.
 KEY = "crosslang"
@@ -68,12 +68,7 @@ def load_cross_cut(path: Path) -> CrossCut | None:
     """The rule's cut in the thresholds file ``path`` (``{"crosslang": {"cosine": 0.5,
     "model": "use-multilingual-v3", ...}}``), None where the file has none; a bad
     field is refused in one line naming the file and the field."""
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read: {exc}") from None
+    raw = read_thresholds_file(path)
     given = raw.get(KEY) if isinstance(raw, dict) else None
     if given is None:
         return None

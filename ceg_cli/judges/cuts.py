@@ -161,6 +161,17 @@ def one_cut(default: float, source: str, options: Mapping[str, Any]) -> Cut:
     return overridden(Cuts.same(default, source), options).index
 
 
+def read_thresholds_file(path: Path) -> Any:
+    """The parsed JSON of a thresholds file, None where there is no such file; one that
+    cannot be read or parsed is refused in one line naming it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot read: {exc}") from None
+
+
 def load_cuts(directory: Path) -> Cuts | None:
     """The cuts in ``directory/thresholds.json``, or None when there is no such file.
 
@@ -169,12 +180,9 @@ def load_cuts(directory: Path) -> Cuts | None:
     file is refused in one line naming it and the field.
     """
     path = directory / THRESHOLDS_FILE
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    raw = read_thresholds_file(path)
+    if raw is None:
         return None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"{path}: cannot read: {exc}") from None
     if not isinstance(raw, dict):
         raise UsageError(f"{path}: not a thresholds file (a JSON object is expected)")
     if raw.get("format") != THRESHOLDS_FORMAT:
