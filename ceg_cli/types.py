@@ -20,6 +20,9 @@ class Document:
     text: str
     url: str | None = None
     source: str = ""  # the path of the corpus file this document came from
+    #: The language its source declares for it (a Wikipedia dump's, the wiki's own),
+    #: a code ceg knows; None: the build detects it from the text (``--language auto``).
+    language: str | None = None
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,12 @@ from ceg_cli.corpus.wikilocal import (
     convert_variants,
     language_of,
     local_names,
+    pages_language,
     redirect_pattern,
 )
 from ceg_cli.corpus.wikitext import clean_wikitext
+from ceg_cli.index import chunking
+from ceg_cli.index.chunking import chunk_or_skip
 
 WIKI = Path(__file__).parent / "data" / "wiki"
 MARKUP = ("{{", "}}", "[[", "]]", "{|", "|}", "<ref", "</", "thumb|", "'''", "-{", "}-", "__")
@@ -122,6 +125,65 @@ def test_the_language_comes_from_xml_lang_else_dbname() -> None:
     assert language_of(None, "zh_yuewiki") == "zh-yue"
     assert language_of("", "arwiki") == "ar"
     assert language_of("not a code!", None) is None
+
+
+def _site_dump(tmp_path: Path, xml_lang: str, dbname: str, text: str) -> Path:
+    path = tmp_path / f"{dbname}.xml"
+    path.write_text(
+        f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.10/" xml:lang="{xml_lang}">'
+        f"<siteinfo><sitename>Wiki</sitename><dbname>{dbname}</dbname>"
+        "<base>https://x.org/wiki/Main</base><namespaces>"
+        '<namespace key="0" case="first-letter" /></namespaces></siteinfo>'
+        "<page><title>A</title><ns>0</ns><id>1</id><revision><id>1</id>"
+        f'<text xml:space="preserve">{text}</text></revision></page></mediawiki>',
+        encoding="utf-8",
+    )
+    return path
+
+
+GERMAN = ("Die Stadt liegt am Ufer des Flusses und wurde im Mittelalter gegründet. Sie ist "
+          "heute für ihre Brücken und die alte Kirche bekannt, die jedes Jahr besucht wird.")
+ENGLISH = ("The town lies on the bank of the river and was founded in the Middle Ages. It is "
+           "known today for its bridges and the old church, which is visited every year.")
+
+
+@pytest.mark.parametrize(("name", "language"), [
+    ("dewiki-excerpt.xml.bz2", "de"), ("jawiki-excerpt.xml.bz2", "ja"),
+    ("enwiki-mini.xml.bz2", "en"), ("bgwiki-utf16-sample.xml.bz2", "bg"),
+])  # fmt: skip
+def test_a_wikis_pages_are_in_its_language(name: str, language: str) -> None:
+    docs = list(iter_documents(WIKI / name))
+    assert docs and {d.language for d in docs} == {language}
+
+
+def test_a_declared_language_is_taken_without_detecting(tmp_path: Path, monkeypatch) -> None:
+    """English words quoted on a German wiki's page are its German passages: the
+    wiki says which language its pages are in, and the detector is not asked."""
+    (doc,) = iter_documents(_site_dump(tmp_path, "de", "dewiki", ENGLISH))
+
+    def no_detector(text: str) -> None:
+        raise AssertionError("detected a page whose wiki names its language")
+
+    monkeypatch.setattr(chunking, "detect", no_detector)
+    chunks = chunk_or_skip(doc, 100, language="auto")
+    assert chunks and {c.language for c in chunks} == {"de"}
+    # A --language CODE still names it for every document.
+    assert {c.language for c in chunk_or_skip(doc, 100, language="fr") or []} == {"fr"}
+
+
+def test_a_multilingual_wikis_pages_are_detected_one_by_one(tmp_path: Path) -> None:
+    (doc,) = iter_documents(_site_dump(tmp_path, "en", "metawiki", GERMAN))
+    assert doc.language is None
+    assert {c.language for c in chunk_or_skip(doc, 100, language="auto") or []} == {"de"}
+
+
+def test_pages_language_only_names_codes_ceg_knows() -> None:
+    assert pages_language("de", "dewiki") == "de"
+    assert pages_language("zh-classical", "zh_classicalwiki") == "zh"
+    assert pages_language("en", "commonswiki") is None
+    assert pages_language("simple", "simplewiki") is None  # not a language code
+    assert pages_language("gsw", "alswiki") is None  # Alemannic: ceg has no code for it
+    assert pages_language(None, "enwiki") is None
 
 
 def test_local_names_hold_the_aliases_no_dump_lists() -> None:

@@ -34,7 +34,7 @@ from defusedxml import (
 )
 from defusedxml.ElementTree import DefusedXMLParser, iterparse
 
-from ceg_cli.corpus.wikilocal import language_of, local_names, redirect_pattern
+from ceg_cli.corpus.wikilocal import language_of, local_names, pages_language, redirect_pattern
 from ceg_cli.corpus.wikitext import DEFAULT_DROPPED_NAMESPACES, clean_wikitext
 from ceg_cli.errors import InputError
 from ceg_cli.types import Document
@@ -195,6 +195,8 @@ class _Site:
         self.namespace_keys: dict[str, int] = {}
         self.xml_lang: str | None = None
         self.language: str | None = None
+        #: The language of every page (``wikilocal.pages_language``); None: detected.
+        self.pages_language: str | None = None
         self.redirect = redirect_pattern(())
 
     def read(self, siteinfo: Element) -> None:
@@ -212,7 +214,9 @@ class _Site:
                 self.dropped_namespaces.add(_folded(name))
         # The aliases editors type (German "Bild:", Chinese "分类:") and the
         # redirect words are the language's, not in the dump.
-        self.language = language_of(self.xml_lang, _child_text(siteinfo, "dbname"))
+        dbname = _child_text(siteinfo, "dbname")
+        self.language = language_of(self.xml_lang, dbname)
+        self.pages_language = pages_language(self.language, dbname)
         names = local_names(self.language)
         for kind, key in _NAMESPACE_KEY.items():
             for name in names[kind]:
@@ -322,4 +326,5 @@ def _page_document(
         warn(f"{path}: page {title!r}: no text left after removing markup; skipped")
         return None
     page_id = (_child_text(page, "id") or "").strip() or title
-    return Document(id=page_id, title=title, text=text, url=site.url(title), source=str(path))
+    return Document(id=page_id, title=title, text=text, url=site.url(title), source=str(path),
+                    language=site.pages_language)

@@ -24,11 +24,14 @@ import re
 from functools import lru_cache
 from importlib import resources
 
+from ceg_cli.lang.codes import LANGUAGES, base_language
+
 __all__ = [
     "VARIANT_LANGUAGES",
     "convert_variants",
     "language_of",
     "local_names",
+    "pages_language",
     "redirect_pattern",
 ]
 
@@ -39,6 +42,12 @@ VARIANT_LANGUAGES = frozenset(
 )  # fmt: skip
 #: For a Chinese page, simplified script first, then the traditional ones.
 _ZH_PREFERENCE = ("zh-hans", "zh-cn", "zh-sg", "zh-my", "zh", "zh-hant", "zh-tw", "zh-hk", "zh-mo")
+#: Wikis whose pages are in many languages, whatever their ``xml:lang`` says.
+MULTILINGUAL_WIKIS = frozenset(
+    {"commonswiki", "metawiki", "specieswiki", "incubatorwiki", "mediawikiwiki", "wikidatawiki",
+     "sourceswiki", "outreachwiki", "foundationwiki", "testwiki", "test2wiki", "wikimaniawiki",
+     "wikifunctionswiki", "betawikiversity", "testwikidatawiki", "testcommonswiki"}
+)  # fmt: skip
 _DBNAME = re.compile(r"^([a-z][a-z_]*?)wiki$")
 _CODE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]+)*$")
 
@@ -56,6 +65,17 @@ def language_of(xml_lang: str | None, dbname: str | None) -> str | None:
         return lang
     found = _DBNAME.match((dbname or "").strip().lower())
     return found.group(1).replace("_", "-") if found else None
+
+
+def pages_language(language: str | None, dbname: str | None) -> str | None:
+    """The language every page of a wiki is written in: the wiki's own ``language``
+    (``language_of``) where it is a code ceg knows and the wiki is of one language;
+    None for the wikis written in many (Commons, Meta, Wikispecies, ...), whose pages'
+    languages are detected one by one."""
+    if language is None or (dbname or "").strip().lower() in MULTILINGUAL_WIKIS:
+        return None
+    code = base_language(language)
+    return code if code in LANGUAGES else None
 
 
 def local_names(language: str | None) -> dict[str, tuple[str, ...]]:

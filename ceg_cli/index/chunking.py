@@ -157,8 +157,10 @@ def chunk_or_skip(
 
 
 def document_language(doc: Document) -> str:
-    """The language of ``doc`` as ``--language auto`` detects it (its text's start)."""
-    return detect(doc.text).language
+    """The language of ``doc`` under ``--language auto``: the one its source declares
+    (a Wikipedia dump's pages are in their wiki's language), else detected from its
+    text's start."""
+    return doc.language or detect(doc.text).language
 
 
 def iter_chunks(

@@ -1,7 +1,8 @@
 """The languages of an index's documents, and the model they call for.
 
 One rule names a document's language at build time: ``chunking.document_language``
-(``lang.detect`` on the document's start). It gives each passage its language
+(the language its source declares, as a Wikipedia dump does for its wiki's
+pages, else ``lang.detect`` on the document's start). It gives each passage its language
 (``chunks.language``, read back by BM25 and the judges), meta.json its
 ``languages`` (``document_languages``), and, on the first ``LANGUAGE_SAMPLE``
 documents of each source, the model a build with no ``--model`` uses
