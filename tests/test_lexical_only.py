@@ -276,6 +276,40 @@ def test_lexical_max_terms_reaches_a_tantivy_part_and_is_said_ignored_on_bm25s(
     assert "--lexical-max-terms 1: ignored" in said.stderr and "bm25s" in said.stderr
 
 
+def test_a_large_tantivy_part_is_searched_with_its_rarest_terms_unless_told(
+    no_model: None, tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past AUTO_MAX_TERMS_PASSAGES (2,000,000; made 1 here) the default search takes
+    each query's AUTO_MAX_TERMS rarest terms and says so; 0 searches every term."""
+    import ceg_cli.index.store
+    from ceg_cli.index.lexical_tantivy import TantivyLexical
+
+    target = tmp_path / "tantivy"
+    build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical", lexical_engine="tantivy"))
+    query = "the French mathematician Alain Connes and the philosopher Aristotle"
+    tokenizer = json.loads((target / "meta.json").read_text())["lexical"].get("tokenizer")
+    want_all = TantivyLexical(target / "lexical", None, tokenizer).ranked([query], 3)[0][0]
+    want_one = TantivyLexical(target / "lexical", None, tokenizer,
+                              max_terms=1).ranked([query], 3)[0][0]
+    assert want_all != want_one
+    monkeypatch.setattr(ceg_cli.index.store, "AUTO_MAX_TERMS", 1)
+
+    def search(*flags: str) -> tuple[list[int], str]:
+        found = run_cli("index", "search", query, "--index", target, "--json", "-k", "3", *flags)
+        assert found.exit_code == 0, found.stderr
+        return [json.loads(line)["passage_id"] for line in found.stdout.splitlines()], \
+            found.stderr
+
+    got, said = search()  # the mini wiki is below the size: every term, nothing said
+    assert got == want_all[:3] and "rarest" not in said
+    monkeypatch.setattr(ceg_cli.index.store, "AUTO_MAX_TERMS_PASSAGES", 1)
+    got, said = search()
+    assert got == want_one[:3]
+    assert "searched with each query's 1 rarest terms" in said and "--lexical-max-terms 0" in said
+    got, said = search("--lexical-max-terms", "0")
+    assert got == want_all[:3] and "rarest" not in said
+
+
 def test_a_decomposed_query_finds_what_the_composed_one_finds(
     no_model: None, lexical_index: Path
 ) -> None:

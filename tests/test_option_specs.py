@@ -26,7 +26,7 @@ BAD: dict[str, list[Any]] = {
     "query": ["everything"],
     "retrieval": ["bm26"],
     "search_width": ["nprobe", "nprobe=0", "k_factor=2,k_factor=4", "depth=3"],
-    "lexical_max_terms": [0, -2],
+    "lexical_max_terms": [-1, -2],
     "response_field": [" "],
     "question_field": [""],
     "evidence": ["nowhere"],

@@ -245,10 +245,11 @@ OPTIONS: dict[str, OptionSpec] = dict([
           envvar="CEG_RETRIEVAL",
           help="How passages are found: dense (cosine), lexical (BM25) or hybrid (both, "
           "fused); the threshold applies to the cosine in every case."),
-    _spec("lexical_max_terms", "--lexical-max-terms", "int", low=1,
-          help="Search a tantivy lexical part (past 2,000,000 passages) with only each "
-          "query's N rarest terms: faster, and results that can differ from the exact "
-          "search (default: every term; docs/measurements.md gives both)."),
+    _spec("lexical_max_terms", "--lexical-max-terms", "int", low=0,
+          help="Search a tantivy lexical part with only each query's N rarest terms: "
+          "faster, and results that can differ from the exact search; 0: every term "
+          "(default: every term up to 2,000,000 passages, the 10 rarest past them; "
+          "docs/measurements.md gives both)."),
     _spec("search_width", "--search-width", "str", extra=_search_width,
           help="Search an approximate index with other settings than its build chose, e.g. "
           "nprobe=256,k_factor=16 (ivfpq, ivfpqfs), efSearch=256 (hnsw; ivfpqfs's list "
