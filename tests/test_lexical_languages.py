@@ -188,3 +188,37 @@ def test_a_word_snowball_stems_to_nothing_is_no_query_term() -> None:
     bm25 = _Bm25(["Και ήμουν εντάξει, και αυτό ήταν την ημέρα εκείνη!"], ["el"])
     scores = bm25.scores(query)
     assert scores.shape == (1,) and scores[0] > 0
+
+
+def test_a_querys_own_stop_words_are_searched_in_no_language() -> None:
+    """Italian's analyzer keeps English "the" and "of": unfiltered, they were rare
+    terms of an index's few Italian passages, found first for any English query."""
+    mixed = {"analyzer": "ceg_cli.lang", "languages": {"en": 10, "it": 1}}
+    terms = query_tokens("Who was the mayor of the town on the river?", mixed)
+    assert not {"the", "of", "was", "on"} & set(terms)
+    assert {"mayor", "town", "river"} <= set(terms)
+    # A German query on an English index keeps its content words in both, not "war".
+    german = query_tokens("Wer war des Lehrers Schüler?", {"analyzer": "ceg_cli.lang",
+                                                            "languages": {"en": 10, "de": 1}})
+    assert "war" not in german and "des" not in german and "lehr" in german
+
+
+def test_a_passage_of_another_language_quoting_english_is_not_found_by_stop_words(
+    tmp_path: Path,
+) -> None:
+    docs = [
+        {"id": "ulm", "title": "Ulm",
+         "text": "Ulm is a city on the Danube in Baden-Württemberg. Albert Einstein was "
+                 "born there in 1879."},
+        {"id": "vienna", "title": "Vienna",
+         "text": "Vienna is the capital of Austria and lies on the Danube as well."},
+        {"id": "it", "title": "Romanzo",
+         "text": "Il romanzo «The End of the Affair of the Heart of the Matter of the Day» è "
+                 "stato pubblicato a Milano nel 1951 ed è ambientato in una piccola città."},
+    ]
+    target = tmp_path / "index"
+    build_index([write_jsonl(tmp_path / "docs.jsonl", docs)], target,
+                BuildOptions(lexical=True), embedder=HashEmbedder())
+    meta = json.loads((target / META_FILE).read_text(encoding="utf-8"))
+    assert meta["languages"] == {"en": 2, "it": 1}
+    assert lexical_top(target, "In which of the cities of the world was Einstein born?") == "ulm"

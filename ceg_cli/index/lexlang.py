@@ -21,11 +21,15 @@ query find a German passage by the names and numbers they share.
 from __future__ import annotations
 
 import logging
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..lang.codes import ENGLISH
+from ..lang.codes import ENGLISH, base_language
+from ..lang.detect import detect
+from ..lang.normalize import fold
+from ..lang.stopwords import stopwords
 from ..lang.tokenize import ANALYZER_VERSION, ENGLISH_TOKENIZER, analyzer
 
 __all__ = ["QUERY_LANGUAGES", "TOKENIZER", "corpus_terms", "corpus_tokens", "is_legacy",
@@ -114,17 +118,39 @@ def queries_tokens(queries: Sequence[str],
 def union_terms(query: str, languages: Sequence[str]) -> list[str]:
     """The terms of ``query`` read in each of ``languages``, each term once, in order.
 
+    The query's own stop words (of the language ``lang.detect`` names for it) are
+    searched in no language: another language's analyzer keeps them, English "the"
+    and "of" under Italian's, and they would count as rare terms of the few passages
+    that language holds, so that an English passage taken for Italian, or an Italian
+    one quoting an English title, came first for English queries on any subject.
+    Names and numbers still find passages in the other languages.
+
     No empty term: Snowball stems a few words to nothing (Greek "Όταν", "when"), and
     bm25s gives the empty term of a vocabulary that lacks it an id past its matrix
     (``ceg check`` on Greek contexts failed with "maximum token ID ... higher than
     the number of tokens"); the index's own terms are left as they were built.
     """
+    own = base_language(detect(query).language) if len(languages) > 1 else None
+    others = _without_stop_words(query, own) if own else query
     out: dict[str, None] = {}
     for language in languages:
-        for term in analyzer(language)(query):
+        text = query if base_language(language) == own else others
+        for term in analyzer(language)(text):
             if term:
                 out.setdefault(term)
     return list(out)
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _without_stop_words(text: str, language: str) -> str:
+    """``text`` with the stop words of ``language`` blanked out (offsets kept)."""
+    stop = stopwords(language)
+    if not stop:
+        return text
+    return _WORD.sub(lambda m: " " * len(m.group()) if fold(m.group(), language) in stop
+                     else m.group(), text)
 
 
 def language_counts(languages: Sequence[str | None]) -> Counter[str]:
