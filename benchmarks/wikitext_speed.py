@@ -58,8 +58,10 @@ Page = tuple[str, tuple[str, ...], str | None]
 def _recording(calls: list[Page]) -> Iterator[None]:
     """Record mediawiki's clean_wikitext calls (their arguments) instead of cleaning."""
     from ceg_cli.corpus import mediawiki
+    from ceg_cli.corpus.wikitext import DEFAULT_DROPPED_NAMESPACES
 
-    def record(text: str, *, dropped_namespaces: Any, language: str | None) -> str:
+    def record(text: str, *, dropped_namespaces: Any = DEFAULT_DROPPED_NAMESPACES,
+               language: str | None = None) -> str:
         calls.append((text, tuple(dropped_namespaces), language))
         return "recorded"
 

@@ -78,6 +78,11 @@ def render_tokens(wikitext: str, dropped: frozenset[str]) -> list[str] | None:
     except RecursionError:
         FALLBACKS["nesting too deep"] += 1
         return None
+    except (KeyError, IndexError, ValueError) as exc:
+        # A token without a field the walk reads, an entity normalize() rejects: the
+        # tree path does whatever mwparserfromhell does with it (raising included).
+        FALLBACKS[f"{type(exc).__name__} in the walk"] += 1
+        return None
     return out
 
 
