@@ -6,9 +6,11 @@ items (one a line). Everything that is layout or metadata rather than prose
 goes: templates, references, tables, files and images with their captions,
 categories, interlanguage links, comments, galleries, maths.
 
-mwparserfromhell does the parsing; a few regexes run first to drop the bulk
-that never reaches the output (comments, ``<ref>`` bodies with their citation
-templates), which makes parsing several times faster on real articles.
+mwparserfromhell's tokenizer does the parsing and ``wikitokens`` renders its
+tokens; mwparserfromhell's node tree (``render_tree``) is the reference, and the
+fallback for the rare page the walk does not read. A few regexes run first to
+drop the bulk that never reaches the output (comments, ``<ref>`` bodies with
+their citation templates), which makes parsing several times faster.
 """
 
 from __future__ import annotations
@@ -110,20 +112,39 @@ def clean_wikitext(
     language variants (Chinese) ``-{...}-`` markup is resolved to one
     variant's text (``wikilocal.convert_variants``).
     """
-    dropped = (
+    # A function-level import: wikitokens reads this module's tables and helpers.
+    from ceg_cli.corpus.wikitokens import render_tokens
+
+    dropped = _dropped_prefixes(dropped_namespaces)
+    wikitext = _prepare(wikitext, dropped, language)
+    pieces = render_tokens(wikitext, dropped)
+    if pieces is None:  # token shapes the walk does not read (rare): the node tree
+        pieces = render_tree(wikitext, dropped)
+    return _tidy("".join(pieces))
+
+
+def _dropped_prefixes(dropped_namespaces: Iterable[str]) -> frozenset[str]:
+    return (
         frozenset(n.casefold().replace("_", " ") for n in dropped_namespaces)
         | DEFAULT_DROPPED_NAMESPACES
     )
+
+
+def _prepare(wikitext: str, dropped: frozenset[str], language: str | None) -> str:
+    """The text the parser sees: comments, refs, variants, dropped links and templates gone."""
     for pattern in _PRE_STRIP:
         wikitext = pattern.sub("", wikitext)
     if (language or "").split("-")[0] in VARIANT_LANGUAGES:
         wikitext = convert_variants(wikitext, language)
     wikitext = _strip_prefixed_links(wikitext, dropped)
-    wikitext = _strip_dropped_templates(wikitext)
-    parsed = mwparserfromhell.parse(wikitext)
+    return _strip_dropped_templates(wikitext)
+
+
+def render_tree(wikitext: str, dropped: frozenset[str]) -> list[str]:
+    """The pieces of prose from the node tree: ``render_tokens``'s reference and fallback."""
     pieces: list[str] = []
-    _render(parsed, pieces, dropped)
-    return _tidy("".join(pieces))
+    _render(mwparserfromhell.parse(wikitext), pieces, dropped)
+    return pieces
 
 
 def _strip_dropped_templates(wikitext: str) -> str:
@@ -232,41 +253,39 @@ def _render_node(node: Node, out: list[str], dropped: frozenset[str]) -> None:
 
 
 def _render_wikilink(link: Wikilink, out: list[str], dropped: frozenset[str]) -> None:
-    title = str(link.title).strip()
+    if _link_dropped(str(link.title), link.text is not None, dropped):
+        return
+    if link.text is not None:
+        _render(link.text, out, dropped)
+    else:
+        out.append(_link_label(_render_to_str(link.title, dropped)))
+
+
+def _link_dropped(source: str, has_text: bool, dropped: frozenset[str]) -> bool:
+    """Whether a link of this title (its source text) shows nothing."""
+    title = source.strip()
     # A leading colon makes a category/file/language link an ordinary inline one.
     inline = title.startswith(":")
     prefix, sep, _ = title.lstrip(":").partition(":")
     prefix = _prefix(prefix)
     if sep and not inline:
         if prefix in dropped:
-            return
-        if link.text is None and _LANG_CODE.match(prefix):
-            return  # interlanguage link: [[de:Foo]]
-    if link.text is not None:
-        _render(link.text, out, dropped)
-    else:
-        shown = _render_to_str(link.title, dropped).strip().lstrip(":")
-        out.append(shown.partition("#")[0] or shown)
+            return True
+        if not has_text and _LANG_CODE.match(prefix):
+            return True  # interlanguage link: [[de:Foo]]
+    return False
+
+
+def _link_label(rendered_title: str) -> str:
+    """What a link without text shows: its title, less a leading colon and the #section."""
+    shown = rendered_title.strip().lstrip(":")
+    return shown.partition("#")[0] or shown
 
 
 def _render_tag(tag: Tag, out: list[str], dropped: frozenset[str]) -> None:
     name = str(tag.tag).strip().lower()
-    if name in _DROPPED_TAGS:
+    if not _tag_start(name, bool(tag.wiki_markup), out):
         return
-    if name == "hr":
-        out.append("\n\n")
-        return
-    if name == "br":
-        out.append("\n")
-    elif name in ("li", "dt"):
-        # A wiki list marker is already at the start of a line; an HTML <li>
-        # may not be.
-        if out and not out[-1].endswith("\n"):
-            out.append("\n")
-    elif name == "dd":
-        out.append(" " if tag.wiki_markup else "\n")
-    elif name in _BLOCK_TAGS:
-        out.append("\n\n")
     if tag.self_closing or tag.contents is None:
         return
     if name == "nowiki":
@@ -277,15 +296,45 @@ def _render_tag(tag: Tag, out: list[str], dropped: frozenset[str]) -> None:
         out.append("\n\n")
 
 
+def _tag_start(name: str, wiki_markup: bool, out: list[str]) -> bool:
+    """Write what a tag named ``name`` puts before its contents; False if it shows
+    nothing more (a dropped tag, ``<hr>``)."""
+    if name in _DROPPED_TAGS:
+        return False
+    if name == "hr":
+        out.append("\n\n")
+        return False
+    if name == "br":
+        out.append("\n")
+    elif name in ("li", "dt"):
+        # A wiki list marker is already at the start of a line; an HTML <li>
+        # may not be.
+        if out and not out[-1].endswith("\n"):
+            out.append("\n")
+    elif name == "dd":
+        out.append(" " if wiki_markup else "\n")
+    elif name in _BLOCK_TAGS:
+        out.append("\n\n")
+    return True
+
+
 def _inline_template(template: Template, dropped: frozenset[str]) -> str:
     """The text of the few templates that render words inside a sentence."""
     raw_name = str(template.name).strip()
-    name = raw_name.casefold().replace("_", " ")
-    if name.startswith("formatnum:"):  # a parser function: {{formatnum:3003}}
-        return raw_name.partition(":")[2].strip()
+    if not _renders_words(raw_name):
+        return ""
     positional = [
         _render_to_str(p.value, dropped).strip() for p in template.params if not p.showkey
     ]
+    return _template_words(raw_name, positional)
+
+
+def _template_words(raw_name: str, positional: list[str]) -> str:
+    """What the template ``raw_name`` (stripped) renders, given its positional
+    parameters' rendered text (stripped)."""
+    name = raw_name.casefold().replace("_", " ")
+    if name.startswith("formatnum:"):  # a parser function: {{formatnum:3003}}
+        return raw_name.partition(":")[2].strip()
     if name in ("convert", "cvt") and len(positional) >= 2:
         if positional[1] in _RANGE_WORDS and len(positional) >= 4:
             return " ".join(positional[:4])
