@@ -35,29 +35,23 @@ from mwparserfromhell.nodes import (
 from mwparserfromhell.wikicode import Wikicode
 
 from ceg_cli.corpus.wikilocal import VARIANT_LANGUAGES, convert_variants
+from ceg_cli.corpus.wikirules import (
+    _BLOCK_TAGS,
+    _HEADING_MARK,
+    _link_dropped,
+    _link_label,
+    _prefix,
+    _renders_words,
+    _tag_start,
+    _template_words,
+)
+from ceg_cli.corpus.wikitokens import render_tokens
 
 # English canonical names; a dump's <siteinfo> adds its localized ones
 # (e.g. "Файл", "Категория" on bgwiki) through `dropped_namespaces`.
 DEFAULT_DROPPED_NAMESPACES: frozenset[str] = frozenset({"file", "image", "media", "category"})
 
-# Tags whose content is not prose (or is rendered out of the text flow).
-_DROPPED_TAGS = frozenset(
-    """ref references gallery math chem ce timeline score graph hiero imagemap
-    templatedata templatestyles mapframe maplink syntaxhighlight source includeonly
-    inputbox categorytree indicator section table style script""".split()
-)
-# Tags rendered as a block: their content becomes its own paragraph.
-_BLOCK_TAGS = frozenset({"blockquote", "div", "p", "center", "poem", "pre"})
 
-# Inline templates whose output is part of the sentence; every other template
-# (infoboxes, navboxes, citation needed, ...) is dropped.
-_WRAPPER_TEMPLATES = frozenset(
-    {"nowrap", "nobr", "nowrap begin", "sc", "smallcaps", "small caps", "small", "smaller", "big"}
-)
-#: Every other template whose name ``_inline_template`` reads.
-_WORD_TEMPLATES = frozenset(
-    {"convert", "cvt", "lang", "sic", "as written", "'", "'s", '"', "ndash", "snd", "mdash"}
-)
 _BRACES = re.compile(r"\{\{|\}\}")
 #: What a dropped template becomes before parsing: a template that renders nothing.
 _STAND_IN = "{{_}}"
@@ -69,7 +63,6 @@ _LITERAL_BRACES = re.compile(
     r"templatedata|includeonly|noinclude|onlyinclude)\b",
     re.IGNORECASE,
 )
-_RANGE_WORDS = frozenset({"-", "–", "to", "and", "or", "by", "x", "×", "+", "and(-)", "to(-)"})
 
 _PRE_STRIP = [
     re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL),
@@ -88,13 +81,9 @@ _EMPTY_PARENS = re.compile(r"[(（]\s*[,;，；、،؛]?\s*[)）]")
 _PAREN_LEADING_PUNCT = re.compile(r"\(\s*[,;]?\s+|\(\s*[,;]\s*|（\s*[,;，；、]\s*")
 _SPACE_BEFORE_PUNCT = re.compile(r"[ \t]+([,.;:!?)،؛؟。，、；：！？）])")
 _SPACES = re.compile(r"[ \t\u00a0\u2009\u200b]+")
-_LANG_CODE = re.compile(r"^[a-z]{2,3}(?:-[a-z0-9]+)*$|^simple$")
 # "!" only as a table header cell ("! Year", "!!", "!scope=..."): "!Kung" is prose.
 _DEBRIS_LINE = re.compile(r"^(?:\{\||\||!(?:\s|!|[a-z]+=)|\}\}|\{\{)")
 
-# A heading is marked during the walk so the final pass can see it as one
-# paragraph (and drop headings left with no text under them).
-_HEADING_MARK = "\x00"
 _HEADING = re.compile("^\x00(\\d)\x00(.*)$", re.DOTALL)
 
 
@@ -112,9 +101,6 @@ def clean_wikitext(
     language variants (Chinese) ``-{...}-`` markup is resolved to one
     variant's text (``wikilocal.convert_variants``).
     """
-    # A function-level import: wikitokens reads this module's tables and helpers.
-    from ceg_cli.corpus.wikitokens import render_tokens
-
     dropped = _dropped_prefixes(dropped_namespaces)
     wikitext = _prepare(wikitext, dropped, language)
     pieces = render_tokens(wikitext, dropped)
@@ -181,13 +167,6 @@ def _strip_dropped_templates(wikitext: str) -> str:
     return "".join(pieces)
 
 
-def _renders_words(raw_name: str) -> bool:
-    """Whether ``_inline_template`` gives text for a template of this name."""
-    name = raw_name.strip().casefold().replace("_", " ")
-    return (name.startswith(("formatnum:", "lang-")) or name in _WORD_TEMPLATES
-            or name in _WRAPPER_TEMPLATES)
-
-
 def _strip_prefixed_links(wikitext: str, dropped: frozenset[str]) -> str:
     """Remove ``[[File:...]]``-style links, nested links in captions included.
 
@@ -212,11 +191,6 @@ def _strip_prefixed_links(wikitext: str, dropped: frozenset[str]) -> str:
         pos = end
     pieces.append(wikitext[pos:])
     return "".join(pieces)
-
-
-def _prefix(name: str) -> str:
-    """A link's namespace prefix as ``dropped`` holds it: "Category_talk " -> "category talk"."""
-    return " ".join(name.replace("_", " ").split()).casefold()
 
 
 def _render(code: Wikicode, out: list[str], dropped: frozenset[str]) -> None:
@@ -261,27 +235,6 @@ def _render_wikilink(link: Wikilink, out: list[str], dropped: frozenset[str]) ->
         out.append(_link_label(_render_to_str(link.title, dropped)))
 
 
-def _link_dropped(source: str, has_text: bool, dropped: frozenset[str]) -> bool:
-    """Whether a link of this title (its source text) shows nothing."""
-    title = source.strip()
-    # A leading colon makes a category/file/language link an ordinary inline one.
-    inline = title.startswith(":")
-    prefix, sep, _ = title.lstrip(":").partition(":")
-    prefix = _prefix(prefix)
-    if sep and not inline:
-        if prefix in dropped:
-            return True
-        if not has_text and _LANG_CODE.match(prefix):
-            return True  # interlanguage link: [[de:Foo]]
-    return False
-
-
-def _link_label(rendered_title: str) -> str:
-    """What a link without text shows: its title, less a leading colon and the #section."""
-    shown = rendered_title.strip().lstrip(":")
-    return shown.partition("#")[0] or shown
-
-
 def _render_tag(tag: Tag, out: list[str], dropped: frozenset[str]) -> None:
     name = str(tag.tag).strip().lower()
     if not _tag_start(name, bool(tag.wiki_markup), out):
@@ -296,28 +249,6 @@ def _render_tag(tag: Tag, out: list[str], dropped: frozenset[str]) -> None:
         out.append("\n\n")
 
 
-def _tag_start(name: str, wiki_markup: bool, out: list[str]) -> bool:
-    """Write what a tag named ``name`` puts before its contents; False if it shows
-    nothing more (a dropped tag, ``<hr>``)."""
-    if name in _DROPPED_TAGS:
-        return False
-    if name == "hr":
-        out.append("\n\n")
-        return False
-    if name == "br":
-        out.append("\n")
-    elif name in ("li", "dt"):
-        # A wiki list marker is already at the start of a line; an HTML <li>
-        # may not be.
-        if out and not out[-1].endswith("\n"):
-            out.append("\n")
-    elif name == "dd":
-        out.append(" " if wiki_markup else "\n")
-    elif name in _BLOCK_TAGS:
-        out.append("\n\n")
-    return True
-
-
 def _inline_template(template: Template, dropped: frozenset[str]) -> str:
     """The text of the few templates that render words inside a sentence."""
     raw_name = str(template.name).strip()
@@ -327,33 +258,6 @@ def _inline_template(template: Template, dropped: frozenset[str]) -> str:
         _render_to_str(p.value, dropped).strip() for p in template.params if not p.showkey
     ]
     return _template_words(raw_name, positional)
-
-
-def _template_words(raw_name: str, positional: list[str]) -> str:
-    """What the template ``raw_name`` (stripped) renders, given its positional
-    parameters' rendered text (stripped)."""
-    name = raw_name.casefold().replace("_", " ")
-    if name.startswith("formatnum:"):  # a parser function: {{formatnum:3003}}
-        return raw_name.partition(":")[2].strip()
-    if name in ("convert", "cvt") and len(positional) >= 2:
-        if positional[1] in _RANGE_WORDS and len(positional) >= 4:
-            return " ".join(positional[:4])
-        return f"{positional[0]} {positional[1]}"
-    if name in _WRAPPER_TEMPLATES and positional:
-        return positional[0]
-    if name == "lang" and len(positional) >= 2:
-        return positional[1]
-    if name.startswith("lang-") and positional:
-        return positional[0]
-    if name in ("sic", "as written") and positional:
-        return positional[-1]
-    if name in ("'", "'s", '"'):
-        return name
-    if name in ("ndash", "snd"):
-        return " – "
-    if name == "mdash":
-        return " — "
-    return ""
 
 
 def _render_to_str(code: Wikicode, dropped: frozenset[str]) -> str:

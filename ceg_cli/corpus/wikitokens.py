@@ -30,7 +30,7 @@ from html.entities import name2codepoint
 from mwparserfromhell.parser import Parser
 from mwparserfromhell.parser import tokens as T
 
-from ceg_cli.corpus.wikitext import (
+from ceg_cli.corpus.wikirules import (
     _BLOCK_TAGS,
     _HEADING_MARK,
     _link_dropped,
