@@ -12,6 +12,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
+from ..index.lexonly import searched_by_bm25
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
@@ -344,7 +345,4 @@ class FedRun(CheckRun):
 
 def lexical_only_note(run: CheckRun) -> str:
     """What the run's first line adds where the index has no vectors: how it is searched."""
-    if not run.lexical_only:
-        return ""
-    return (f"; retrieval lexical (BM25): index at {run.settings.index} was built with "
-            "--retrieval lexical and has no vectors")
+    return f"; {searched_by_bm25(run.settings.index)}" if run.lexical_only else ""

@@ -242,12 +242,11 @@ def eval_command(
         if idx is not None:
             if idx.lexical_only:
                 from ..check.evidence import refuse_on_lexical_only
+                from ..index.lexonly import searched_by_bm25
 
                 refuse_on_lexical_only(idx, checker)
                 if not quiet:
-                    err_console.print(f"retrieval lexical (BM25): index at {index_dir} was "
-                                      "built with --retrieval lexical and has no vectors",
-                                      markup=False)
+                    err_console.print(searched_by_bm25(index_dir), markup=False)
             else:
                 idx.embedder(device)
             if width:

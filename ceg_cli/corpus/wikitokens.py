@@ -215,9 +215,14 @@ class _Walk:
         return j + 1
 
     def _skip_argument(self, i: int, out: list[str] | None = None) -> int:
-        j = self.skip(i + 1, _ARG_STOPS)
-        while type(self.tokens[j]) is T.ArgumentSeparator:
-            j = self.skip(j + 1, _ARG_STOPS)
+        return self._skip_parts(i, _ARG_STOPS, T.ArgumentSeparator)
+
+    def _skip_parts(self, i: int, stops: frozenset[type], separator: type) -> int:
+        """Past the construct opened at i, its parts ending at ``stops``: at a
+        ``separator`` another part follows, at the other stop the construct ends."""
+        j = self.skip(i + 1, stops)
+        while type(self.tokens[j]) is separator:
+            j = self.skip(j + 1, stops)
         return j + 1
 
     # -- links ---------------------------------------------------------------------
@@ -239,10 +244,7 @@ class _Walk:
         return k + 1
 
     def _skip_link(self, i: int) -> int:
-        j = self.skip(i + 1, _LINK_STOPS)
-        while type(self.tokens[j]) is T.WikilinkSeparator:
-            j = self.skip(j + 1, _LINK_STOPS)
-        return j + 1
+        return self._skip_parts(i, _LINK_STOPS, T.WikilinkSeparator)
 
     def _external_link(self, i: int, out: list[str]) -> int:
         # [http://x text] shows "text"; [http://x] nothing; a bare URL itself.
@@ -258,10 +260,7 @@ class _Walk:
         return k + 1
 
     def _skip_external_link(self, i: int) -> int:
-        j = self.skip(i + 1, _EXT_STOPS)
-        while type(self.tokens[j]) is T.ExternalLinkSeparator:
-            j = self.skip(j + 1, _EXT_STOPS)
-        return j + 1
+        return self._skip_parts(i, _EXT_STOPS, T.ExternalLinkSeparator)
 
     # -- entities, headings, comments ---------------------------------------------
 

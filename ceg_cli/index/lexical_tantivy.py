@@ -210,7 +210,8 @@ class TantivyLexical:
     count of the matches to keep) and the ids read from the fast field, not the doc
     store (``benchmarks/lexical_scale.py``, docs/measurements.md).
 
-    ``max_terms`` (off by default: it changes results): only the query's
+    ``max_terms`` (None: every term; ``store.Index`` gives 10 past 2,000,000
+    passages unless told otherwise, since it changes results): only the query's
     ``max_terms`` rarest terms (fewest passages, so highest IDF; ties: first in the
     query) are searched and scored, top list and hybrid candidates alike. Common
     terms hold the longest posting lists and the smallest IDF; what dropping them
@@ -246,9 +247,9 @@ class TantivyLexical:
         if self.max_terms is None or len(counts) <= self.max_terms:
             return counts
         freq = {w: int(self._searcher.doc_freq(TERMS_FIELD, w)) for w in counts}
-        order = list(counts)  # first occurrence breaks ties
-        kept = sorted(order, key=lambda w: (freq[w], order.index(w)))[: self.max_terms]
-        return Counter({w: counts[w] for w in order if w in kept})
+        # A stable sort of the terms in query order: first occurrence breaks ties.
+        kept = set(sorted(counts, key=freq.__getitem__)[: self.max_terms])
+        return Counter({w: n for w, n in counts.items() if w in kept})
 
     def _query(self, terms: Mapping[str, int]) -> Any:
         Query, Occur = self._tantivy.Query, self._tantivy.Occur

@@ -62,6 +62,12 @@ def refuse_method(path: Any, method: str) -> UsageError:
     )
 
 
+def searched_by_bm25(path: Any) -> str:
+    """What a run against such an index says of its retrieval (its first line)."""
+    return (f"retrieval lexical (BM25): index at {path} was built with --retrieval lexical "
+            "and has no vectors")
+
+
 class NoVectors:
     """Stands for the FAISS index of an index without vectors: it counts passages."""
 

@@ -229,13 +229,13 @@ class Index:
         ``AUTO_MAX_TERMS_PASSAGES`` passages and the ``AUTO_MAX_TERMS`` rarest past them.
         Says, in a line, where the default cuts terms, and where a number given does
         not apply: bm25s, the engine up to 2,000,000 passages, searches every term."""
-        library = (self.meta.get("lexical") or {}).get("library")
         self._max_terms = max_terms
         self._lexical = None
         if max_terms is None and self.lexical_max_terms is not None:
             return (f"index at {self.path} holds {self.size:,} passages: its lexical part "
                     f"is searched with each query's {AUTO_MAX_TERMS} rarest terms, as "
                     "measured best for its size (--lexical-max-terms 0: every term, slower)")
+        library = self._lexical_library
         if max_terms and library != "tantivy":
             return (f"--lexical-max-terms {max_terms}: ignored: index at {self.path} has "
                     f"{'a ' + str(library) if library else 'no'} lexical part, which searches "
@@ -247,9 +247,13 @@ class Index:
         """The terms of a query its lexical part searches (None: all of them)."""
         if self._max_terms is not None:
             return self._max_terms or None
-        library = (self.meta.get("lexical") or {}).get("library")
-        return AUTO_MAX_TERMS if library == "tantivy" and \
+        return AUTO_MAX_TERMS if self._lexical_library == "tantivy" and \
             self.size > AUTO_MAX_TERMS_PASSAGES else None
+
+    @property
+    def _lexical_library(self) -> str | None:
+        """The engine of the lexical part (``bm25s``, ``tantivy``; None: no part)."""
+        return (self.meta.get("lexical") or {}).get("library")
 
     @property
     def has_lexical(self) -> bool:
