@@ -29,9 +29,10 @@ SCORES = REPO / "benchmarks" / "results" / "language_cuts_scores.json"
 #: cut (0.8333) and over Chinese's.
 ZH_EVIDENCE = "长城是中国古代的军事防御工程，修建于春秋战国时期。"
 ZH_SEGMENT = "长城是古代人民建造的一项巨大的防御设施。"
-#: Italian (no XNLI data: the Latin script's cut) scores 0.75.
+#: Italian (no XNLI data: the Latin script's cut) scores 0.8: its names are checked (found),
+#: 3 of its 5 words found.
 IT_EVIDENCE = "Il Colosseo è il più grande anfiteatro del mondo, situato nel centro di Roma."
-IT_SEGMENT = "Il Colosseo è un enorme anfiteatro antico che si trova a Roma."
+IT_SEGMENT = "Il Colosseo è un anfiteatro enorme e antico, situato nel centro di Roma."
 #: Japanese (no XNLI data: kana and kanji take Han's cut) scores 0.6579.
 JA_EVIDENCE = "万里の長城は中国の古代に建設された巨大な防御施設である。"
 JA_SEGMENT = "万里の長城は昔の人々が作った大きな壁です。"
@@ -71,7 +72,7 @@ def test_each_language_is_decided_at_its_own_cut_and_says_which() -> None:
     judge = OfflineJudge()
     english = cuts.contexts.value
     zh, latin, han = cuts.languages["zh"], cuts.scripts["Latn"], cuts.scripts["Hani"]
-    assert zh.value < 0.6842 < english and latin.value < 0.75 < english
+    assert zh.value < 0.6842 < english and latin.value < 0.8 < english
     assert han.value < 0.6579 < english
     cases = [(ZH_SEGMENT, ZH_EVIDENCE, "zh", "protocol, zh"),
              (IT_SEGMENT, IT_EVIDENCE, "it", "protocol, Latn script: no cut for it"),
