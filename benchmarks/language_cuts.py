@@ -350,7 +350,8 @@ def fit_two_domains(xnli: dict[str, Any], articles: dict[str, Any], english: flo
             "choices": choices,
             "scripts": {sc: script_two_domains(xnli, articles, members, english)
                         for sc, members in scripts.items()},
-            "bands": {lang: chance_band(xnli, articles, lang) for lang in langs}}
+            "bands": {lang: chance_band(xnli, articles, lang)
+                      for lang in XNLI_LANGUAGES if lang in xnli}}
 
 
 # --------------------------------------------------------------------------- main
@@ -456,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for lang in XNLI_LANGUAGES:
         script_cut = two["scripts"][SCRIPTS[lang]]
         chosen = english if lang == "en" else two["languages"].get(lang, script_cut)
-        band = None if lang == "en" else two["bands"].get(lang)
+        band = two["bands"].get(lang)
         table[lang] = {"script": SCRIPTS[lang],
                        "english_cut": measure(record, lang, english),
                        "own_cut": measure(record, lang, fitted["languages"][lang]),
