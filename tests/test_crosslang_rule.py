@@ -366,3 +366,22 @@ def test_the_cats_of_issue_60_are_flagged_in_every_language(real: OfflineJudge,
     assert v.label == NONFACTUAL, v.reason
     assert v.reason.startswith(f"across languages ({language} segment, en evidence): "
                                "'1930', '330' found, but the closest evidence sentence is at ")
+    # Every number found, the meaning not shown: 0.5, the band a cascade hands on.
+    assert v.score == 0.5
+
+
+def test_at_a_cut_of_one_half_the_lexical_rules_support_stands() -> None:
+    """--judge-threshold 0.5 (or below) decides on names and numbers (and a tenth of the
+    words) alone: a segment the lexical rule supports there is not sent to the cosine; one
+    it flags (a number missing) still gets the rule's reason."""
+    from ceg_cli.judges.cuts import Cuts
+
+    table = Table({COGNATES: [1, 0], COGNATES_EN: [0, 1]})  # cosine 0
+    judge = OfflineJudge(Cuts.same(0.5, "--judge-threshold"), on_warning=[].append,
+                         cross_rule=CrossRule(CUT, Loader(table)))
+    v = judge.judge([item(COGNATES, "de", COGNATES_EN, "")])[0]
+    assert (v.label, v.verdict) == (FACTUAL, SUPPORTED) and "across" not in v.reason, v
+    at_the_cut = judge_with(Loader(table)).judge([item(COGNATES, "de", COGNATES_EN, "")])[0]
+    assert at_the_cut.label == NONFACTUAL and "cosine 0.000" in at_the_cut.reason
+    wrong = judge.judge([item(DE_WRONG_YEAR, "de")])[0]
+    assert wrong.label == NONFACTUAL and "'1899' not in the evidence" in wrong.reason

@@ -58,6 +58,8 @@ KEY = "crosslang"
 #: At most this many passages' sentences are embedded for one segment, and sentences.
 MAX_PASSAGES = 8
 MAX_SENTENCES = 64
+#: The lexical rule's own cut (``offline.RULE_CUT``): under it a number or a name is missing.
+RULE_CUT = 0.5
 #: Sentence vectors kept between segments (about 1.5 kB each).
 CACHED_VECTORS = 8192
 
@@ -240,11 +242,13 @@ class CrossRule:
                 break
             if verdict.verdict not in (SUPPORTED, NOT_ENOUGH_EVIDENCE) or not item.evidence:
                 continue
+            cut = cuts[n] if cuts is not None else 1.0
+            if verdict.verdict == SUPPORTED and cut <= RULE_CUT:
+                continue  # --judge-threshold 0.5 or below: names and numbers decide alone
             segment = segment_language(item)
             evidence = segment and evidence_language(item, segment)
             if not segment or not evidence:
                 continue
-            cut = cuts[n] if cuts is not None else 1.0
             # In NFC, as the lexical rule read it: the cosine must not depend on the form.
             item = composed(item)
             verdicts[n] = self.decide(item, analyse(item), verdict, segment, evidence, cut)
@@ -262,11 +266,18 @@ class CrossRule:
         across = f"across languages ({segment} segment, {evidence} evidence)"
 
         def flagged(reason: str, score: float) -> Verdict:
-            # Under the cut it was decided at, as every flagged segment's score is; a
-            # score of 0.5 or more says every number and name was found (the cascade
-            # hands such a segment on).
-            below = round(min(verdict.score, score, cut - 1e-4), 4)
-            return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, below, (), f"{across}: {reason}")
+            # Under the cut it was decided at, as every flagged segment's score is. A
+            # number, name or month missing: under 0.5, as the lexical rule scores it.
+            # Every one found but the meaning not shown (negation, cosine): from 0.5 up,
+            # the band the cascade hands on to a judge that reads both languages.
+            if score < RULE_CUT:
+                below = min(verdict.score, score)
+            elif cut > RULE_CUT:
+                below = max(RULE_CUT, min(verdict.score, cut - 1e-4))
+            else:
+                below = min(verdict.score, cut - 1e-4)
+            return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, round(below, 4), (),
+                           f"{across}: {reason}")
 
         if missing:
             return flagged(f"{_named(missing)} not in the evidence; numbers and names are "
