@@ -1,6 +1,22 @@
-"""The offline judge's cut per language and per script, fitted on XNLI dev paraphrases.
+"""The offline judge's cut per language and per script, chosen across two domains.
 
-    .venv/bin/python benchmarks/language_cuts.py [--xnli DIR] [--ship]
+    .venv/bin/python benchmarks/language_cuts.py [--xnli DIR] [--articles DIR]
+        [--before DIR] [--ship]
+
+Two domains (issue 58): XNLI dev paraphrases (below) and answers written from an
+article (``--articles``, default ``benchmarks/data/articles``, built by
+``article_set.py``: each pair's segment against its XQuAD paragraph, with the
+article's title, ``dev`` and ``test`` by article). **The choice** (``two_domains``):
+a cut fitted on XNLI's tune part is scored on the articles' dev part and one fitted
+there on XNLI's tune part; where the mean of the two beats the English cut's mean on
+the same parts by ``MARGIN``, the cut fitted on both domains (each a domain) is
+shipped, else the English cut. A language without article pairs takes its script's
+(``script_two_domains``). ``chance_band``: per language, the scores from 0.5 where a
+true segment's odds are within ``CHANCE_ODDS`` of even on those dev parts, shipped
+as ``bands`` (``ceg_cli/judges/undecided.py``). Reported on the held parts, before
+(the cuts in ``--before DIR``'s thresholds.json, default the shipped ones) and after.
+Article scores: ``benchmarks/results/language_cuts_articles_scores.json``. What
+follows is the XNLI part as issue 50 made it (its fits are still reported).
 
 **Data.** XNLI dev (15 languages, the same pairs translated; CC BY-NC, evaluation
 only, never committed): ``--xnli DIR`` (a folder of ``dev-LANG.tsv``, e.g.
@@ -40,8 +56,8 @@ share of entailed hypotheses flagged, at the English cut (before), at the
 language's own cut and at the leave-one-language-out cut; and, for ``--judge
 cascade:JUDGE``, the share of pairs the offline judge hands on at each cut (every
 name and number found, score under the cut) and its balanced accuracy on the pairs
-it decides itself. ``--ship`` writes the
-language and script cuts into ``ceg_cli/models/offline/thresholds.json``.
+it decides itself. ``--ship`` writes the chosen language and script cuts and the
+bands into ``ceg_cli/models/offline/thresholds.json``.
 Results: ``benchmarks/results/language_cuts.json``; the report on stdout.
 """
 
