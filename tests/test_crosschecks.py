@@ -13,6 +13,7 @@ from ceg_cli.judges.crosschecks import is_month, is_month_number, missing_months
     ("The tower wasn't completed in 1889.", "en", True),
     ("The tower was completed in 1889.", "en", False),
     ("It is not only a tower but a radio mast.", "en", False),
+    ("The song reached No. 1 in 1964.", "en", False),
     ("Der Turm wurde 1889 nicht fertiggestellt.", "de", True),
     ("Es gab keine Aufzüge im Turm.", "de", True),
     ("Der Turm ist nicht nur hoch, sondern auch alt.", "de", False),
@@ -32,6 +33,7 @@ from ceg_cli.judges.crosschecks import is_month, is_month_number, missing_months
     ("Tháp không được hoàn thành vào năm 1889.", "vi", True),
     ("Không khí ở Paris trong lành.", "vi", False),
     ("टावर 1889 में पूरा नहीं हुआ था।", "hi", True),
+    ("यह न केवल एक टावर है।", "hi", False),
 ])  # fmt: skip
 def test_negation_words_of_each_language(text: str, language: str, said: bool) -> None:
     assert negated(text, language) is said

@@ -52,7 +52,7 @@ NEGATIONS: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
     "uk": "не ні ніколи нічого ніхто немає",
     "el": "δεν μην μη ποτέ τίποτα κανένας καμία κανένα όχι",
     "tr": "değil yok hiç asla hiçbir",
-    "ar": "لا لم لن ليس ليست ليسوا غير",
+    "ar": "لا لم لن ليس ليست ليسوا",
     "fa": "نه نیست هرگز",
     "ur": "نہیں نہ مت",
     "he": "לא אין אינו אינה אינם",
@@ -73,7 +73,7 @@ _NOT_ONLY: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
     "pt": "só apenas somente", "nl": "alleen enkel", "sv": "bara endast",
     "ru": "только", "bg": "само", "uk": "тільки лише", "pl": "tylko",
     "ro": "doar numai", "el": "μόνο", "tr": "sadece yalnızca", "vi": "chỉ",
-    "id": "hanya", "ms": "hanya",
+    "id": "hanya", "ms": "hanya", "hi": "केवल सिर्फ़ सिर्फ",
 }.items()}
 #: Negation words that inflect, matched as the start of a word: Turkish "değildi", "yoktu".
 _INFLECTED = {"tr": ("değil", "yok")}
@@ -111,8 +111,10 @@ def negated(text: str, language: str | None) -> bool | None:
         word = t
         if word not in words and code == "ar" and word[:1] in _ARABIC_PREFIXES:
             word = word[1:]
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        # "No. 5", "Nr." before a number: a numero, not "no"; "not only": no negation.
         if (word in words or word.startswith(_INFLECTED.get(code, ("\0",)))) and not (
-                i + 1 < len(tokens) and tokens[i + 1] in only):
+                after in only or after[:1].isdigit()):
             return True
     return False
 
