@@ -482,8 +482,9 @@ class OfflineJudge:
     method = (
         "lexical support (offline): the segment's numbers and names, and a share of its "
         "content words, must occur in the retrieved passages; no language model (against "
-        "evidence in another language: its numbers and names, and a packaged multilingual "
-        "embedder's cosine with the best evidence sentence)"
+        "evidence in another language: its numbers, names and months, its negation words "
+        "against the best evidence sentence's, and a packaged multilingual embedder's "
+        "cosine with that sentence)"
     )
 
     def __init__(
