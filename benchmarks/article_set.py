@@ -1,6 +1,7 @@
 """The second domain for the offline judge's cuts per language: answers written from an article.
 
-    .venv/bin/python benchmarks/article_set.py --xquad DIR [--out benchmarks/data/articles]
+    .venv/bin/python benchmarks/article_set.py --xquad DIR [--piaf FILE]
+        [--out benchmarks/data/articles]
 
 Issue 58 item 1. XNLI's entailed hypotheses are human paraphrases that share few words
 with their premise; an LLM answer written from a source reuses the source's words, and
@@ -64,6 +65,8 @@ WH: dict[str, frozenset[str]] = {k: frozenset(v.split()) for k, v in {
     "tr": "ne neyi neyin nedir neden nerede nereye nereden kim kimi kimin kimdir hangi "
           "hangisi kaç nasıl niçin niye mi mı mu mü",
     "ar": "ما ماذا من متى أين اين كيف لماذا كم أي اي هل ماهو ماهي",
+    "fr": "qui que qu quoi quel quelle quels quelles quand où comment combien pourquoi "
+          "lequel laquelle lesquels lesquelles est-ce est ce",
     "el": "ποιος ποια ποιο ποιοι ποιες ποιον ποιας ποιου ποιων πότε πού πώς γιατί πόσοι "
           "πόσα πόσο πόσες πόσων τι",
     "hi": "क्या कौन कौनसा कौनसी किस किसने किसको किसे किसका किसकी किसके कब कहाँ कहां कैसे "
@@ -223,13 +226,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--xquad", type=Path, required=True,
                         help="a clone of google-deepmind/xquad (xquad.LANG.json)")
+    parser.add_argument("--piaf", type=Path, default=None,
+                        help="PIAF v1.0 (etalab-ia/piaf-code, piaf-v1.0.json): French pairs "
+                             "from native French Wikipedia, read as XQuAD is")
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).resolve().parent / "data" / "articles")
     args = parser.parse_args(argv)
-    for lang in LANGUAGES:
-        source = args.xquad / f"xquad.{lang}.json"
+    sources = [(lang, args.xquad / f"xquad.{lang}.json") for lang in LANGUAGES]
+    if args.piaf is not None:
+        sources.append(("fr", args.piaf))
+    for lang, source in sources:
         if not source.is_file():
-            usage_error(f"{source}: missing; --xquad names a clone of google-deepmind/xquad")
+            usage_error(f"{source}: missing; --xquad names a clone of google-deepmind/xquad, "
+                        "--piaf etalab-ia/piaf-code's piaf-v1.0.json")
         passages, pairs = items(read_xquad(source), lang)
         write(args.out / f"{lang}.jsonl.gz", passages + pairs)
         kinds: dict[str, int] = {}
