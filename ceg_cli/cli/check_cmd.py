@@ -182,11 +182,15 @@ def check_command(
     # with --out the file is read back, resumed records included.
     builder = ReportBuilder() if report is not None and out is None else None
 
+    undecided: Any = None
+
     def on_record(record: dict[str, Any]) -> None:
         checked.update(1)
         segments.update(len(record.get("segments") or ()))
         if builder is not None:
             builder.add(record)
+        if undecided is not None:
+            undecided.add(record)
 
     # On Ray, SIGTERM stops the run as Ctrl-C does: its workers stopped, one line, 130;
     # and standard output holds the records alone (Ray writes its own lines to fd 1).
@@ -194,6 +198,9 @@ def check_command(
     with terminate_as_interrupt() if on_ray else nullcontext(), \
             records_only_on_stdout(quiet) if on_ray else nullcontext():
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
+        from ..judges.undecided import for_judge
+
+        undecided = for_judge(run.judge_info["name"])
         if not quiet:
             err_console.print(f"judge {run.judge_info['name']}, threshold "
                               f"{run.describe_cuts()}{lexical_only_note(run)}", markup=False)
@@ -216,6 +223,9 @@ def check_command(
             builder.write(report, run.summary, result, index=used)
     if run.resumed:
         err_console.print(f"resumed: {run.resumed} responses were already in {out}")
+    advice = undecided.advice() if undecided is not None else None
+    if advice is not None:
+        warn(advice)
     _render(run, result)
     raise typer.Exit(int(result.exit_status))
 

@@ -24,13 +24,27 @@ class Analysis:
     #: (found, total) units of coverage where they are not the content words: the
     #: characters of text read in pairs of them (``_units``).
     units: tuple[int, int] | None = None
+    #: For each content word, whether it counts toward coverage; None: every one (the
+    #: English rules). In other languages a number or a name is checked (it must be in
+    #: one passage), not counted as a word: "1930 lebten dort 330 Katzen." is two
+    #: words, not four of which two are found (issue 60 item 2).
+    counted: tuple[bool, ...] | None = None
 
     @property
     def coverage(self) -> float:
         """Share of the content words found in the evidence (1.0 if there are none)."""
         if self.units is not None and self.units[1]:
             return self.units[0] / self.units[1]
-        return sum(self.covered) / len(self.covered) if self.covered else 1.0
+        found, total = self.words
+        return found / total if total else 1.0
+
+    @property
+    def words(self) -> tuple[int, int]:
+        """(found, total) of the content words that count toward coverage."""
+        if self.counted is None:
+            return sum(self.covered), len(self.covered)
+        pairs = [c for c, k in zip(self.covered, self.counted) if k]
+        return sum(pairs), len(pairs)
 
     @property
     def specifics_found(self) -> float:

@@ -132,8 +132,9 @@ class CrossLanguage:
                 said += (f"across languages it compares their numbers and names, and the "
                          f"meaning: {rule.cut.model}'s cosine between the segment and its best "
                          f"evidence sentence, which must reach {rule.cut.value:g} "
-                         f"({rule.cut.source}) for a segment it would flag for its words; "
-                         f"a surer judge that reads both languages: {ADVICE}")
+                         f"({rule.cut.source}); a month or a negation that one says and the "
+                         f"other does not flags it; a surer judge that reads both languages: "
+                         f"{ADVICE}")
             else:
                 said += (f"across languages it compares only names and numbers, so at its cut "
                          f"{cut:g} true sentences with other words are flagged: "

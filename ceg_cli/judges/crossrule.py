@@ -18,12 +18,21 @@ therefore decides on what can be compared:
   in another (``benchmarks/crosslang_cuts.py --ship``; re-fitted by
   ``tests/test_crosslang_cuts.py``).
 
-A segment with both is supported, citing the passage of its best sentence and
-those holding its numbers and names; any other stays flagged, its reason naming
-what was compared. The rule is asked only of segments the lexical rule flagged
-whose evidence is surely in another language (``crosslang.evidence_language``,
-every passage read): a segment whose words are found stays supported, and a
-segment with evidence in its own language is decided as before.
+Before the cosine decides, the checks a cosine cannot make (``crosschecks``): a
+month named beside a number must be one the evidence names, and the segment and
+its closest evidence sentence must agree in negation (each read with its own
+language's negation words): a contradiction that keeps the topic ("nicht
+fertiggestellt" against "was completed": cosine 0.90) is flagged (issue 58 item 3).
+
+A segment with all of these is supported, citing the passage of its best sentence and
+those holding its numbers and names; any other is flagged, its reason naming
+what was compared, its score under its cut. The rule decides every segment whose
+evidence is surely in another language (``crosslang.evidence_language``, every
+passage read), whatever the lexical rule said: the words a segment shares with
+evidence in another language are its names and numbers, which the rule checks,
+and cognates, which prove nothing ("1930 lebten dort 330 Katzen." reached the
+German cut on its two numbers; issue 60 item 2). A segment with evidence in its
+own language is decided as before.
 
 The embedder is loaded on the first such segment, once, from its package (its
 weights ship inside it; nothing downloads). Where it cannot be loaded, the
@@ -32,14 +41,16 @@ verdicts are the lexical rule's, and the cross-language warning says why.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
 from ..types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, Verdict
+from .crosschecks import is_month, is_month_number, missing_months, negated
 from .cuts import read_thresholds_file
 
 #: The key of the rule's cut in ``thresholds.json``.
@@ -47,6 +58,8 @@ KEY = "crosslang"
 #: At most this many passages' sentences are embedded for one segment, and sentences.
 MAX_PASSAGES = 8
 MAX_SENTENCES = 64
+#: The lexical rule's own cut (``offline.RULE_CUT``): under it a number or a name is missing.
+RULE_CUT = 0.5
 #: Sentence vectors kept between segments (about 1.5 kB each).
 CACHED_VECTORS = 8192
 
@@ -100,10 +113,12 @@ def scripts_of(texts: Sequence[str]) -> frozenset[str]:
     return frozenset(s for s, n in counts.items() if n >= 2)
 
 
-def names_and_numbers(analysis: Any, evidence: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+def names_and_numbers(analysis: Any, evidence: Sequence[Any],
+                      language: str | None = None) -> tuple[list[Any], list[Any]]:
     """The specifics of ``analysis`` (``offline.analyse``) asked of evidence in another
     language, and those of them not found: every number, and each name written in a
-    script the evidence writes."""
+    script the evidence writes, but a month in the segment's ``language`` ("31 Mart
+    1889", "1889年5月"), which is compared as a month (``crosschecks``)."""
     from ..lang import dominant_script
 
     written = scripts_of([t for e in evidence for t in (e.text, e.title or "")])
@@ -111,10 +126,27 @@ def names_and_numbers(analysis: Any, evidence: Sequence[Any]) -> tuple[list[Any]
     for spec, where in zip(analysis.specifics, analysis.found):
         if spec.kind != "number" and dominant_script(spec.text) not in written:
             continue
+        if spec.kind == "name" and all(is_month(w, language) for w in spec.text.split()):
+            continue
+        if spec.kind == "number" and is_month_number(spec.text, analysis.text, language):
+            continue
         asked.append(spec)
         if not where:
             missing.append(spec)
     return asked, missing
+
+
+_NUMBER = re.compile(r"\d+(?:[.,\u066b\u066c]\d+)*")
+
+
+def without_numbers(text: str) -> str:
+    """``text`` without its numbers, for the cosine: they are checked one by one (each
+    must be found), and two shared numbers lift e5's cosine of unrelated sentences over
+    the cut ("1930 lebten dort 330 Katzen." against "It is 330 metres tall ... until
+    1930": 0.82 to 0.85 in de ar ru tr with them, 0.77 to 0.78 without; issue 60 item 2).
+    Text that is nothing but numbers is kept whole."""
+    out = _NUMBER.sub("", text)
+    return out if any(ch.isalpha() for ch in out) else text
 
 
 def evidence_sentences(item: Any, language: str | None) -> list[tuple[int, str]]:
@@ -194,52 +226,83 @@ class CrossRule:
             return self._embedder
 
     def apply(self, items: Sequence[Any], verdicts: list[Verdict],
-              analyse: Callable[[Any], Any]) -> list[Verdict]:
-        """``verdicts`` (the lexical rule's, one per item) with each flagged segment whose
-        evidence is surely in another language decided by this rule; ``analyse`` is
-        ``offline.analyse``."""
+              analyse: Callable[[Any], Any],
+              cuts: Sequence[float] | None = None) -> list[Verdict]:
+        """``verdicts`` (the lexical rule's, one per item) with each segment whose evidence
+        is surely in another language decided by this rule, whatever the lexical rule
+        said: words shared across languages are names and numbers, which it checks, and
+        cognates, which prove nothing (issue 60 item 2). ``analyse`` is
+        ``offline.analyse``; ``cuts``: the cut each item was decided at (a segment this
+        rule flags scores under it)."""
         from .crosslang import evidence_language, segment_language
+        from .offline import composed
 
         for n, (item, verdict) in enumerate(zip(items, verdicts)):
             if self.unavailable is not None:
                 break
-            if (verdict.label != NONFACTUAL or verdict.verdict != NOT_ENOUGH_EVIDENCE
-                    or not item.evidence):
+            if verdict.verdict not in (SUPPORTED, NOT_ENOUGH_EVIDENCE) or not item.evidence:
                 continue
+            cut = cuts[n] if cuts is not None else 1.0
+            if verdict.verdict == SUPPORTED and cut <= RULE_CUT:
+                continue  # --judge-threshold 0.5 or below: names and numbers decide alone
             segment = segment_language(item)
             evidence = segment and evidence_language(item, segment)
             if not segment or not evidence:
                 continue
-            verdicts[n] = self.decide(item, analyse(item), verdict, segment, evidence)
+            # In NFC, as the lexical rule read it: the cosine must not depend on the form.
+            item = composed(item)
+            verdicts[n] = self.decide(item, analyse(item), verdict, segment, evidence, cut)
         return verdicts
 
     def decide(self, item: Any, analysis: Any, verdict: Verdict, segment: str,
-               evidence: str) -> Verdict:
+               evidence: str, cut: float = 1.0) -> Verdict:
         """The verdict on ``item`` (in ``segment``'s language, its evidence in
-        ``evidence``'s), whose lexical verdict ``verdict`` flagged it."""
+        ``evidence``'s) whose lexical verdict is ``verdict`` at the cut ``cut``."""
         embedder = self.embedder()
         if embedder is None:
             return verdict
         assert self.cut is not None
-        asked, missing = names_and_numbers(analysis, item.evidence)
+        asked, missing = names_and_numbers(analysis, item.evidence, segment)
         across = f"across languages ({segment} segment, {evidence} evidence)"
+
+        def flagged(reason: str, score: float) -> Verdict:
+            # Under the cut it was decided at, as every flagged segment's score is. A
+            # number, name or month missing: under 0.5, as the lexical rule scores it.
+            # Every one found but the meaning not shown (negation, cosine): from 0.5 up,
+            # the band the cascade hands on to a judge that reads both languages.
+            if score < RULE_CUT:
+                below = min(verdict.score, score)
+            elif cut > RULE_CUT:
+                below = max(RULE_CUT, min(verdict.score, cut - 1e-4))
+            else:
+                below = min(verdict.score, cut - 1e-4)
+            return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, round(below, 4), (),
+                           f"{across}: {reason}")
+
         if missing:
-            return replace(verdict, reason=(
-                f"{across}: {_named(missing)} not in the evidence; numbers and names "
-                f"are compared, then meaning"))
+            return flagged(f"{_named(missing)} not in the evidence; numbers and names are "
+                           "compared, then meaning", 0.4999)
+        months = missing_months(item.segment.text, segment, [e.text for e in item.evidence],
+                                evidence)
+        if months:
+            return flagged(f"the month {_month_list(months)} is not in the evidence; "
+                           "numbers, names and months are compared, then meaning", 0.4999)
         sentences = evidence_sentences(item, evidence)
         if not sentences:
             return verdict
         with self._embedding:  # one call into the model's engine at a time
-            sims = cosines(embedder, item.segment.text, [s for _, s in sentences],
-                           self._vectors)
+            sims = cosines(embedder, without_numbers(item.segment.text),
+                           [without_numbers(s) for _, s in sentences], self._vectors)
         best = max(range(len(sims)), key=sims.__getitem__)
         cos = sims[best]
         found = f"{_named(asked)} found, " if asked else "no number or name to find, "
+        polarity = _polarity(item.segment.text, segment, sentences[best][1], evidence)
+        if polarity:
+            return flagged(f"{found}but {polarity} (cosine {cos:.3f}: a cosine reads the "
+                           "topic, not the claim)", 1.0)
         if cos < self.cut.value:
-            return replace(verdict, reason=(
-                f"{across}: {found}but the closest evidence sentence is at "
-                f"{self.cut.model} cosine {cos:.3f}, under the cut {self.cut.value:g}"))
+            return flagged(f"{found}but the closest evidence sentence is at {self.cut.model} "
+                           f"cosine {cos:.3f}, under the cut {self.cut.value:g}", 1.0)
         cited = {sentences[best][0]}
         for spec, where in zip(analysis.specifics, analysis.found):
             if spec in asked and where and not cited.intersection(where):
@@ -248,6 +311,25 @@ class CrossRule:
                        tuple(sorted(cited)),
                        f"{across}: {found}and the cited sentence is at {self.cut.model} "
                        f"cosine {cos:.3f}, at or above the cut {self.cut.value:g}")
+
+
+def _polarity(segment: str, segment_language: str, sentence: str,
+              evidence_language: str) -> str | None:
+    """Why the segment and its closest evidence sentence differ in negation, or None
+    (the same, or a language ceg reads no negation words in)."""
+    said = negated(segment, segment_language)
+    held = negated(sentence, evidence_language)
+    if said is None or held is None or said == held:
+        return None
+    if said:
+        return "the segment says a negation its closest evidence sentence does not"
+    return "its closest evidence sentence says a negation the segment does not"
+
+
+def _month_list(months: Sequence[int]) -> str:
+    import calendar
+
+    return " and ".join(calendar.month_name[m] for m in months)
 
 
 def _load_packaged(name: str) -> Any:

@@ -317,8 +317,14 @@ def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
                 hints.append((s, *hint))
     covered = tuple(t.key in union for t in content)
     units = _units(content, covered)
+    counted = None
     if language is not None:
         extra = _substitutions(clean(item.segment.text), content, covered, units)
+        # Its numbers and names are checked, each in one passage, not counted as words.
+        checked = {k for s in specs for k in s.keys}
+        counted = tuple(t.key not in checked for t in content)
+        units = _units([t for t, c in zip(content, counted) if c],
+                       [v for v, c in zip(covered, counted) if c])
         if extra:
             specs = specs + extra
             found = found + tuple(() for _ in extra)
@@ -331,6 +337,7 @@ def analyse(item: JudgeItem, language: str | None = None) -> Analysis:
         tuple(p.keys for p in passages),
         clean(item.segment.text),
         units,
+        counted,
     )
 
 
@@ -427,7 +434,8 @@ def found_reason(a: Analysis, cited: Sequence[int]) -> str:
     shown = [f"'{sp.text}'" for sp in a.specifics]
     if len(shown) > MAX_NAMED:
         shown = [f"all {len(shown)} numbers and names"]
-    words = f"{sum(a.covered)} of {len(a.content)} content words"
+    found, total = a.words
+    words = f"{found} of {total} content words"
     reason = ", ".join(shown[:-1] + [f"{shown[-1]} and {words}" if shown else words])
     return reason + " found in the cited passage" + ("s" if len(cited) > 1 else "")
 
@@ -474,8 +482,9 @@ class OfflineJudge:
     method = (
         "lexical support (offline): the segment's numbers and names, and a share of its "
         "content words, must occur in the retrieved passages; no language model (against "
-        "evidence in another language: its numbers and names, and a packaged multilingual "
-        "embedder's cosine with the best evidence sentence)"
+        "evidence in another language: its numbers, names and months, its negation words "
+        "against the best evidence sentence's, and a packaged multilingual embedder's "
+        "cosine with that sentence)"
     )
 
     def __init__(
@@ -491,8 +500,9 @@ class OfflineJudge:
         self.cross_language = CrossLanguage(self.cuts, RULE_CUT, on_warning, self.cross_rule)
 
     def judge(self, items: Sequence[JudgeItem]) -> list[Verdict]:
-        verdicts = [decide(item, cut=item_cut(self.cuts, item).value) for item in items]
-        verdicts = self.cross_rule.apply(items, verdicts, analyse)
+        cuts = [item_cut(self.cuts, item).value for item in items]
+        verdicts = [decide(item, cut=cut) for item, cut in zip(items, cuts)]
+        verdicts = self.cross_rule.apply(items, verdicts, analyse, cuts)
         self.cross_language.check(items, verdicts)
         return verdicts
 

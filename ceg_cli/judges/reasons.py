@@ -28,7 +28,8 @@ def missing_reason(a: Analysis) -> str:
         listed = shown[0]
     reason = f"{listed} not in the evidence"
     if not a.missing:
-        reason += f" (only {sum(a.covered)} of {len(a.content)} content words found)"
+        found, total = a.words
+        reason += f" (only {found} of {total} content words found)"
     for spec, other, word in a.hints[:2]:
         reason += f"; the evidence has '{other}' near '{word}' where the segment has '{spec.text}'"
     return reason
