@@ -181,9 +181,9 @@ def ends_with_parent() -> None:
 
     SIGKILL from the kernel when its parent dies (and a watchdog where that is not
     to be had), Ctrl-C left to the parent, which stops it: the build's readers' own
-    rule (``ceg_cli.index.processes.reader_started``).
+    rule (``ceg_cli.index.build.processes.reader_started``).
     """
-    from ceg_cli.index.processes import reader_started
+    from ceg_cli.index.build.processes import reader_started
 
     reader_started(os.getppid())
 

@@ -111,7 +111,7 @@ def main() -> None:
     with work_dir(args.workdir, prefix="ceg-api-speed-") as work:
         index = args.index
         if index is None:
-            from ceg_cli.index.builder import BuildOptions, build_index
+            from ceg_cli.index.build.builder import BuildOptions, build_index
 
             index = work / "index"
             log(f"building an index of {MINI_WIKI.name} in {index}")

@@ -89,9 +89,9 @@ def _torch_info() -> dict[str, Any]:
 
 
 def worker_build(args: argparse.Namespace) -> dict[str, Any]:
-    from ceg_cli.index import builder
-    from ceg_cli.index.builder import BuildOptions, build_index
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.build import builder
+    from ceg_cli.index.build.builder import BuildOptions, build_index
+    from ceg_cli.index.dense.embedding import load_embedder
 
     # When the producer thread has read the last document: until then it
     # competes with the model for the CPU and the GIL.
@@ -150,7 +150,7 @@ def read_embedded_texts(index: Path) -> list[str]:
 
 
 def worker_encode(args: argparse.Namespace) -> dict[str, Any]:
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     t0 = time.perf_counter()
     embedder = load_embedder(None, batch_size=args.batch_size)
@@ -220,8 +220,8 @@ def worker_contention(args: argparse.Namespace) -> dict[str, Any]:
     import threading
 
     from ceg_cli.corpus import iter_documents
-    from ceg_cli.index.chunking import chunk_document
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.build.chunking import chunk_document
+    from ceg_cli.index.dense.embedding import load_embedder
 
     embedder = load_embedder(None, batch_size=args.batch_size)
     texts = read_embedded_texts(Path(args.index))[: json.loads(args.calls)[0]]
@@ -267,7 +267,7 @@ def profile_stages(source: Path, embed_mode: str) -> dict[str, float]:
 
     from ceg_cli.corpus import iter_documents
     from ceg_cli.index import CHUNK_SCHEMA, embed_text
-    from ceg_cli.index.chunking import chunk_document
+    from ceg_cli.index.build.chunking import chunk_document
 
     t0 = time.perf_counter()
     docs = list(iter_documents(source))

@@ -72,7 +72,7 @@ def one_run(index: Path, responses: Path, out: Path, judge_name: str) -> dict[st
     load = time.perf_counter() - t0
     try:
         embedder = run.index.embedder()
-        # Queries go through embed_queries where the model has one (index.embedding).
+        # Queries go through embed_queries where the model has one (index.dense.embedding).
         embeds = [Timed(embedder, m) for m in ("embed", "embed_queries")
                   if hasattr(embedder, m)]
         judge = Timed(run.judge, "judge")

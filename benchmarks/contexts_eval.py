@@ -186,7 +186,7 @@ def evaluate_set(data: Any, judge: Any, setting: str, search: Any, corpus: Path 
     """``run_one`` in ``setting``; the pooled index is built first when there is none."""
     from ceg_cli.eval.corpus import ensure_corpus_index
     from ceg_cli.index import open_index
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     if setting == "contexts":
         return run_one(data, None, judge, setting, search)
@@ -315,7 +315,7 @@ def main() -> int:
     judge_names = [j.strip() for j in args.judges.split(",") if j.strip()]
     from ceg_cli.check.ctxsearch import DEFAULT_CONTEXT_RETRIEVAL, ContextSearch, reads_similarity
     from ceg_cli.eval.datasets import load_dataset
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
     from ceg_cli.judges import create_judge
 
     t0 = time.monotonic()

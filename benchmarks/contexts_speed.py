@@ -52,7 +52,7 @@ SAMPLE = REPO / "sample_data" / "enwiki-sample.xml.bz2"
 def contexts_from_sample(count: int, words: int) -> list[dict[str, str]]:
     """``count`` passages of about ``words`` words, from distinct stretches of the sample."""
     from ceg_cli.corpus.sources import iter_documents
-    from ceg_cli.index.chunking import chunk_document
+    from ceg_cli.index.build.chunking import chunk_document
 
     out: list[dict[str, str]] = []
     for doc in iter_documents(SAMPLE):
@@ -130,8 +130,8 @@ def main() -> None:
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
 
-    from ceg_cli.index.builder import build_index
-    from ceg_cli.index.buildopts import BuildOptions
+    from ceg_cli.index.build.builder import build_index
+    from ceg_cli.index.build.buildopts import BuildOptions
 
     contexts = contexts_from_sample(args.records * args.contexts, args.words)
     records = make_records(contexts, args.contexts)

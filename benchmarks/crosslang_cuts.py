@@ -274,7 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--xnli", type=Path, default=CACHE_DIR / "xnli")
     parser.add_argument("--model", default="multilingual-e5-small-q4",
-                        help="a packaged multilingual embedder (index/packaged.py); "
+                        help="a packaged multilingual embedder (index/dense/packaged.py); "
                              "use-multilingual-v3 was measured too (docs/measurements.md)")
     parser.add_argument("--languages", default=",".join(OTHERS),
                         help="comma-separated XNLI languages to pair with English")
@@ -282,7 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write the fitted cut into ceg_cli/models/offline/thresholds.json")
     parser.add_argument("--name", default="crosslang_cuts", help="results/NAME.json")
     args = parser.parse_args(argv)
-    from ceg_cli.index.packaged import packaged_model
+    from ceg_cli.index.dense.packaged import packaged_model
 
     model = packaged_model(args.model)
     if model is None:

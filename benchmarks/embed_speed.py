@@ -78,7 +78,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     texts = read_embedded_texts(args.index)
     step = max(1, len(texts) // args.passages)

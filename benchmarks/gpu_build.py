@@ -79,8 +79,8 @@ CEG = ([str(_CEG_SCRIPT)] if _CEG_SCRIPT.exists()
 
 ENCODE_CHILD = r"""
 import json, sqlite3, statistics, sys, time
-from ceg_cli.index.embedding import load_embedder
-from ceg_cli.index.pretokenized import tokenize
+from ceg_cli.index.dense.embedding import load_embedder
+from ceg_cli.index.dense.pretokenized import tokenize
 index, device, limit, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 model = sys.argv[5] or None
 db = sqlite3.connect(f"file:{index}/chunks.sqlite?mode=ro", uri=True)

@@ -2,8 +2,8 @@
 
 For each set of vectors (synthetic at the sizes given, and the real enwiki
 sample index's vectors), builds every type with the code a build uses
-(``ceg_cli.index.vectors.convert``), measures recall@10 against exact search and the
-median per-query latency (``ceg_cli.index.tuning.measure``: 200 of the index's own
+(``ceg_cli.index.dense.vectors.convert``), measures recall@10 against exact search and the
+median per-query latency (``ceg_cli.index.dense.tuning.measure``: 200 of the index's own
 vectors as queries, one at a time), the file size, and the time and resident
 memory of opening the written file with a full read and memory-mapped.
 
@@ -43,8 +43,8 @@ from _common import (  # noqa: E402
     write_json,
 )
 
-from ceg_cli.index import tuning as T  # noqa: E402
-from ceg_cli.index import vectors as V  # noqa: E402
+from ceg_cli.index.dense import tuning as T  # noqa: E402
+from ceg_cli.index.dense import vectors as V  # noqa: E402
 
 REAL = CACHE_DIR / "enwiki-sample-index" / "vectors.faiss"
 TYPES = ("flat", "hnsw", "ivfpq")

@@ -283,7 +283,7 @@ def fever_cases() -> list[Case]:
 
 def build_corpus_index(name: str, docs: list[dict]) -> Path:
     """A small index of ``docs`` in benchmarks/.cache/NAME, built once."""
-    from ceg_cli.index.builder import build_index
+    from ceg_cli.index.build.builder import build_index
 
     target = CACHE / name
     if (target / "meta.json").exists():
@@ -386,7 +386,7 @@ def collect(datasets: Sequence[str]) -> dict[str, Collected]:
             out[name] = Collected([Case(**c) for c in saved["cases"]], saved["items"])
             continue
         if embedder is None:
-            from ceg_cli.index.embedding import load_embedder
+            from ceg_cli.index.dense.embedding import load_embedder
 
             embedder = load_embedder()
         if name == "felm":
@@ -928,7 +928,7 @@ def step_holdout(data: dict[str, Collected]) -> None:
 
 def step_report(data: dict[str, Collected], s: Setting) -> Figures:
     """The figures through ``ceg_cli.check.pipeline.check`` with the offline judge, end to end."""
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
     from ceg_cli.judges import create_judge
 
     judge = create_judge("offline")

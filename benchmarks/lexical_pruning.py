@@ -49,7 +49,7 @@ DEPTH = max(KS)
 def build_part(db: sqlite3.Connection, target: Path, embed_mode: str) -> Any:
     """A tantivy lexical part of the chunk store ``db`` at ``target``, and each row
     id's document id."""
-    from ceg_cli.index.lexical_tantivy import build
+    from ceg_cli.index.lexical.lexical_tantivy import build
 
     target.mkdir(parents=True)
     build(db, target, embed_mode)
@@ -59,7 +59,7 @@ def build_part(db: sqlite3.Connection, target: Path, embed_mode: str) -> Any:
 def halueval_store(path: Path) -> sqlite3.Connection:
     """HaluEval's knowledge passages chunked as a build chunks them, in a chunk store
     with the columns the lexical build reads."""
-    from ceg_cli.index.chunking import DEFAULT_MAX_WORDS, chunk_document
+    from ceg_cli.index.build.chunking import DEFAULT_MAX_WORDS, chunk_document
     from ceg_cli.types import Document
 
     db = sqlite3.connect(path)
@@ -77,8 +77,8 @@ def halueval_store(path: Path) -> sqlite3.Connection:
 
 
 def recall(part: Path, doc_of: dict[int, str], task: Task, max_terms: int | None) -> dict[str, Any]:
-    from ceg_cli.index.lexical_tantivy import TantivyLexical
-    from ceg_cli.index.lexlang import queries_tokens
+    from ceg_cli.index.lexical.lexical_tantivy import TantivyLexical
+    from ceg_cli.index.lexical.lexlang import queries_tokens
 
     lexical = TantivyLexical(part, max_terms=max_terms)
     ranks = []

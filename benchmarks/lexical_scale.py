@@ -4,8 +4,8 @@
         [--queries 200] [--project 30000000] [--workdir DIR]
 
 For each size N, a synthetic chunk store of N passages is made, then indexed
-by ``ceg_cli.index.lexical.build_lexical`` (the function ``ceg index build`` calls),
-then loaded memory-mapped by ``ceg_cli.index.lexical.LexicalIndex`` and queried. Each
+by ``ceg_cli.index.lexical.bm25.build_lexical`` (the function ``ceg index build`` calls),
+then loaded memory-mapped by ``ceg_cli.index.lexical.bm25.LexicalIndex`` and queried. Each
 of the three stages runs in its own subprocess, so the peak RSS reported
 (``ru_maxrss`` from ``os.wait4``) is that stage's own.
 
@@ -29,7 +29,7 @@ frequencies.
 **Queries.** Real sentences of the sample (a ``ceg`` query is the question
 plus a segment: one or two sentences), ``--queries`` of them, seeded. Timed:
 
-- ``full``: what ``ceg_cli.index.lexical.search`` does for every lexical or
+- ``full``: what ``ceg_cli.index.lexical.bm25.search`` does for every lexical or
   hybrid query: ``LexicalIndex.scores`` (bm25s's ``get_scores_from_ids``: an
   array of N scores, filled posting list by posting list), then the top
   ``FUSION_DEPTH`` of the N; then the BM25 scores of 50 hybrid candidates
@@ -101,10 +101,10 @@ def sample_rows(source: Path) -> list[tuple[str, str]]:
 
 
 def words(text: str) -> list[str]:
-    """The index's tokens of ``text`` (``ceg_cli.index.lexical.TOKENIZER``)."""
+    """The index's tokens of ``text`` (``ceg_cli.index.lexical.bm25.TOKENIZER``)."""
     import bm25s
 
-    from ceg_cli.index.lexical import TOKENIZER
+    from ceg_cli.index.lexical.bm25 import TOKENIZER
 
     return bm25s.tokenize([text], **TOKENIZER, return_ids=False, show_progress=False)[0]
 
@@ -194,7 +194,7 @@ def generate(source: Path, target: Path, size: int) -> dict[str, Any]:
 
 
 def build(store: Path, index_dir: Path, engine: str) -> dict[str, Any]:
-    from ceg_cli.index.lexical import LEXICAL_DIR, build_lexical
+    from ceg_cli.index.lexical.bm25 import LEXICAL_DIR, build_lexical
 
     index_dir.mkdir(parents=True, exist_ok=True)
     with sqlite3.connect(store) as db:
@@ -227,7 +227,7 @@ def _rss_mb() -> float:
 def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
     import numpy as np
 
-    from ceg_cli.index.lexical import FUSION_DEPTH, LEXICAL_DIR, LexicalIndex, _top
+    from ceg_cli.index.lexical.bm25 import FUSION_DEPTH, LEXICAL_DIR, LexicalIndex, _top
 
     rss_before = _rss_mb()
     started = time.perf_counter()
@@ -286,7 +286,7 @@ def query(source: Path, index_dir: Path, n_queries: int) -> dict[str, Any]:
 
 def query_tantivy(source: Path, index_dir: Path, n_queries: int,
                   max_terms: list[int] | None = None) -> dict[str, Any]:
-    """What ``ceg_cli.index.lexical.search`` does with a tantivy part: the top
+    """What ``ceg_cli.index.lexical.bm25.search`` does with a tantivy part: the top
     ``FUSION_DEPTH`` of a query (lexical retrieval), and with 50 hybrid candidates it did
     not rank scored as well (hybrid retrieval's lexical half). Beside it, on the same
     queries in the same process: ``before``, the search ceg made before (matches
@@ -295,9 +295,9 @@ def query_tantivy(source: Path, index_dir: Path, n_queries: int,
     the search of the query's rarest terms only, with the share of the full top list
     it keeps (a results-changing option: its recall on the dev sets is measured by
     ``benchmarks/lexical_pruning.py``)."""
-    from ceg_cli.index.lexical import FUSION_DEPTH, LEXICAL_DIR
-    from ceg_cli.index.lexical_tantivy import TantivyLexical
-    from ceg_cli.index.lexlang import queries_tokens
+    from ceg_cli.index.lexical.bm25 import FUSION_DEPTH, LEXICAL_DIR
+    from ceg_cli.index.lexical.lexical_tantivy import TantivyLexical
+    from ceg_cli.index.lexical.lexlang import queries_tokens
 
     rss_before = _rss_mb()
     started = time.perf_counter()
@@ -369,7 +369,7 @@ def query_tantivy(source: Path, index_dir: Path, n_queries: int,
 def before(lexical: Any, words: list[str], depth: int) -> list[int]:
     """The top list as ceg searched tantivy before this benchmark: each distinct word
     once, the matches counted (tantivy-py's default), ids read from the doc store."""
-    from ceg_cli.index.lexical_tantivy import ID_FIELD, TERMS_FIELD
+    from ceg_cli.index.lexical.lexical_tantivy import ID_FIELD, TERMS_FIELD
 
     if not words:
         return []
@@ -383,7 +383,7 @@ def before(lexical: Any, words: list[str], depth: int) -> list[int]:
 
 
 def select_over_all(scores: Any, depth: int) -> Any:
-    """``ceg_cli.index.lexical._top`` before this benchmark: ``argpartition`` over all N."""
+    """``ceg_cli.index.lexical.bm25._top`` before this benchmark: ``argpartition`` over all N."""
     import numpy as np
 
     top = np.argpartition(-scores, depth - 1)[:depth]
@@ -396,7 +396,7 @@ def posting_only(lexical: Any, query: str) -> tuple[Any, Any]:
     import bm25s
     import numpy as np
 
-    from ceg_cli.index.lexical import TOKENIZER
+    from ceg_cli.index.lexical.bm25 import TOKENIZER
 
     bm25 = lexical._bm25
     tokens = bm25s.tokenize([query], **TOKENIZER, return_ids=False, show_progress=False)[0]

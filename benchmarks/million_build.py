@@ -85,7 +85,7 @@ def log(message: str) -> None:
 
 def make_corpus(path: Path, passages: int, seed: int) -> dict[str, Any]:
     from ceg_cli.corpus import iter_documents
-    from ceg_cli.index.chunking import chunk_or_skip
+    from ceg_cli.index.build.chunking import chunk_or_skip
     from ceg_cli.sentences import sentence_spans
     from ceg_cli.types import Document
 
@@ -201,8 +201,8 @@ def _committed(work: Path) -> int | None:
 
 def verify(index: Path, docs: Path, corpus: dict[str, Any], seed: int) -> dict[str, Any]:
     from ceg_cli.index import embed_text, open_index
-    from ceg_cli.index.chunking import chunk_or_skip
-    from ceg_cli.index.vectors import read_vectors
+    from ceg_cli.index.build.chunking import chunk_or_skip
+    from ceg_cli.index.dense.vectors import read_vectors
     from ceg_cli.types import Document
 
     meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
@@ -266,7 +266,7 @@ def open_and_search(index: Path, seed: int) -> dict[str, Any]:
     import faiss
 
     from ceg_cli.check.segment import segment_response
-    from ceg_cli.index.vectors import read_vectors
+    from ceg_cli.index.dense.vectors import read_vectors
 
     path = index / "vectors.faiss"
     out: dict[str, Any] = {"file_mib": round(path.stat().st_size / 2**20, 1)}

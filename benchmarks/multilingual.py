@@ -170,7 +170,7 @@ def language_support() -> dict[str, bool]:
     """Which parts of this checkout's ceg take a language."""
     from ceg_cli.api import RUN_OPTIONS
     from ceg_cli.check.segment import segment_response
-    from ceg_cli.index.builder import BuildOptions
+    from ceg_cli.index.build.builder import BuildOptions
 
     return {
         "check": "language" in RUN_OPTIONS,
@@ -196,7 +196,7 @@ def segmentation(responses: Sequence[dict[str, Any]], language: str | None) -> d
 def build(rows: Sequence[dict[str, Any]], target: Path, model: str | None,
           language: str | None) -> Path:
     """The index of the set's passages at ``target``, reused when built from the same."""
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     docs = target.with_suffix(".jsonl")
     body = "".join(

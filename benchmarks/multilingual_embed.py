@@ -77,7 +77,7 @@ def recall(query_vectors: Any, corpus_vectors: Any, targets: list[int]) -> float
 
 def passages(count: int) -> list[str]:
     from ceg_cli.corpus import iter_documents
-    from ceg_cli.index.chunking import chunk_document
+    from ceg_cli.index.build.chunking import chunk_document
 
     out: list[str] = []
     for document in iter_documents(ENWIKI_SAMPLE):
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default="multilingual_embed")
     args = parser.parse_args(argv)
     name = results_name(args.results)
-    from ceg_cli.index.embedding import load_embedder, query_vectors
+    from ceg_cli.index.dense.embedding import load_embedder, query_vectors
 
     english = read_xnli(args.xnli, "en")
     groups = premise_groups(english, args.premises)

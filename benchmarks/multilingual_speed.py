@@ -84,7 +84,7 @@ def texts(passage_count: int, segment_count: int) -> tuple[list[str], list[str]]
 
 def worker(spec: dict[str, Any], passage_count: int, segment_count: int) -> dict[str, Any]:
     """One variant in this process: load, warm up, time passages then segments."""
-    from ceg_cli.index.embedding import load_embedder, query_vectors
+    from ceg_cli.index.dense.embedding import load_embedder, query_vectors
 
     if spec["threads"] and "e5" not in spec["model"] and "use" not in spec["model"]:
         import torch

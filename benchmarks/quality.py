@@ -177,7 +177,7 @@ def model_corpus(name: str, model: str) -> Path:
 
     from ceg_cli.eval.corpus import ensure_corpus_index
     from ceg_cli.eval.datasets import load_dataset
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     target = cache_dir() / f"quality-corpus-{re.sub(r'[^A-Za-z0-9]+', '-', model)}-{name}"
     if model == "none":  # an index without vectors: ceg index build --retrieval lexical
@@ -237,7 +237,7 @@ def enwiki_index(given: Path | None) -> Path:
     target = cache_dir() / "enwiki-sample-index"
     if (target / "meta.json").exists():
         return target
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
     from ceg_cli.progress import PlainProgress
 
     source = (

@@ -80,8 +80,8 @@ class _Clock:
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
     import ceg_cli.corpus.ranges
-    from ceg_cli.index.builder import BuildOptions, build_index
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.build.builder import BuildOptions, build_index
+    from ceg_cli.index.dense.embedding import load_embedder
 
     source, target = Path(args.source), Path(args.target)
     ceg_cli.corpus.ranges.RANGE_BYTES = range_bytes(source, args.ranges)
@@ -111,7 +111,7 @@ READY: list[float] = []
 
 def _note_when_workers_run(started: float) -> None:
     """Wrap ``ray_engine._start_workers`` (it returns once every worker answers)."""
-    import ceg_cli.index.ray_engine as engine
+    import ceg_cli.index.build.ray_engine as engine
 
     real = engine._start_workers
 
@@ -134,7 +134,7 @@ def range_bytes(source: Path, ranges: int) -> int:
 def make_slice(passages: int) -> Path:
     """The sample's first articles, up to about ``passages`` passages, as JSONL."""
     from ceg_cli.corpus import iter_documents
-    from ceg_cli.index.chunking import chunk_document
+    from ceg_cli.index.build.chunking import chunk_document
 
     path = cache_dir() / f"ray-slice-{passages}.jsonl"
     if path.exists():

@@ -88,7 +88,7 @@ def make_index(passages: int) -> tuple[Path, Path]:
     source = make_slice(passages)
     index = cache_dir() / f"ray-check-index-{passages}"
     if not (index / "meta.json").exists():
-        from ceg_cli.index.builder import build_index
+        from ceg_cli.index.build.builder import build_index
 
         log(f"building the index of {source.name} (once)")
         build_index([source], index)

@@ -51,9 +51,9 @@ def write(base_index: Path, n: int, types: list[str], out: Path,
     """Write ``out/TYPE`` for each type; what was made. With ``reuse`` (a ``search_scale.py
     --keep`` work folder), a type's file written there from the same vectors is linked
     instead of written again."""
+    from ceg_cli.index.dense.vectors import write_vectors
+    from ceg_cli.index.dense.vectorsource import ShardFiles
     from ceg_cli.index.indexdir import sampled_digest
-    from ceg_cli.index.vectors import write_vectors
-    from ceg_cli.index.vectorsource import ShardFiles
 
     generator = RealLike(base_vectors(base_index), sigma)
     meta0 = json.loads((base_index / "meta.json").read_text(encoding="utf-8"))
@@ -124,7 +124,7 @@ def write(base_index: Path, n: int, types: list[str], out: Path,
 
 def _same_vectors(path: Path, source: Any) -> None:
     """A reused file must hold these vectors (a sample of rows compared)."""
-    from ceg_cli.index.vectors import read_vectors
+    from ceg_cli.index.dense.vectors import read_vectors
 
     index = read_vectors(path)
     ids = np.unique(np.random.default_rng(3).integers(0, source.count, 64))

@@ -97,7 +97,7 @@ def evaluate(
             for method in methods:
                 hits = index.search_vectors(vectors, depth) if method == "dense" else None
                 if hits is None:
-                    from ceg_cli.index.lexical import search
+                    from ceg_cli.index.lexical.bm25 import search
 
                     hits = search(index, task.queries, vectors, depth, method)
                 ranks: dict[str, list[int | None]] = {"retrieval": [], **{s: [] for s in SCORERS}}
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     results_name(args.name, "--name")  # before any work: a bare name only
     methods = [m for m in args.retrieval.split(",") if m]
 
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
     from ceg_cli.judges.verifier import SHIPPED, VerifierJudge
 
     embedder = load_embedder()

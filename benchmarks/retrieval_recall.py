@@ -11,7 +11,7 @@ configuration is named by its model too, and all are paired against the first.
 For each embedded-text variant (``BuildOptions.embed_text``: ``title+text``
 puts "Title. " in front of every passage before it is embedded, ``text``
 embeds the passage alone) and each retrieval method (``--retrieval``: dense
-cosine, lexical BM25, or their fusion, ``ceg_cli.index.lexical``), one column:
+cosine, lexical BM25, or their fusion, ``ceg_cli.index.lexical.bm25``), one column:
 
 - **fever**: the 12 FEVER claims whose evidence is the Aristotle article of
   the enwiki sample, each claim as the query: is a passage of Aristotle in the
@@ -101,7 +101,7 @@ class Task:
 
 def score(index: Any, task: Task, method: str) -> dict[str, Any]:
     """recall@k (a passage of a target document in the top k) and MRR@10, by document."""
-    from ceg_cli.index.lexical import search
+    from ceg_cli.index.lexical.bm25 import search
 
     started = time.perf_counter()
     vectors = index.embedder().embed(task.queries)
@@ -307,8 +307,8 @@ def index_key(index_dir: Path) -> tuple[str, str]:
 
 def cached_enwiki_index(mode: str, embedder: Any) -> Path:
     """``benchmarks/.cache/enwiki-sample-MODE[-MODEL]``, built unless it is already up to date."""
-    from ceg_cli.index.builder import BuildOptions, build_index, source_digest
-    from ceg_cli.index.embedding import DEFAULT_MODEL
+    from ceg_cli.index.build.builder import BuildOptions, build_index, source_digest
+    from ceg_cli.index.dense.embedding import DEFAULT_MODEL
 
     slug = "" if embedder.name == DEFAULT_MODEL else "-" + re.sub(r"\W+", "-", embedder.name)
     target = cache_dir() / f"enwiki-sample-{mode}{slug}"
@@ -328,7 +328,7 @@ def cached_enwiki_index(mode: str, embedder: Any) -> Path:
 
 def with_lexical(target: Path, mode: str) -> None:
     """Add the lexical part to an index built before it existed (no re-embedding)."""
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     meta = json.loads((target / "meta.json").read_text(encoding="utf-8"))
     if "lexical" not in meta:
@@ -340,7 +340,7 @@ def with_lexical(target: Path, mode: str) -> None:
 def lexical_cost(index_dir: Path) -> dict[str, Any]:
     """Seconds to build the lexical part from the chunk store, and the sizes on disk."""
     from ceg_cli.index import CHUNKS_FILE, VECTORS_FILE, connect_readonly
-    from ceg_cli.index.lexical import LEXICAL_DIR, build_lexical
+    from ceg_cli.index.lexical.bm25 import LEXICAL_DIR, build_lexical
 
     with work_dir(None, prefix="ceg-lexical-") as scratch:
         db = connect_readonly(index_dir / CHUNKS_FILE)
@@ -365,7 +365,7 @@ def lexical_cost(index_dir: Path) -> dict[str, Any]:
 
 
 def build_small(source: Path, target: Path, mode: str, embedder: Any) -> Path:
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     build_index([source], target, BuildOptions(embed_text=mode), embedder=embedder)
     return target
@@ -411,12 +411,12 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         parser.error(f"--variants: unknown {sorted(unknown)}; choose from {VARIANTS}")
-    from ceg_cli.index.lexical import RETRIEVAL_MODES
+    from ceg_cli.index.lexical.bm25 import RETRIEVAL_MODES
 
     methods = [m for m in args.retrieval.split(",") if m]
     if set(methods) - set(RETRIEVAL_MODES):
         parser.error(f"--retrieval: choose from {RETRIEVAL_MODES}")
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] or ["default"]
     embedders = [load_embedder(None if m == "default" else m) for m in models]

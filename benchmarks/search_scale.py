@@ -118,8 +118,8 @@ def _save(folder: Path, number: int, rows: np.ndarray) -> Path:
 
 def reference(folder: Path, files: list[Path]) -> tuple[np.ndarray, float]:
     """The exact top 10 of the queries (cached beside the shards), and seconds a query."""
-    from ceg_cli.index.tuning import exact_neighbours
-    from ceg_cli.index.vectorsource import ShardFiles
+    from ceg_cli.index.dense.tuning import exact_neighbours
+    from ceg_cli.index.dense.vectorsource import ShardFiles
 
     cached = folder / "exact.npy"
     seconds_file = folder / "exact_seconds.json"
@@ -158,8 +158,8 @@ def kmeans_probe(files: list[Path], nlist: int, sample: int, points: int = 20_00
 
 
 def child_build(kind: str, folder: Path, out: Path) -> None:
-    from ceg_cli.index.vectors import write_vectors
-    from ceg_cli.index.vectorsource import ShardFiles
+    from ceg_cli.index.dense.vectors import write_vectors
+    from ceg_cli.index.dense.vectorsource import ShardFiles
 
     files = shard_files(folder)
     source = ShardFiles(files, np.load(files[0], mmap_mode="r").shape[1])
@@ -172,7 +172,7 @@ def child_build(kind: str, folder: Path, out: Path) -> None:
 def child_search(out: Path, folder: Path) -> None:
     import faiss
 
-    from ceg_cli.index.vectors import read_vectors
+    from ceg_cli.index.dense.vectors import read_vectors
 
     queries = np.load(folder / "queries.npy")
     exact = np.load(folder / "exact.npy")

@@ -56,7 +56,7 @@ def english_sentences(count: int) -> list[str]:
 
 def timed(embedder: Any, texts: list[str], limit: int | None) -> list[float]:
     """Seconds of each call the embedder's engine gets for ``texts`` as queries."""
-    from ceg_cli.index import packaged
+    from ceg_cli.index.dense import packaged
 
     took: list[float] = []
     query = embedder._model.query
@@ -72,7 +72,7 @@ def timed(embedder: Any, texts: list[str], limit: int | None) -> list[float]:
 
 
 def torch_stop(texts: list[str]) -> float:
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     model = load_embedder(None)
     model.embed(texts[:8])
@@ -100,8 +100,8 @@ def main() -> None:
     load_before = os.getloadavg()
 
     from ceg_cli.check.segment import segment_response
-    from ceg_cli.index.embedding import load_embedder
-    from ceg_cli.index.packaged import E5_CALL_WEIGHT
+    from ceg_cli.index.dense.embedding import load_embedder
+    from ceg_cli.index.dense.packaged import E5_CALL_WEIGHT
 
     e5: Any = load_embedder("multilingual")
     answer = (RUN_ON * 2000)[:56_000]

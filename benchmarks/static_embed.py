@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _load(spec: str) -> Any:
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     name, _, backend = spec.partition(":")
     return load_embedder(None if name == "default" else name, backend=backend or "torch")

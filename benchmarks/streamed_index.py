@@ -1,7 +1,7 @@
 """An index file written from shards on disk, at sizes whose vectors do not fit in memory.
 
 A build keeps its vectors in shard files and writes ``vectors.faiss`` from
-them a batch at a time (``ceg_cli.index.vectors.write_vectors`` over a
+them a batch at a time (``ceg_cli.index.dense.vectors.write_vectors`` over a
 ``ShardFiles`` source). This script does the same with synthetic vectors (the
 clustered ones of ``index_types.py``: 2,000 centres plus noise, dimension
 384) at sizes like 10,000,000 (15 GB of vectors), where the in-memory
@@ -49,8 +49,8 @@ from _common import (  # noqa: E402
 )
 from index_types import rss_mib, synthetic_blocks  # noqa: E402
 
-from ceg_cli.index import vectors as V  # noqa: E402
-from ceg_cli.index.vectorsource import ShardFiles  # noqa: E402
+from ceg_cli.index.dense import vectors as V  # noqa: E402
+from ceg_cli.index.dense.vectorsource import ShardFiles  # noqa: E402
 
 SHARD = 500_000
 

@@ -182,7 +182,7 @@ def load_all(data: Path, per_source: int, seed: int) -> list[tuple[str, Pair]]:
 @lru_cache(maxsize=1)
 def models(model: Path) -> tuple[Any, Any, Any]:
     """The embedder and the cross-encoder (int8, as ``ceg check`` runs it), loaded once."""
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
     from ceg_cli.judges.crossenc import load_cross_encoder
 
     return (load_embedder(None), *load_cross_encoder(model, quantize=True))
@@ -307,7 +307,7 @@ def synthetic_pairs(pairs: list[Pair], limit: int, seed: int) -> list[Pair]:
     passage (supported) and copies with a number, a name, a negation changed or
     against another passage (not). No label of the domain is read.
     """
-    from ceg_cli.index.chunking import chunk_document
+    from ceg_cli.index.build.chunking import chunk_document
     from ceg_cli.training.synthetic import Passage, make_pairs
     from ceg_cli.types import Document
 

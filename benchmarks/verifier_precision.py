@@ -31,7 +31,7 @@ def main() -> None:
 
     import numpy as np
 
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
     from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
     from ceg_cli.judges.verifier import assess, load_combiner
     from ceg_cli.training.combiner import items_for

@@ -137,7 +137,7 @@ def make_dump(folder: Path, passages: int, per_page: float) -> tuple[Path, int]:
 
 def passages_per_page(folder: Path) -> float:
     """Passages a section page gives, measured by a lexical build of one copy of them."""
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     _, _, sections = sample_pages()
     sample, _ = make_dump(folder / "probe", len(sections), 1.0)
@@ -295,7 +295,7 @@ def main() -> None:
         _common.log(f"{per_page:.1f} passages a section page")
         queries = sample_queries(args.queries)
         if "static" in configs:  # made once, before the timed build (first use makes it)
-            from ceg_cli.index.embedding import load_embedder
+            from ceg_cli.index.dense.embedding import load_embedder
 
             load_embedder("static-minilm")
         for config in configs:

@@ -289,7 +289,7 @@ WIDE_RE = re.compile(
 def text_weight(text: str, start: int = 0, end: int | None = None) -> int:
     """What ``text[start:end]`` weighs against a length bound (a segment's,
     ``check.segment.MAX_SEGMENT_WEIGHT``; an embedding call's,
-    ``index.packaged.E5_CALL_WEIGHT``): its characters, a Han, kana or Hangul
+    ``index.dense.packaged.E5_CALL_WEIGHT``): its characters, a Han, kana or Hangul
     one counting ``WIDE_WEIGHT``."""
     end = len(text) if end is None else end
     wide = len(WIDE_RE.findall(text, start, end))

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from ceg_cli.index.embedding import load_embedder
+from ceg_cli.index.dense.embedding import load_embedder
 from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
 from ceg_cli.judges.features import FEATURES
 from ceg_cli.judges.verifier import COMBINER_FILE

@@ -168,7 +168,7 @@ def test_without_the_embedder_the_verdicts_are_the_lexical_rules_and_the_warning
 
 
 def test_the_shipped_cut_names_a_packaged_embedder() -> None:
-    from ceg_cli.index.packaged import PACKAGED
+    from ceg_cli.index.dense.packaged import PACKAGED
 
     cut = shipped_cross_cut()
     assert cut is not None and cut.model in {m.name for m in PACKAGED} and 0 < cut.value < 1

@@ -34,7 +34,7 @@ def no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import HashEmbedder
 
     import ceg_cli.index.store
-    from ceg_cli.index.devices import resolve_device
+    from ceg_cli.index.dense.devices import resolve_device
 
     def load(name: str | None = None, *, device: str = "cpu", **kwargs: Any) -> HashEmbedder:
         resolve_device(device)

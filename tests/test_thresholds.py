@@ -45,7 +45,7 @@ def one_passage_index(tmp_path: Path) -> Path:
     """An index (fake vectors: ``hash_model``) whose one passage is ``EVIDENCE``."""
     from conftest import HashEmbedder
 
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps({"id": "d1", "title": "Stagira", "text": EVIDENCE}) + "\n",

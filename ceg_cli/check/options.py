@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..index.devices import DEVICES
-from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
+from ..index.dense.devices import DEVICES
+from ..index.lexical.bm25 import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
 from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
 from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION
 from ..judges.precision import PRECISIONS as JUDGE_PRECISIONS
@@ -194,7 +194,7 @@ def _pattern(value: str) -> None:
 
 
 def _search_width(value: str) -> None:
-    from ..index.searchwidth import parse
+    from ..index.dense.searchwidth import parse
 
     parse(value)
 

@@ -51,7 +51,7 @@ def train_command(
     an interruption to continue. Use the result with --judge verifier:OUT.
     """
     from ..errors import UsageError
-    from ..index.devices import resolve_device
+    from ..index.dense.devices import resolve_device
     from ..judges.verifier import SHIPPED
     from ..training.adapt import adapt
 

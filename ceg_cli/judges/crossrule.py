@@ -79,7 +79,7 @@ def load_cross_cut(path: Path) -> CrossCut | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise UsageError(f"{path}: field '{KEY}.cosine' is {value!r}; a number from 0 to 1 "
                          "is expected")
-    from ..index.packaged import packaged_model
+    from ..index.dense.packaged import packaged_model
 
     model = given.get("model")
     if not isinstance(model, str) or packaged_model(model) is None:
@@ -251,9 +251,9 @@ class CrossRule:
 
 
 def _load_packaged(name: str) -> Any:
-    """The packaged embedder ``name`` (``index/packaged.py``); UsageError where its
+    """The packaged embedder ``name`` (``index/dense/packaged.py``); UsageError where its
     package is missing or its engine does not load here."""
-    from ..index.packaged import E5Embedder, UseEmbedder, packaged_model
+    from ..index.dense.packaged import E5Embedder, UseEmbedder, packaged_model
 
     model = packaged_model(name)
     if model is None:

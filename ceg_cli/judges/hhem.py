@@ -227,7 +227,7 @@ def load_hhem(location: str, device: str = "cpu", precision: str = "float32",
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``, ``device``,
     ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
-    from ..index.devices import resolve_device
+    from ..index.dense.devices import resolve_device
     from .batching import batch_tokens_option
     from .minicheck import locate_model
 

@@ -395,7 +395,7 @@ def _load(
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``,
     ``device``, ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
-    from ..index.devices import resolve_device
+    from ..index.dense.devices import resolve_device
     from .batching import batch_tokens_option
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)

@@ -479,7 +479,7 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
         # An alias of `ceg models list` (nli:deberta-v3-large-nli) names a hub model.
         snapshot = cached_snapshot(arg)
         location = str(snapshot) if snapshot is not None else resolve(arg)
-    from ..index.devices import resolve_device
+    from ..index.dense.devices import resolve_device
     from .batching import batch_tokens_option
 
     device = resolve_device(str(options.get("device", "cpu")))

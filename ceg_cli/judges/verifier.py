@@ -296,7 +296,7 @@ def model_cuts(directory: Path, combiner: Combiner) -> Cuts:
 
 def create(arg: str, options: Mapping[str, Any]) -> VerifierJudge:
     """Registry factory: ``verifier`` (the shipped model) or ``verifier:DIR``."""
-    from ..index.devices import resolve_device
+    from ..index.dense.devices import resolve_device
 
     device = resolve_device(str(options.get("device", "cpu")))
     if not arg:

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..progress import NO_PROGRESS, Progress
+from ...progress import NO_PROGRESS, Progress
 from .faissfile import read_vectors, refine_prefix, rewrite_search_width, write_refine_file
 from .tuning import LATENCY_BUDGET_S, RECALL_K, exact_neighbours
 from .twolevel import two_level_centroids

@@ -31,13 +31,13 @@ from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ..corpus.ranges import SourceRange, read_part
-from ..types import Chunk
+from ...corpus.ranges import SourceRange, read_part
+from ...types import Chunk
+from ..dense.embedding import Embedder
+from ..dense.pretokenized import TokenizerState, embed_passages, state_of, tokenize
+from ..layout import embed_text
 from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
-from .embedding import Embedder
-from .layout import embed_text
-from .pretokenized import TokenizerState, embed_passages, state_of, tokenize
 from .processes import available_cores, reader_started, sigint_blocked
 
 if TYPE_CHECKING:

@@ -26,11 +26,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..lang.codes import ENGLISH, base_language
-from ..lang.detect import detect
-from ..lang.normalize import fold
-from ..lang.stopwords import stopwords
-from ..lang.tokenize import ANALYZER_VERSION, ENGLISH_TOKENIZER, analyzer
+from ...lang.codes import ENGLISH, base_language
+from ...lang.detect import detect
+from ...lang.normalize import fold
+from ...lang.stopwords import stopwords
+from ...lang.tokenize import ANALYZER_VERSION, ENGLISH_TOKENIZER, analyzer
 
 __all__ = ["QUERY_LANGUAGES", "TOKENIZER", "corpus_terms", "corpus_tokens", "is_legacy",
            "query_tokens", "tokenizer_entry"]

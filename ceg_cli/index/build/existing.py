@@ -17,15 +17,15 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-from ..errors import CegError, UsageError
+from ...errors import CegError, UsageError
+from ..dense.vectors import describe
+from ..indexdir import FOREIGN_OK, remove_built, swap_into_place, temp_dir, work_path, write_json
+from ..layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, VECTORS_FILE
+from ..lexical.bm25 import build_lexical, lexical_problem, want_lexical
+from ..lexical.lexonly import is_lexical_only
+from ..metacheck import file_problem
+from ..store import check_vectors_file, connect_readonly, read_meta
 from .buildopts import BuildOptions, BuildReport
-from .indexdir import FOREIGN_OK, remove_built, swap_into_place, temp_dir, work_path, write_json
-from .layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, VECTORS_FILE
-from .lexical import build_lexical, lexical_problem, want_lexical
-from .lexonly import is_lexical_only
-from .metacheck import file_problem
-from .store import check_vectors_file, connect_readonly, read_meta
-from .vectors import describe
 
 #: What an index directory may hold for a build to replace it: the index's own
 #: files and the few a checkout keeps there (``FOREIGN_OK``, carried over).

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -202,7 +202,7 @@ def _batched(
 def _calls(texts: Sequence[str], batch_size: int, limit: int | None) -> list[tuple[int, int]]:
     """``(start, stop)`` of each call: consecutive texts, at most ``batch_size`` of them
     and, with ``limit``, at most that weight together."""
-    from ..sentences import text_weight
+    from ...sentences import text_weight
 
     calls: list[tuple[int, int]] = []
     start, weight = 0, 0

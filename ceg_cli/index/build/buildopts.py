@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..progress import NO_PROGRESS, Progress
-from .vectors import AUTO_LARGE_THRESHOLD, AUTO_THRESHOLD
+from ...progress import NO_PROGRESS, Progress
+from ..dense.vectors import AUTO_LARGE_THRESHOLD, AUTO_THRESHOLD
 
 __all__ = ["DEFAULT_EMBED_TEXT", "READ_COUNTED", "BuildCounters", "BuildOptions", "BuildReport"]
 
@@ -39,7 +39,7 @@ class BuildOptions:
     #: The index of the (one) multistream dump among the sources, where it is
     #: not beside the dump under Wikimedia's name.
     multistream_index: Path | None = None
-    #: ``auto``, ``flat``, ``hnsw``, ``ivfpq`` or ``ivfpqfs`` (``ceg_cli.index.vectors``).
+    #: ``auto``, ``flat``, ``hnsw``, ``ivfpq`` or ``ivfpqfs`` (``ceg_cli.index.dense.vectors``).
     index_type: str = "auto"
     #: Passages from which ``auto`` builds an approximate index.
     auto_threshold: int = AUTO_THRESHOLD

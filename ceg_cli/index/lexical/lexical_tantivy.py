@@ -36,11 +36,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import IndexLoadError
-from ..lang.codes import ENGLISH
-from ..types import Chunk
-from .indexdir import write_json
-from .layout import LEXICAL_DIR, embed_text
+from ...errors import IndexLoadError
+from ...lang.codes import ENGLISH
+from ...types import Chunk
+from ..indexdir import write_json
+from ..layout import LEXICAL_DIR, embed_text
 from .lexlang import ANALYZER, corpus_terms, import_bm25s, is_legacy, queries_tokens
 from .lexlang import tokenizer_entry as _tokenizer_entry
 

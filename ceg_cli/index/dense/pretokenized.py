@@ -22,12 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .layout import embed_text
+from ..layout import embed_text
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..types import Chunk
+    from ...types import Chunk
 
 __all__ = [
     "TokenizerState", "embed_passages", "forward", "state_of", "tokenize", "tokenizer_state",

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -64,7 +64,7 @@ def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSI
 
     source = Path(source)
     tokenizer = _tokenizer(source / "tokenizer.json")
-    from ..progress import library_bars_off
+    from ...progress import library_bars_off
 
     with library_bars_off():
         model = AutoModel.from_pretrained(str(source)).eval()
@@ -127,7 +127,7 @@ def default_source() -> Path:
 
 def static_model_path() -> Path:
     """The folder of ``static-minilm``, distilled from the shipped MiniLM on first use."""
-    from ..cachedir import cache_root, write_entry_marker
+    from ...cachedir import cache_root, write_entry_marker
 
     source = default_source()
     digest = hashlib.sha256(PROCEDURE.encode())

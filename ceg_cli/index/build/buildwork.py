@@ -36,12 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import UsageError
-from ..types import Chunk
-from .faissfile import FileWriter
-from .indexdir import OWNER_FILE, claim, write_json
-from .layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
-from .vectorsource import ShardFiles
+from ...errors import UsageError
+from ...types import Chunk
+from ..dense.faissfile import FileWriter
+from ..dense.vectorsource import ShardFiles
+from ..indexdir import OWNER_FILE, claim, write_json
+from ..layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
 
 _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, position TEXT)"
 #: Vectors read from a shard at a time while the index file is written.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 SETTINGS = {
     "flat": (),

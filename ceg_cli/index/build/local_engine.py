@@ -18,14 +18,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..corpus import iter_positioned
-from ..types import Chunk
+from ...corpus import iter_positioned
+from ...types import Chunk
+from ..dense.embedding import Embedder
+from ..dense.pretokenized import TokenizerState, embed_passages, state_of, tokenize
+from ..layout import embed_text
 from .buildopts import READ_COUNTED, BuildCounters, BuildOptions, BuildReport
 from .buildwork import BuildWork, chunk_row, source_counts
 from .chunking import chunk_or_skip
-from .embedding import Embedder
-from .layout import embed_text
-from .pretokenized import TokenizerState, embed_passages, state_of, tokenize
 
 if TYPE_CHECKING:
     import numpy as np

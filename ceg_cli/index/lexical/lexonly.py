@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -25,26 +25,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
-from ..corpus.ranges import SourceRange, plan_digest, plan_ranges
-from ..corpus.sources import resolve_sources
-from ..errors import InputError, UsageError
-from ..lang.codes import check_language
-from ..progress import NO_PROGRESS, Progress
-from .buildopts import (
-    READ_COUNTED,
-    BuildCounters,
-    BuildOptions,
-    BuildReport,
-)
-from .buildwork import READ_BATCH, BuildWork
-from .chunking import CHARS_PER_WORD
-from .devices import check_device
-from .diskfull import disk_full_error
-from .doclang import check_model_choice, default_model, document_languages
-from .embedding import Embedder, choose_backend, load_embedder
-from .existing import check_target, finish_swap, unchanged
-from .indexdir import (
+from ... import __version__
+from ...corpus.ranges import SourceRange, plan_digest, plan_ranges
+from ...corpus.sources import resolve_sources
+from ...errors import InputError, UsageError
+from ...lang.codes import check_language
+from ...progress import NO_PROGRESS, Progress
+from ..dense.devices import check_device
+from ..dense.embedding import Embedder, choose_backend, load_embedder
+from ..dense.static import is_static
+from ..dense.vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
+from ..diskfull import disk_full_error
+from ..indexdir import (
     build_lock,
     disk_full_errno,
     remove_built,
@@ -55,20 +47,28 @@ from .indexdir import (
     work_path,
     write_json,
 )
-from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
-from .lexical import build_lexical, want_lexical
-from .lexonly import (
+from ..layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
+from ..lexical.bm25 import build_lexical, want_lexical
+from ..lexical.lexonly import (
     BUILD_RETRIEVALS,
     LEXICAL_ONLY,
     LEXICAL_ONLY_FORMAT,
     NoEmbedder,
     is_lexical_only,
 )
+from ..store import check_model, check_vectors_file, read_meta
+from .buildopts import (
+    READ_COUNTED,
+    BuildCounters,
+    BuildOptions,
+    BuildReport,
+)
+from .buildwork import READ_BATCH, BuildWork
+from .chunking import CHARS_PER_WORD
+from .doclang import check_model_choice, default_model, document_languages
+from .existing import check_target, finish_swap, unchanged
 from .local_engine import fill_here
 from .processes import available_cores
-from .static import is_static
-from .store import check_model, check_vectors_file, read_meta
-from .vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
 
 #: Passages handed to the model per call. sentence-transformers sorts each call
 #: by length, so larger calls waste less on padding; this many is ~1 MB of text.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 #: Where it computes: ``auto`` is CUDA when torch sees a CUDA device, else the CPU.
 DEVICES = ("auto", "cpu", "cuda")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..progress import Counter
+    from ...progress import Counter
     from .vectorsource import VectorSource
 
 _NTOTAL = slice(8, 16)  # after the fourcc and d (int32): ntotal, an int64

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..progress import NO_PROGRESS, Counter, Progress
+from ...progress import NO_PROGRESS, Counter, Progress
 from .faissfile import (  # read_vectors: re-exported, its home is the file module
     read_vectors,
     refine_prefix,

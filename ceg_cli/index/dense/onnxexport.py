@@ -32,7 +32,7 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
     import onnxruntime
     import torch
 
-    from ..cachedir import cache_root, write_entry_marker
+    from ...cachedir import cache_root, write_entry_marker
 
     key = hashlib.sha256(
         f"{_weights_digest(location)} torch {torch.__version__} "

@@ -36,11 +36,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import IndexLoadError, UsageError
-from ..lang.codes import ENGLISH
-from ..types import Chunk
-from .indexdir import sampled_digest
-from .layout import LEXICAL_DIR, LEXICAL_ENGINES, Hit, embed_text
+from ...errors import IndexLoadError, UsageError
+from ...lang.codes import ENGLISH
+from ...types import Chunk
+from ..indexdir import sampled_digest
+from ..layout import LEXICAL_DIR, LEXICAL_ENGINES, Hit, embed_text
 from .lexlang import (
     TOKENIZER,
     corpus_tokens,

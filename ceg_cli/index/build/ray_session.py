@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 __all__ = ["check_reachable", "connect", "short_temp_dir"]
 

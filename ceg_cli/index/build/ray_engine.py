@@ -33,13 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from ..corpus.ranges import SourceRange, read_part
-from ..errors import BackendError, InputError
-from ..types import Chunk
+from ...corpus.ranges import SourceRange, read_part
+from ...errors import BackendError, InputError
+from ...types import Chunk
+from ..dense.embedding import Embedder, load_embedder
+from ..layout import embed_text
 from .buildwork import BuildWork, chunk_row
 from .chunking import chunk_or_skip
-from .embedding import Embedder, load_embedder
-from .layout import embed_text
 from .ray_pool import (  # noqa: F401 - INSTALL_HINT and require_ray: the build's names
     INSTALL_HINT,
     _placements,

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
-from ..errors import BackendError, CegError, UsageError
+from ...errors import BackendError, CegError, UsageError
 
 INSTALL_HINT = "pip install 'ceg-cli[ray]'"
 #: Times Ray restarts a worker whose process died, redoing its ranges.
