@@ -15,7 +15,7 @@ twice in the same process:
 - **batched**: ceg's judge on a call's pairs at once (tokenized once, sorted by
   length, batches of at most ``--batch-size`` pairs and, on a CPU, the judge's
   ``batch_tokens`` padded tokens, ``torch.inference_mode``, and on a CPU in
-  float32 oneDNN's linear layers: ceg_cli/judges/kernels.py).
+  float32 oneDNN's linear layers: ceg_cli/judges/checkers/kernels.py).
 
 ``--device cuda`` runs both paths on the GPU (the authors' loop moves its inputs
 to the model's device, as their code does).

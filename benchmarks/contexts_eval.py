@@ -237,7 +237,7 @@ VERIFIER_FILES = ("combiner.json", "model.safetensors", "config.json", "tokenize
 
 def verifier_digest(directory: Path | None = None) -> dict[str, str]:
     """sha256 of each of the verifier's model files (default: the shipped model)."""
-    from ceg_cli.judges.verifier import SHIPPED
+    from ceg_cli.judges.checkers.verifier import SHIPPED
 
     folder = directory or SHIPPED
     return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
@@ -247,7 +247,7 @@ def verifier_digest(directory: Path | None = None) -> dict[str, str]:
 def old_cut(judge: Any) -> float:
     """The cut the judge decided at before the protocol's shipped: the offline rule's
     0.5, the verifier's combiner's threshold."""
-    from ceg_cli.judges.offline import RULE_CUT
+    from ceg_cli.judges.offline.offline import RULE_CUT
 
     combiner = getattr(judge, "combiner", None)
     return float(combiner.threshold) if combiner is not None else RULE_CUT
@@ -282,9 +282,9 @@ def fit_scores(record: dict[str, Any]) -> float:
 
 def ship(fitted: dict[str, dict[str, float]]) -> None:
     """Write the fitted cuts into the shipped judges' ``thresholds.json``."""
+    from ceg_cli.judges.checkers.verifier import SHIPPED as VERIFIER
     from ceg_cli.judges.cuts import THRESHOLDS_FILE
-    from ceg_cli.judges.offline import SHIPPED as OFFLINE
-    from ceg_cli.judges.verifier import SHIPPED as VERIFIER
+    from ceg_cli.judges.offline.offline import SHIPPED as OFFLINE
 
     for jname, folder in (("offline", OFFLINE), ("verifier", VERIFIER)):
         if jname not in fitted:

@@ -14,7 +14,7 @@ against evidence in X, ``en|X``; beside them the same-language pairs ``X|X`` for
 the figure to compare with. Entailment should be supported; contradiction and
 neutral flagged.
 
-**What the judge does** (``ceg_cli/judges/crossrule.py``): where the lexical rule
+**What the judge does** (``ceg_cli/judges/offline/crossrule.py``): where the lexical rule
 (at the language's shipped cut) supports a segment, it stays supported; else, its
 evidence being in another language, it is supported when every number, and every
 name written in a script the evidence writes, is found (``names_and_numbers``),
@@ -99,7 +99,7 @@ def embeddings(model: str, lang: str, kind: str, texts: Sequence[str]) -> np.nda
         cached = np.load(path)
         if len(cached) == len(texts):
             return cached
-    from ceg_cli.judges.crossrule import _load_packaged
+    from ceg_cli.judges.offline.crossrule import _load_packaged
 
     embedder = _load_packaged(model)
     embed = getattr(embedder, "embed_queries", None) or embedder.embed
@@ -136,8 +136,8 @@ def lexical(segment: str, evidence: str, lang: str) -> tuple[bool, bool]:
     """Whether the offline judge's lexical rule supports ``segment`` (in ``lang``, read as
     ceg reads a record in it) against ``evidence`` at its shipped cut, and whether every
     number and name the cross-language rule asks of ``evidence`` is in it."""
-    from ceg_cli.judges import offline
-    from ceg_cli.judges.crossrule import names_and_numbers
+    from ceg_cli.judges.offline import offline
+    from ceg_cli.judges.offline.crossrule import names_and_numbers
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
     item = JudgeItem(Segment(0, 0, len(segment), segment),
@@ -250,9 +250,9 @@ def write_scores(record: dict[str, Any], model: str, name: str) -> Path:
 
 
 def ship(cut: float, model: str) -> Path:
-    from ceg_cli.judges.crossrule import KEY
     from ceg_cli.judges.cuts import THRESHOLDS_FILE
-    from ceg_cli.judges.offline import SHIPPED
+    from ceg_cli.judges.offline.crossrule import KEY
+    from ceg_cli.judges.offline.offline import SHIPPED
 
     path = SHIPPED / THRESHOLDS_FILE
     data = json.loads(path.read_text(encoding="utf-8"))

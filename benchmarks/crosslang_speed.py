@@ -63,9 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     langs = [x.strip() for x in args.languages.split(",") if x.strip()]
     if any(x not in XNLI_LANGUAGES or x == "en" for x in langs) or args.pairs < 1:
         usage_error("--languages: XNLI languages other than en; --pairs: at least 1")
-    from ceg_cli.judges.crosslang import passage_language
-    from ceg_cli.judges.crossrule import CrossRule
-    from ceg_cli.judges.offline import OfflineJudge, passage
+    from ceg_cli.judges.offline.crosslang import passage_language
+    from ceg_cli.judges.offline.crossrule import CrossRule
+    from ceg_cli.judges.offline.offline import OfflineJudge, passage
     from ceg_cli.types import SUPPORTED
 
     todo = [it for lang in langs for it in items(args.xnli, lang, args.pairs)]

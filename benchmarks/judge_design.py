@@ -437,7 +437,7 @@ def items_for(c: Collected, case: Case, s: Setting) -> list:
 
 def default_decide(item, case):  # noqa: ANN001, ANN201
     """The shipped judge's verdict (``case`` is there for judges fitted per fold)."""
-    from ceg_cli.judges.offline import decide
+    from ceg_cli.judges.offline.offline import decide
 
     return decide(item)
 
@@ -530,7 +530,7 @@ def _kf1(segment: str, evidence: str) -> float:
     """Knowledge-F1 (LLM-Augmenter): unigram F1 of the segment against the evidence."""
     from collections import Counter
 
-    from ceg_cli.judges.offline import is_content, tokenize
+    from ceg_cli.judges.offline.offline import is_content, tokenize
 
     a = Counter(t.key for t in tokenize(segment) if is_content(t))
     b = Counter(t.key for t in tokenize(evidence) if is_content(t))
@@ -545,7 +545,7 @@ def feature_row(item) -> dict[str, float]:  # noqa: ANN001
     """Every candidate feature of one item; higher means "looks supported"."""
     import re
 
-    from ceg_cli.judges.offline import analyse, is_content, tokenize
+    from ceg_cli.judges.offline.offline import analyse, is_content, tokenize
 
     a = analyse(item)
     ev = item.evidence
@@ -594,7 +594,7 @@ def _auc(pos: Sequence[float], neg: Sequence[float]) -> float:
 def claim_rows(c: Collected, s: Setting) -> list[tuple[Case, list[dict[str, float]]]]:
     """Feature rows of each case's claim segments (no-claim segments left out)."""
     from ceg_cli.check.segment import has_claim
-    from ceg_cli.judges.offline import _LIST_NUMBER
+    from ceg_cli.judges.offline.offline import _LIST_NUMBER
 
     out = []
     for case in c.cases:
@@ -647,7 +647,7 @@ def step_features(data: dict[str, Collected], s: Setting) -> None:
 def threshold_rule(min_found: float, min_coverage: float):  # noqa: ANN201
     """A rule "factual iff share of specifics found >= min_found and coverage >= min_coverage",
     scored like the shipped judge (0.5..1 by coverage when factual, else below 0.5)."""
-    from ceg_cli.judges.offline import analyse, decide
+    from ceg_cli.judges.offline.offline import analyse, decide
     from ceg_cli.types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, Verdict
 
     def rule(item, case):  # noqa: ANN001, ANN202
@@ -668,7 +668,7 @@ def threshold_rule(min_found: float, min_coverage: float):  # noqa: ANN201
 def negation_rule(item, case):  # noqa: ANN001, ANN201
     """The shipped rule, plus: a supported segment that says "not"/"never"/... is nonfactual
     when none of its cited passages has a negation (FEVER's "Aristotle never visited Athens")."""
-    from ceg_cli.judges.offline import decide, tokenize
+    from ceg_cli.judges.offline.offline import decide, tokenize
     from ceg_cli.types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, Verdict
 
     def negated(text: str) -> bool:
@@ -704,7 +704,7 @@ def logistic_rule(data: dict[str, Collected], s: Setting, names: Sequence[str],
     the model fitted on everything. Classes are weighted to balance within each dataset."""
     import numpy as np
 
-    from ceg_cli.judges.offline import decide
+    from ceg_cli.judges.offline.offline import decide
     from ceg_cli.types import (
         FACTUAL,
         NO_CLAIM,
@@ -748,7 +748,7 @@ def logistic_rule(data: dict[str, Collected], s: Setting, names: Sequence[str],
 
 
 def step_rules(data: dict[str, Collected], s: Setting) -> None:
-    from ceg_cli.judges.offline import MIN_COVERAGE
+    from ceg_cli.judges.offline.offline import MIN_COVERAGE
 
     print(f"\n## Candidate rules ({s})\n")
     rules = [
@@ -783,7 +783,7 @@ def step_rules(data: dict[str, Collected], s: Setting) -> None:
 
 def _variants() -> dict[str, dict[str, object]]:
     """Alternative definitions, as replacements of module functions of the shipped judge."""
-    from ceg_cli.judges import offline as o
+    from ceg_cli.judges.offline import offline as o
 
     number_words = {w: str(i) for i, w in enumerate(
         "zero one two three four five six seven eight nine ten eleven twelve".split()) if i > 1}
@@ -823,7 +823,7 @@ def _variants() -> dict[str, dict[str, object]]:
 
 
 def step_variants(data: dict[str, Collected], s: Setting) -> None:
-    from ceg_cli.judges import offline as o
+    from ceg_cli.judges.offline import offline as o
 
     print(f"\n## Variants of the shipped rule's definitions ({s})\n")
     for name, patch in _variants().items():
@@ -897,7 +897,7 @@ def half(data: dict[str, Collected], parity: int) -> dict[str, Collected]:
 
 def step_holdout(data: dict[str, Collected]) -> None:
     """Pick the coverage floor and the threshold on one half; report them on the other."""
-    from ceg_cli.judges.offline import MIN_COVERAGE
+    from ceg_cli.judges.offline.offline import MIN_COVERAGE
 
     print("\n## Held-out check: floor and threshold chosen on one half, measured on the other\n")
     print("objective: mean of FELM and HaluEval balanced accuracy; rule: every specific found"
@@ -960,7 +960,7 @@ def step_report(data: dict[str, Collected], s: Setting) -> Figures:
     print_length_baseline(data)
     print("seconds (retrieval + judging): " + ", ".join(f"{k} {v:.1f}" for k, v in seconds.items()))
     items = [it for c in data.values() for key in c.items[s.query] for it in c.items[s.query][key]]
-    from ceg_cli.judges.offline import passage
+    from ceg_cli.judges.offline.offline import passage
 
     passage.cache_clear()
     started = time.perf_counter()

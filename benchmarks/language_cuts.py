@@ -104,7 +104,7 @@ def read_pairs(folder: Path, lang: str) -> dict[str, list[tuple[str, str, str]]]
 
 def judge_scores(pairs: Sequence[tuple[str, str, str]], lang: str) -> list[float]:
     """The offline judge's score of each hypothesis against its premise, told ``lang``."""
-    from ceg_cli.judges import offline
+    from ceg_cli.judges.offline import offline
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
     out = []
@@ -200,7 +200,7 @@ def ship(fitted: dict[str, dict[str, float]]) -> Path:
     import json
 
     from ceg_cli.judges.cuts import THRESHOLDS_FILE
-    from ceg_cli.judges.offline import SHIPPED
+    from ceg_cli.judges.offline.offline import SHIPPED
 
     path = SHIPPED / THRESHOLDS_FILE
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -224,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write the fitted cuts into ceg_cli/models/offline/thresholds.json")
     parser.add_argument("--name", default="language_cuts", help="results/NAME.json")
     args = parser.parse_args(argv)
-    from ceg_cli.judges.offline import shipped_cuts
+    from ceg_cli.judges.offline.offline import shipped_cuts
 
     english = shipped_cuts().contexts.value
     record: dict[str, Any] = {}

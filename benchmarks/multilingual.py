@@ -421,7 +421,7 @@ def offline_alone(
     passage, and on each XNLI pair, called directly and told the language where
     this checkout's judge takes one (``offline.analyse(item, language)``): what
     issue 39.6 changes, apart from retrieval and from how ceg passes a language."""
-    from ceg_cli.judges import offline
+    from ceg_cli.judges.offline import offline
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
     told = "language" in inspect.signature(offline.analyse).parameters

@@ -36,8 +36,8 @@ def main() -> int:
     ap.add_argument("--results", default="qa_validation")
     args = ap.parse_args()
     results_name(args.results)  # before any work: a bare name only
-    from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
-    from ceg_cli.judges.verifier import SHIPPED
+    from ceg_cli.judges.checkers.crossenc import load_cross_encoder, score_pairs
+    from ceg_cli.judges.checkers.verifier import SHIPPED
     from ceg_cli.training.dataset import corpus_passages, to_examples
     from ceg_cli.training.qa import make_qa_pairs
     from ceg_cli.training.sources import split_of

@@ -12,7 +12,7 @@ copy, so the given directory is never written), FELM wk question + segment
 + right answer against the knowledge passages.
 
 For each query and each ``--retrieval`` method, the top ``--depth`` passages
-are reranked by the shipped verifier (``ceg_cli.judges.verifier``) scoring
+are reranked by the shipped verifier (``ceg_cli.judges.checkers.verifier``) scoring
 the query as the segment against each passage alone, as ``ceg check`` scores
 a segment against its evidence (the evidence window, the cross-encoder, the
 lexical analysis and the retrieval features, through ``verifier.assess``):
@@ -66,7 +66,7 @@ def rank_of(found: list[Any], target: frozenset[str]) -> int | None:
 
 def rerank_scores(judge: Any, query: str, hits: list[Any]) -> dict[str, list[float]]:
     """Each hit's verifier scores with ``query`` as the segment and the hit as evidence."""
-    from ceg_cli.judges.verifier import assess
+    from ceg_cli.judges.checkers.verifier import assess
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
     segment = Segment(0, 0, len(query), query)
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     methods = [m for m in args.retrieval.split(",") if m]
 
     from ceg_cli.index.dense.embedding import load_embedder
-    from ceg_cli.judges.verifier import SHIPPED, VerifierJudge
+    from ceg_cli.judges.checkers.verifier import SHIPPED, VerifierJudge
 
     embedder = load_embedder()
     judge = VerifierJudge(SHIPPED)

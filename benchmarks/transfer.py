@@ -97,8 +97,8 @@ from _common import (  # noqa: E402
 )
 
 from ceg_cli.claimsplit import carry_subject, split_claim  # noqa: E402
-from ceg_cli.judges.features import FEATURES  # noqa: E402
-from ceg_cli.judges.window import DEFAULT_WINDOW_WORDS  # noqa: E402
+from ceg_cli.judges.checkers.features import FEATURES  # noqa: E402
+from ceg_cli.judges.checkers.window import DEFAULT_WINDOW_WORDS  # noqa: E402
 from ceg_cli.training.qa import qa_claim  # noqa: E402
 from ceg_cli.training.sources import Pair  # noqa: E402
 
@@ -183,7 +183,7 @@ def load_all(data: Path, per_source: int, seed: int) -> list[tuple[str, Pair]]:
 def models(model: Path) -> tuple[Any, Any, Any]:
     """The embedder and the cross-encoder (int8, as ``ceg check`` runs it), loaded once."""
     from ceg_cli.index.dense.embedding import load_embedder
-    from ceg_cli.judges.crossenc import load_cross_encoder
+    from ceg_cli.judges.checkers.crossenc import load_cross_encoder
 
     return (load_embedder(None), *load_cross_encoder(model, quantize=True))
 
@@ -195,7 +195,7 @@ def features(pairs: list[Pair], model: Path, window_words: int, *,
     ``reuse_vectors``: embed each distinct text once (the parts of one segment
     share their evidence, whose passages would otherwise be embedded per part).
     """
-    from ceg_cli.judges.crossenc import score_pairs
+    from ceg_cli.judges.checkers.crossenc import score_pairs
     from ceg_cli.training.combiner import featurize, items_for
 
     embedder, tok, ce = models(model)
@@ -377,7 +377,7 @@ def thresholded(score: Callable[[np.ndarray], np.ndarray]) -> Design:
 
 
 def shipped_verifier(model: Path) -> Design:
-    from ceg_cli.judges.verifier import load_combiner
+    from ceg_cli.judges.checkers.verifier import load_combiner
 
     combiner = load_combiner(model)
 
@@ -580,7 +580,7 @@ def main() -> int:
                     help="synthetic pairs per domain for the synthcal designs (0: none)")
     args = ap.parse_args()
     results_name(args.results)  # before any work: a bare name only
-    from ceg_cli.judges.verifier import SHIPPED
+    from ceg_cli.judges.checkers.verifier import SHIPPED
 
     model = args.model or SHIPPED
     t0 = time.monotonic()

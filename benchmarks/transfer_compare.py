@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--results", default="transfer_compare")
     args = ap.parse_args()
     results_name(args.results)  # before any work: a bare name only
-    from ceg_cli.judges.verifier import SHIPPED
+    from ceg_cli.judges.checkers.verifier import SHIPPED
 
     rows = load_all(args.data, args.per_source, args.seed)
     domains = np.array([d for d, _ in rows])

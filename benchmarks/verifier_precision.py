@@ -32,8 +32,8 @@ def main() -> None:
     import numpy as np
 
     from ceg_cli.index.dense.embedding import load_embedder
-    from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
-    from ceg_cli.judges.verifier import assess, load_combiner
+    from ceg_cli.judges.checkers.crossenc import load_cross_encoder, score_pairs
+    from ceg_cli.judges.checkers.verifier import assess, load_combiner
     from ceg_cli.training.combiner import items_for
     from ceg_cli.training.dataset import VAL_CAPS, load_pairs
 

@@ -100,7 +100,7 @@ elif kill_at == "between-renames":
 gate = os.environ.get("CEG_TEST_JUDGE_GATE")
 if gate:
     from ceg_cli.judges import register
-    from ceg_cli.judges.offline import create
+    from ceg_cli.judges.offline.offline import create
 
     class Gated:
         """The offline judge, waiting at its second batch until GATE/go exists."""

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ceg_cli.judges.offline import SHIPPED
+from ceg_cli.judges.offline.offline import SHIPPED
 
 REPO = Path(__file__).resolve().parent.parent
 SCORES = REPO / "benchmarks" / "results" / "crosslang_cuts_scores.json"

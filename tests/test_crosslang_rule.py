@@ -21,8 +21,8 @@ import pytest
 from conftest import need_extra
 
 from ceg_cli.errors import UsageError
-from ceg_cli.judges.crossrule import CrossCut, CrossRule, load_cross_cut
-from ceg_cli.judges.offline import OfflineJudge, shipped_cross_cut
+from ceg_cli.judges.offline.crossrule import CrossCut, CrossRule, load_cross_cut
+from ceg_cli.judges.offline.offline import OfflineJudge, shipped_cross_cut
 from ceg_cli.types import FACTUAL, NONFACTUAL, SUPPORTED, Evidence, JudgeItem, Segment
 
 EVIDENCE = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall and "

@@ -85,6 +85,19 @@ ROOMS = {
         # Building writes everything, and reads what is already there.
         "build": 3,
     },
+    "judges": {
+        # The registry, a judge's cuts, what a judge says once.
+        "": 0,
+        "cuts": 0,
+        "once": 0,
+        "english_only": 0,
+        # The offline judge and its rules, and the cascade that starts with it.
+        "offline": 1,
+        # Model checkers (the verifier reads the offline judge's analysis).
+        "checkers": 2,
+        # The LLM judges (MiniCheck's prompt and chunks come from its checker).
+        "llm_judges": 3,
+    },
 }
 
 

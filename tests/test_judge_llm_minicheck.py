@@ -26,7 +26,7 @@ import pytest
 from llm_fakes import Action, FakeOpenAI
 
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.llm_minicheck import LlmMiniCheckJudge
+from ceg_cli.judges.llm_judges.llm_minicheck import LlmMiniCheckJudge
 from ceg_cli.llm.cache import LLMCache
 from ceg_cli.llm.client import ClientSettings, LLMClient
 from ceg_cli.llm.minicheck import minicheck_messages, support_from_logprobs

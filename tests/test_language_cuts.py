@@ -19,7 +19,7 @@ import pytest
 from ceg_cli import Checker
 from ceg_cli.errors import UsageError
 from ceg_cli.judges.cuts import load_cuts
-from ceg_cli.judges.offline import SHIPPED, OfflineJudge, shipped_cuts
+from ceg_cli.judges.offline.offline import SHIPPED, OfflineJudge, shipped_cuts
 from ceg_cli.types import FACTUAL, NONFACTUAL, Evidence, JudgeItem, Segment
 
 REPO = Path(__file__).resolve().parent.parent

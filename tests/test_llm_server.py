@@ -25,7 +25,7 @@ from test_prompt_injection import INJECTIONS
 
 from ceg_cli.errors import BackendError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.llm import LlmJudge
+from ceg_cli.judges.llm_judges.llm import LlmJudge
 from ceg_cli.llm import regenerate_response
 from ceg_cli.llm.minicheck import minicheck_messages, support_from_logprobs
 from ceg_cli.llm.prompts import JUDGE_SCHEMA, judge_messages, judge_response_format

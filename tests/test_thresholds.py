@@ -19,10 +19,10 @@ import pytest
 from ceg_cli import judges
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
+from ceg_cli.judges.checkers.verifier import SHIPPED as VERIFIER_DIR
 from ceg_cli.judges.cuts import OVERRIDE, Cut, Cuts, check_threshold, load_cuts, setting_of
-from ceg_cli.judges.offline import RULE_CUT, OfflineJudge
-from ceg_cli.judges.offline import SHIPPED as OFFLINE_DIR
-from ceg_cli.judges.verifier import SHIPPED as VERIFIER_DIR
+from ceg_cli.judges.offline.offline import RULE_CUT, OfflineJudge
+from ceg_cli.judges.offline.offline import SHIPPED as OFFLINE_DIR
 from ceg_cli.types import FACTUAL, NONFACTUAL, Evidence, JudgeItem, Segment
 
 REPO = Path(__file__).resolve().parent.parent

@@ -491,7 +491,7 @@ def _reply_cache(settings: RunSettings) -> Path | None:
     """The LLM reply cache's file on the driver's machine, where an LLM judges with one."""
     if not _uses_llm(settings):
         return None
-    from ..judges.llm import cache_path
+    from ..judges.llm_judges.llm import cache_path
 
     path = cache_path(settings.judge_options)
     return None if path is None else path.expanduser().absolute()

@@ -52,7 +52,7 @@ def train_command(
     """
     from ..errors import UsageError
     from ..index.dense.devices import resolve_device
-    from ..judges.verifier import SHIPPED
+    from ..judges.checkers.verifier import SHIPPED
     from ..training.adapt import adapt
 
     if math.isnan(minutes) or minutes <= 0:  # nan compares false: it was "no limit"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..corpus import iter_documents
 from ..index.build.chunking import chunk_document
-from ..judges.window import select_window
+from ..judges.checkers.window import select_window
 from .sources import SOURCES, Pair, read_source, split_of
 from .synthetic import Passage, make_pairs
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..errors import UsageError
-from ..types import FACTUAL, JUDGE_ERROR, NONFACTUAL, NOT_JUDGED, Verdict
+from ...errors import UsageError
+from ...types import FACTUAL, JUDGE_ERROR, NONFACTUAL, NOT_JUDGED, Verdict
 
 __all__ = ["UNPARSABLE_CHOICES", "unparsable_verdict"]
 

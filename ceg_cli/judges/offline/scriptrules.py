@@ -41,7 +41,7 @@ def _substitutions(
     found like a name. A sentence the evidence holds less of is a paraphrase or
     unsupported anyway: coverage decides as before.
     """
-    from ..lang import dominant_script
+    from ...lang import dominant_script
 
     if dominant_script(text) in _CASED_SCRIPTS:
         return ()
@@ -86,7 +86,7 @@ def _checkable(
     evidence only where the evidence writes Latin words at all; where it writes none,
     it may well hold the name transliterated ("Кеннеди"), which no lexical rule can
     match, and the name counts as a content word like the others."""
-    from ..lang import dominant_script
+    from ...lang import dominant_script
 
     if not any(s.kind == "name" for s in specs) or dominant_script(text) == "Latn":
         return specs

@@ -19,7 +19,7 @@ Read from Liyan06/MiniCheck, ``minicheck/inference.py`` and ``minicheck/minichec
 
 What differs is only the schedule: the reference runs one claim at a time;
 here every (chunk, claim) pair of a call is tokenized once, sorted by length
-and run in batches under ``torch.inference_mode`` (judges/batching.py: at most
+and run in batches under ``torch.inference_mode`` (judges/checkers/batching.py: at most
 ``batch_size`` pairs and, on a CPU, ``batch_tokens`` padded tokens a batch). The parity tests
 (tests/test_judge_minicheck.py) hold ids, chunks and scores to the reference
 loop within 1e-5.
@@ -38,10 +38,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..claims import has_claim
-from ..errors import UsageError
-from ..progress import library_bars_off
-from ..types import (
+from ...claims import has_claim
+from ...errors import UsageError
+from ...progress import library_bars_off
+from ...types import (
     FACTUAL,
     NO_CLAIM,
     NONFACTUAL,
@@ -50,8 +50,8 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .cuts import Cuts, one_cut
-from .english_only import EnglishOnly
+from ..cuts import Cuts, one_cut
+from ..english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
@@ -82,7 +82,7 @@ T5_LABEL_IDS = (3, 209)
 def sentences_with_newlines(text: str) -> list[str]:
     """Punkt sentences of each line, with a ``"\\n"`` item between lines (the reference's
     ``sent_tokenize_with_newlines``)."""
-    from ..sentences import punkt_tokenizer
+    from ...sentences import punkt_tokenizer
 
     punkt = punkt_tokenizer()
     out: list[str] = []
@@ -308,7 +308,7 @@ def claims_and_chunks(
 
 def locate_model(arg: str, prefix: str) -> str:
     """A local folder for ``arg``: a directory, or an alias / repo in the HF cache."""
-    from ..hub import cache_dir, cached_snapshot, resolve
+    from ...hub import cache_dir, cached_snapshot, resolve
 
     path = Path(arg).expanduser()
     if path.is_dir():
@@ -333,7 +333,7 @@ def locate_model(arg: str, prefix: str) -> str:
 
 def hub_name(arg: str) -> bool:
     """Whether ``arg`` can name a model on the hub (an alias or OWNER/NAME), not a path."""
-    from ..hub import check_name
+    from ...hub import check_name
 
     if arg.startswith((".", "~", "/", "\\")) or "\\" in arg:
         return False
@@ -394,8 +394,9 @@ def _load(
 
 def create(arg: str, options: Mapping[str, Any]) -> MiniCheckJudge:
     """``--judge minicheck:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``,
-    ``device``, ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
-    from ..index.dense.devices import resolve_device
+    ``device``, ``precision`` (judges/checkers/precision.py) and ``kernels``
+    (judges/checkers/kernels.py)."""
+    from ...index.dense.devices import resolve_device
     from .batching import batch_tokens_option
 
     batch_size = int(options.get("batch_size") or DEFAULT_BATCH_SIZE)

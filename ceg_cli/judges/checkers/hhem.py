@@ -18,7 +18,7 @@ read in its ``HHEMv2ForSequenceClassification.predict``:
 Here the same modules are built from transformers' own T5 classes and the
 weights loaded into them, so no code from the model repository runs. Pairs
 from every segment of a call are sorted by length and run in batches
-(judges/batching.py, shared with MiniCheck and the NLI judge).
+(judges/checkers/batching.py, shared with MiniCheck and the NLI judge).
 
 The premise is the segment's evidence, passages in rank order, one per line;
 HHEM reads it whole (it has no window), so a supported segment cites every
@@ -33,9 +33,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..claims import has_claim
-from ..errors import UsageError
-from ..types import (
+from ...claims import has_claim
+from ...errors import UsageError
+from ...types import (
     FACTUAL,
     NO_CLAIM,
     NONFACTUAL,
@@ -44,8 +44,8 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .cuts import Cuts, one_cut
-from .english_only import EnglishOnly
+from ..cuts import Cuts, one_cut
+from ..english_only import EnglishOnly
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = ["DEFAULT_PROMPT", "HhemJudge", "create", "load_hhem"]
@@ -164,7 +164,7 @@ class HhemJudge:
 
 
 def _foundation_dir(foundation: str, location: str) -> str:
-    from ..hub import cached_snapshot
+    from ...hub import cached_snapshot
 
     path = Path(foundation).expanduser()
     if path.is_dir():
@@ -226,8 +226,8 @@ def load_hhem(location: str, device: str = "cpu", precision: str = "float32",
 
 def create(arg: str, options: Mapping[str, Any]) -> HhemJudge:
     """``--judge hhem:ALIAS|DIR``; options ``batch_size``, ``batch_tokens``, ``device``,
-    ``precision`` (judges/precision.py) and ``kernels`` (judges/kernels.py)."""
-    from ..index.dense.devices import resolve_device
+    ``precision`` (judges/checkers/precision.py) and ``kernels`` (judges/checkers/kernels.py)."""
+    from ...index.dense.devices import resolve_device
     from .batching import batch_tokens_option
     from .minicheck import locate_model
 

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .offline import Analysis
+from ..offline.offline import Analysis
 
 __all__ = ["FEATURES", "Features", "compute"]
 

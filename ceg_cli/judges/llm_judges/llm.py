@@ -32,18 +32,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..claims import has_claim
-from ..errors import UsageError
-from ..llm.cache import CACHE_FILE, LLMCache, default_cache_path
-from ..llm.client import ClientSettings, Completion, LLMClient, MalformedReply, RequestRejected
-from ..llm.prompts import (
+from ...claims import has_claim
+from ...errors import UsageError
+from ...llm.cache import CACHE_FILE, LLMCache, default_cache_path
+from ...llm.client import ClientSettings, Completion, LLMClient, MalformedReply, RequestRejected
+from ...llm.prompts import (
     RESPONSE_FORMATS,
     JudgeReply,
     judge_messages,
     judge_response_format,
     parse_judge_reply,
 )
-from ..types import (
+from ...types import (
     CONTRADICTED,
     FACTUAL,
     NO_CLAIM,
@@ -269,9 +269,9 @@ def create(arg: str, options: Mapping[str, Any]) -> LlmJudge | LlmMiniCheckJudge
     the run's warnings) and ``preflight`` (true: check the endpoint and the model
     now, raising ``BackendError`` if either is missing).
     """
-    from .cuts import OPTION, Cuts, one_cut
+    from ..checkers.minicheck import AUTHORS_CUT
+    from ..cuts import OPTION, Cuts, one_cut
     from .llm_minicheck import CHUNK_WORDS, MAX_TOKENS, THRESHOLD, LlmMiniCheckJudge
-    from .minicheck import AUTHORS_CUT
 
     model = arg.strip()
     if not model:

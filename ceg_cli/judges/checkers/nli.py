@@ -34,10 +34,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..claims import has_claim
-from ..errors import UsageError
-from ..progress import library_bars_off
-from ..types import (
+from ...claims import has_claim
+from ...errors import UsageError
+from ...progress import library_bars_off
+from ...types import (
     CONTRADICTED,
     FACTUAL,
     NO_CLAIM,
@@ -47,7 +47,7 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .cuts import Cuts, one_cut
+from ..cuts import Cuts, one_cut
 from .precision import for_inference, kernels_option, precision_option
 
 __all__ = [
@@ -474,12 +474,12 @@ def create(arg: str, options: Mapping[str, Any]) -> NliJudge:
         raise UsageError(f"--judge nli:{arg}: a local model must be a directory")
     location = str(path.resolve()) if path.exists() else arg
     if not path.exists():
-        from ..hub import cached_snapshot, resolve
+        from ...hub import cached_snapshot, resolve
 
         # An alias of `ceg models list` (nli:deberta-v3-large-nli) names a hub model.
         snapshot = cached_snapshot(arg)
         location = str(snapshot) if snapshot is not None else resolve(arg)
-    from ..index.dense.devices import resolve_device
+    from ...index.dense.devices import resolve_device
     from .batching import batch_tokens_option
 
     device = resolve_device(str(options.get("device", "cpu")))

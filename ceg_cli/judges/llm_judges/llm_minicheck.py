@@ -35,15 +35,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from ..llm.client import Completion, LLMClient, MalformedReply, RequestRejected
-from ..llm.minicheck import (
+from ...llm.client import Completion, LLMClient, MalformedReply, RequestRejected
+from ...llm.minicheck import (
     TOP_LOGPROBS,
     minicheck_messages,
     says_yes_or_no,
     support_from_logprobs,
     support_from_text,
 )
-from ..types import (
+from ...types import (
     FACTUAL,
     NONFACTUAL,
     NOT_ENOUGH_EVIDENCE,
@@ -52,10 +52,10 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from .cuts import Cuts
+from ..checkers.minicheck import AUTHORS_CUT, DocChunk, claims_and_chunks, doc_chunks
+from ..cuts import Cuts
+from ..once import SayOnce
 from .llm_base import LlmJudgeBase
-from .minicheck import AUTHORS_CUT, DocChunk, claims_and_chunks, doc_chunks
-from .once import SayOnce
 
 __all__ = ["CHUNK_WORDS", "THRESHOLD", "LlmMiniCheckJudge"]
 
@@ -116,7 +116,7 @@ class LlmMiniCheckJudge(LlmJudgeBase):
 
     @staticmethod
     def sentences(claim: str) -> list[str]:
-        from ..sentences import punkt_tokenizer
+        from ...sentences import punkt_tokenizer
 
         return punkt_tokenizer().tokenize(claim) or [claim]
 

@@ -23,7 +23,7 @@ activations turned the different rounding into a support probability 8e-4
 away from the authors' on the random-weight HHEM, where PyTorch's layers stayed
 within 6e-6. Where the operator is missing or gives a different product on a
 probe, nothing is changed. The ``kernels`` option ``torch`` (read by
-judges/precision.py, which calls ``use_kernels`` for every checker it readies)
+judges/checkers/precision.py, which calls ``use_kernels`` for every checker it readies)
 keeps PyTorch's own linear layers (the benchmark's reference loop runs the
 authors' code that way). Import this module only where torch is needed: it
 imports torch.

@@ -39,7 +39,7 @@ def _quoted(a: Analysis, missing_keys: set[str]) -> list[str]:
     without spaces is read as overlapping pairs of characters; a missing pair is
     quoted as the stretch of that text around it that no pair found in the
     evidence touches ("斯塔基拉", not "斯塔", "塔基", "基拉")."""
-    from ..lang import BIGRAM_SCRIPTS, char_script
+    from ...lang import BIGRAM_SCRIPTS, char_script
 
     held: set[int] = set()
     for t, c in zip(a.content, a.covered):

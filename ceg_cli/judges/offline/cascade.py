@@ -21,8 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from ..errors import UsageError
-from ..types import NONFACTUAL, NOT_ENOUGH_EVIDENCE, JudgeItem, Verdict
+from ...errors import UsageError
+from ...types import NONFACTUAL, NOT_ENOUGH_EVIDENCE, JudgeItem, Verdict
 
 PREFIX = "cascade"
 USAGE = "cascade:JUDGE (e.g. cascade:nli:mdeberta-v3-base-xnli)"
@@ -75,8 +75,8 @@ class CascadeJudge:
 def create(arg: str, options: Mapping[str, Any]) -> CascadeJudge:
     """Registry factory for ``--judge cascade:JUDGE``. ``judge_threshold`` is the offline
     judge's; JUDGE gets every other option."""
-    from . import create_judge
-    from .cuts import OPTION, SOURCE_OPTION
+    from .. import create_judge
+    from ..cuts import OPTION, SOURCE_OPTION
     from .offline import create as offline
 
     inner_name = arg.strip()

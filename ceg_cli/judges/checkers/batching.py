@@ -43,7 +43,7 @@ PADDING_LIMIT = 1.25
 
 def batch_tokens_option(options: Mapping[str, Any], device: str, judge: str) -> int | None:
     """The ``batch_tokens`` option, or the device's default (None: no budget)."""
-    from ..errors import UsageError
+    from ...errors import UsageError
 
     value = options.get("batch_tokens")
     if value is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 from urllib.parse import urlsplit
 
-from ..llm.client import LLMClient
-from ..types import NOT_JUDGED, Verdict
+from ...llm.client import LLMClient
+from ...types import NOT_JUDGED, Verdict
 from .unreadable import unparsable_verdict
 
 __all__ = ["LlmJudgeBase"]

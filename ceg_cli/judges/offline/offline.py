@@ -33,9 +33,9 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
-from ..claims import has_claim
-from ..errors import UsageError
-from ..types import (
+from ...claims import has_claim
+from ...errors import UsageError
+from ...types import (
     FACTUAL,
     NO_CLAIM,
     NONFACTUAL,
@@ -44,10 +44,10 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
+from ..cuts import Cut, Cuts, load_cuts, overridden
 from .analysis import Analysis
 from .crosslang import CrossLanguage
 from .crossrule import CrossCut, CrossRule, load_cross_cut
-from .cuts import Cut, Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
 from .scriptrules import _checkable, _substitutions, _units
@@ -61,7 +61,7 @@ MIN_COVERAGE = 0.1
 #: less than 0.5. The verifier's ``lexical_support`` feature is this rule.
 RULE_CUT = 0.5
 #: Where the shipped cuts are (``thresholds.json``).
-SHIPPED = Path(__file__).resolve().parent.parent / "models" / "offline"
+SHIPPED = Path(__file__).resolve().parents[2] / "models" / "offline"
 #: At most this many passages are cited for a supported segment.
 MAX_CITED = 3
 

@@ -114,7 +114,7 @@ def reading_language(language: str | None, text: str) -> str | None:
     one, Latin text keeps the English rules and text in another script is read in
     the language the detector names for it (or by its script alone, ``und-Xxxx``).
     """
-    from ..lang import ENGLISH, base_language, detect, dominant_script
+    from ...lang import ENGLISH, base_language, detect, dominant_script
 
     if language:
         code = base_language(language)
@@ -133,8 +133,8 @@ class Reader:
     """Tokens and specifics of text in one language (see the module's docstring)."""
 
     def __init__(self, language: str) -> None:
-        from ..lang import base_language, stemmer, stopwords
-        from ..lang.stem import light_stemmer
+        from ...lang import base_language, stemmer, stopwords
+        from ...lang.stem import light_stemmer
 
         self.language = language
         self.code = base_language(language)
@@ -150,7 +150,7 @@ class Reader:
 
     def tokenize(self, text: str) -> list[Token]:
         """Words (or pairs of characters) and numbers, with their keys and offsets."""
-        from ..lang import fold, numbers, words
+        from ...lang import fold, numbers, words
 
         nums = numbers(text, self.code if self.code != "und" else None)
         out = [Token(n.text, n.key, n.start, True, True) for n in nums]
@@ -178,7 +178,7 @@ class Reader:
 
     def _pairs(self, run: str, offset: int) -> list[Token]:
         """Overlapping pairs of characters (grapheme clusters) of an unspaced run."""
-        from ..lang import fold
+        from ...lang import fold
 
         clusters = _clusters(run)
         if len(clusters) == 1:
@@ -205,7 +205,7 @@ class Reader:
         """The numbers and names of a segment (see the module's docstring); ``nouns``:
         keys the evidence uses as common nouns (``evidence_nouns``), never names;
         ``held``: the keys the evidence holds (None: not known)."""
-        from ..lang import char_script, dominant_script
+        from ...lang import char_script, dominant_script
 
         out = [Specific("number", t.text, (t.key,), i) for i, t in enumerate(toks) if t.number]
         cased_text = dominant_script(text) in _CASED

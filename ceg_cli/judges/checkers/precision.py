@@ -1,5 +1,5 @@
 """How a checker model computes: its float width (``--judge-precision``) and, on a
-CPU, its matrix-product kernels (the ``kernels`` option, judges/kernels.py).
+CPU, its matrix-product kernels (the ``kernels`` option, judges/checkers/kernels.py).
 
 ``float32`` (the default) is what the parity tests hold to the authors' code
 within 1e-5. ``bfloat16`` halves the weights' memory and, on a GPU (and a CPU
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import UsageError
+from ...errors import UsageError
 
 PRECISIONS = ("float32", "bfloat16", "float16")
 DEFAULT_PRECISION = "float32"
@@ -40,7 +40,8 @@ def precision_option(options: Mapping[str, Any], device: str, judge: str) -> str
 
 
 def kernels_option(options: Mapping[str, Any], judge: str) -> str:
-    """The ``kernels`` option: ``onednn`` (the default) or ``torch`` (judges/kernels.py)."""
+    """The ``kernels`` option: ``onednn`` (the default) or ``torch``
+    (judges/checkers/kernels.py)."""
     kernels = str(options.get("kernels") or DEFAULT_KERNELS)
     if kernels not in KERNELS:
         raise UsageError(f"--judge {judge}: kernels must be one of {', '.join(KERNELS)}, "

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..progress import library_bars_off
+from ...errors import UsageError
+from ...progress import library_bars_off
 
 __all__ = ["encode", "first_line", "load_cross_encoder", "score_pairs", "weights_file"]
 

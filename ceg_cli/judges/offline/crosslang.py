@@ -31,10 +31,10 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
-from ..lang import UNDETERMINED, base_language, detect, language_name
-from .cuts import Cuts
-from .english_only import ADVICE, given_language
-from .once import SayOnce
+from ...lang import UNDETERMINED, base_language, detect, language_name
+from ..cuts import Cuts
+from ..english_only import ADVICE, given_language
+from ..once import SayOnce
 
 #: Passages read to tell the evidence's language where a verdict cites none, and how
 #: sure the detector must be.

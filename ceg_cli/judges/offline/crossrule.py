@@ -38,9 +38,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, Verdict
-from .cuts import read_thresholds_file
+from ...errors import UsageError
+from ...types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, Verdict
+from ..cuts import read_thresholds_file
 
 #: The key of the rule's cut in ``thresholds.json``.
 KEY = "crosslang"
@@ -79,7 +79,7 @@ def load_cross_cut(path: Path) -> CrossCut | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise UsageError(f"{path}: field '{KEY}.cosine' is {value!r}; a number from 0 to 1 "
                          "is expected")
-    from ..index.dense.packaged import packaged_model
+    from ...index.dense.packaged import packaged_model
 
     model = given.get("model")
     if not isinstance(model, str) or packaged_model(model) is None:
@@ -91,7 +91,7 @@ def load_cross_cut(path: Path) -> CrossCut | None:
 
 def scripts_of(texts: Sequence[str]) -> frozenset[str]:
     """The scripts ``texts`` write words in (two letters or more of one)."""
-    from ..lang.script import script_counts
+    from ...lang.script import script_counts
 
     counts: dict[str, int] = {}
     for text in texts:
@@ -104,7 +104,7 @@ def names_and_numbers(analysis: Any, evidence: Sequence[Any]) -> tuple[list[Any]
     """The specifics of ``analysis`` (``offline.analyse``) asked of evidence in another
     language, and those of them not found: every number, and each name written in a
     script the evidence writes."""
-    from ..lang import dominant_script
+    from ...lang import dominant_script
 
     written = scripts_of([t for e in evidence for t in (e.text, e.title or "")])
     asked, missing = [], []
@@ -120,7 +120,7 @@ def names_and_numbers(analysis: Any, evidence: Sequence[Any]) -> tuple[list[Any]
 def evidence_sentences(item: Any, language: str | None) -> list[tuple[int, str]]:
     """(passage index, sentence) of the item's evidence, split as ceg splits text in
     ``language``."""
-    from ..sentences import sentence_spans
+    from ...sentences import sentence_spans
 
     out: list[tuple[int, str]] = []
     for i, passage in enumerate(item.evidence[:MAX_PASSAGES]):
@@ -253,7 +253,7 @@ class CrossRule:
 def _load_packaged(name: str) -> Any:
     """The packaged embedder ``name`` (``index/dense/packaged.py``); UsageError where its
     package is missing or its engine does not load here."""
-    from ..index.dense.packaged import E5Embedder, UseEmbedder, packaged_model
+    from ...index.dense.packaged import E5Embedder, UseEmbedder, packaged_model
 
     model = packaged_model(name)
     if model is None:

@@ -36,8 +36,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..types import (
+from ...errors import UsageError
+from ...types import (
     CONTRADICTED,
     FACTUAL,
     NONFACTUAL,
@@ -46,15 +46,15 @@ from ..types import (
     JudgeItem,
     Verdict,
 )
-from . import offline
-from .cuts import Cuts, load_cuts, overridden
+from ..cuts import Cuts, load_cuts, overridden
+from ..offline import offline
 from .features import FEATURES, Features, compute
 from .window import DEFAULT_WINDOW_WORDS, Window, select_window
 
 __all__ = ["SHIPPED", "Assessment", "Combiner", "VerifierJudge", "assess", "create",
            "load_combiner", "model_cuts"]
 
-SHIPPED = Path(__file__).resolve().parent.parent / "models" / "verifier"
+SHIPPED = Path(__file__).resolve().parents[2] / "models" / "verifier"
 COMBINER_FILE = "combiner.json"
 COMBINER_FORMAT = 1
 
@@ -296,7 +296,7 @@ def model_cuts(directory: Path, combiner: Combiner) -> Cuts:
 
 def create(arg: str, options: Mapping[str, Any]) -> VerifierJudge:
     """Registry factory: ``verifier`` (the shipped model) or ``verifier:DIR``."""
-    from ..index.dense.devices import resolve_device
+    from ...index.dense.devices import resolve_device
 
     device = resolve_device(str(options.get("device", "cpu")))
     if not arg:

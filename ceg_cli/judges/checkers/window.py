@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..sentences import sentence_spans
-from .offline import is_content, specifics, tokenize
+from ...sentences import sentence_spans
+from ..offline.offline import is_content, specifics, tokenize
 
 __all__ = ["DEFAULT_WINDOW_WORDS", "Window", "select_window"]
 
