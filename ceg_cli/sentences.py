@@ -22,7 +22,7 @@ question mark ``؟``, the Urdu full stop ``۔``, the Armenian, Ethiopic, Khmer,
 Burmese and Tibetan full stops, ...), with the closing quotes and brackets that
 follow it. Thai and Lao write no full stop: a space there ends a sentence
 when the text on each side of it is at least ``THAI_MIN_CHARS`` long (measured
-choice, docs/measurements.md). ``benchmarks/sentence_split.py`` compared these
+choice, docs/measurements.md). ``benchmarks/languages/sentence_split.py`` compared these
 rules with pysbd, sentencex and blingfire on XNLI paragraphs (figures in
 docs/measurements.md).
 

@@ -12,7 +12,7 @@ size of a ranged build's ranges (``corpus.ranges.RANGE_BYTES``).
 ``kill_and_resume`` is the random-kill loop of ``ceg check``.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
-CI; ``benchmarks/reliability.py`` runs 50).
+CI; ``benchmarks/check/reliability.py`` runs 50).
 """
 
 from __future__ import annotations

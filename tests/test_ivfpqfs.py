@@ -3,7 +3,7 @@
 The same type at a few thousand vectors: the lists, the two-level k-means,
 the fast-scan codes, the calibration on held-out passages and the settings
 written into the file are the code a 30 M build runs. Figures at scale are in
-docs/measurements.md ("Search at scale", ``benchmarks/search_scale.py``).
+docs/measurements.md ("Search at scale", ``benchmarks/search/search_scale.py``).
 """
 
 from __future__ import annotations

@@ -338,7 +338,7 @@ def test_a_build_beyond_bm25s_s_limit_builds_the_lexical_part_on_tantivy(
 
 def test_top_selects_only_among_scores_at_or_above_a_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     # Most passages hold no query word (score 0); choosing among all N of them
-    # was the slow part of a query at 1 M passages (benchmarks/lexical_scale.py).
+    # was the slow part of a query at 1 M passages (benchmarks/search/lexical_scale.py).
     rng = np.random.default_rng(16)
     scores = np.zeros(100_000, dtype=np.float32)
     scores[rng.choice(len(scores), 300, replace=False)] = rng.random(300).astype(np.float32)

@@ -189,7 +189,7 @@ def test_hostile_responses_go_through_the_real_model(
     llama_server: str, record_property: pytest.RecordProperty
 ) -> None:
     # What the tiny model does with them is reported, not asserted: it is a
-    # property of the model (benchmarks/llm_throughput.py --injection measures it).
+    # property of the model (benchmarks/check/llm_throughput.py --injection measures it).
     judge = create_judge(f"llm:{MODEL}", options(llama_server, None, concurrency=2))
     verdicts = judge.judge(items(INJECTIONS))
     labels = [v.label for v in verdicts]

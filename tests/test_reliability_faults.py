@@ -12,7 +12,7 @@ them at stratified random moments of a measured uninterrupted run:
   the next build must clean up after the killed one.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
-CI; ``benchmarks/reliability.py`` runs 50). Each test records its row of the
+CI; ``benchmarks/check/reliability.py`` runs 50). Each test records its row of the
 reliability table.
 """
 

@@ -8,7 +8,7 @@ corpus files go through ``ceg index build`` over an existing index, which must
 survive untouched; broken index directories through ``ceg check``, which must
 stop before it writes anything.
 
-Each test records its row of the reliability table (``benchmarks/reliability.py``).
+Each test records its row of the reliability table (``benchmarks/check/reliability.py``).
 """
 
 from __future__ import annotations

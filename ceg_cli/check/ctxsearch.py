@@ -11,7 +11,7 @@ top ``k`` of its record's passages (``--contexts-retrieval``):
   search of a whole corpus brings in by chance. Nothing is embedded, so a
   passage's ``similarity`` is null, unless the judge reads similarities (the
   verifier), when the cosine of each passage kept is computed and reported.
-  Measured (``benchmarks/contexts_speed.py``): embedding every record's
+  Measured (``benchmarks/check/contexts_speed.py``): embedding every record's
   passages cost most of a run, 6.4 segments/s against 51.6 for an index on 2
   cores.
 - ``dense`` and ``hybrid``: exactly as an index ranks (cosine, or its fusion with

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 #: Calibrated for the default model (all-MiniLM-L6-v2) on FELM and HaluEval
-#: (benchmarks/judge_design.py, "calibrate"): passages from a case's own
+#: (benchmarks/judges/judge_design.py, "calibrate"): passages from a case's own
 #: reference have median similarity 0.50-0.68, others ~0.28 with the 90th
 #: percentile at 0.36-0.42; at 0.35 the rule keeps 78-90 % of own passages at
 #: ranks 2-5 and 16-28 % of the others. The paper's 0.5 was for SimCSE.

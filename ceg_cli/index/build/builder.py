@@ -441,7 +441,7 @@ def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOpti
 
     On a GPU the work in front of the model (reading, chunking, tokenizing) is
     the limit; on the CPU the model itself is, and reader processes would take
-    cores from it (``benchmarks/gpu_build.py``).
+    cores from it (``benchmarks/gpu/gpu_build.py``).
     """
     if options.engine != "local" or options.workers is not None:
         return options

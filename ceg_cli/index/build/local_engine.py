@@ -53,7 +53,7 @@ def fill_here(
     position = work.position
     # Where the model allows it, the reading thread tokenizes too (the
     # tokenizer releases the GIL), and the model runs on batches of similar
-    # token length: 1.18x encode's rate on 2 cores (benchmarks/gpu_build.py).
+    # token length: 1.18x encode's rate on 2 cores (benchmarks/gpu/gpu_build.py).
     state = state_of(embedder)
     report.pretokenized = state is not None
     for batch, position, ids in produce_in_background(

@@ -11,7 +11,7 @@ to ONNX and run by ONNX Runtime on the CPU) or ``onnx-int8`` (that export with
 int8 weights, per channel). The ONNX backends need the optional extra
 ``ceg-cli[fast]`` (``onnxruntime``, ``onnx``); their exports are cached under
 ``$CEG_CACHE_DIR/onnx/``, keyed by the weights' digest. The agreement of each
-with the float model is measured in ``benchmarks/embed_speed.py``.
+with the float model is measured in ``benchmarks/build/embed_speed.py``.
 
 The ONNX export is ``onnxexport``; ``--device`` and ``--precision`` are ``devices``.
 """
@@ -42,7 +42,7 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2", "default"}
 BACKENDS = ("torch", "onnx", "onnx-int8")
 DEFAULT_BACKEND = BACKENDS[0]
 #: Said when a build uses a backend below the agreement bar (cosine >= 0.99 with
-#: the float model on every passage), from benchmarks/embed_speed.py on 2,000
+#: the float model on every passage), from benchmarks/build/embed_speed.py on 2,000
 #: enwiki sample passages.
 BACKEND_WARNINGS = {
     "onnx-int8": "--backend onnx-int8 is 1.8x faster than torch here but below the "
@@ -412,7 +412,7 @@ def query_backend(model_meta: dict[str, Any]) -> str:
     Queries use the backend that built the index. Where that backend cannot
     load here (``onnxruntime`` not installed), the float model stands in: its
     vectors agree with the ONNX backends' at cosine >= 0.99 on real passages
-    (``benchmarks/embed_speed.py``), so retrieval changes little.
+    (``benchmarks/build/embed_speed.py``), so retrieval changes little.
     """
     from .packaged import PACKAGED_BACKENDS
     from .static import STATIC_BACKEND

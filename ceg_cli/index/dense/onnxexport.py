@@ -53,7 +53,7 @@ def onnx_export(model: Any, location: str, *, quantized: bool) -> Path:
 
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         # Per channel: per-tensor int8 weights fall under 0.99 cosine with the
-        # float model on real passages (benchmarks/embed_speed.py).
+        # float model on real passages (benchmarks/build/embed_speed.py).
         with _library_noise_hidden():
             quantize_dynamic(str(float_path), str(tmp), weight_type=QuantType.QInt8,
                              per_channel=True)

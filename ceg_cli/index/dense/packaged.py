@@ -16,7 +16,7 @@ sentence-transformers models (``embedding.load_embedder``):
   has ``embed_queries`` beside ``embed`` (passages). Texts past 512 tokens are
   embedded in windows and averaged by the engine.
 
-``multilingual`` names the one ``benchmarks/multilingual_embed.py`` measured
+``multilingual`` names the one ``benchmarks/languages/multilingual_embed.py`` measured
 better (docs/measurements.md), and is what an index whose documents are not
 all English is built with by default (``default_model_for``).
 """
@@ -177,7 +177,7 @@ class E5Embedder:
 #: Ctrl-C and SIGTERM take effect only when it returns: 64 texts a call made that
 #: tens of seconds for long segments, and a 56,000-character answer in one text took
 #: one call of 37 s. Now a call takes about a second at most on 2 busy cores
-#: (``benchmarks/segment_bound.py``). The torch models need no such bound: their
+#: (``benchmarks/check/segment_bound.py``). The torch models need no such bound: their
 #: Python runs between layers, and a signal stops them within a tenth of a second.
 E5_CALL_WEIGHT = 4096
 

@@ -191,7 +191,7 @@ class StaticEmbedder:
     def _pool(self, texts: list[str]) -> np.ndarray:
         """Sum the token vectors of each text as a sparse (texts x vocabulary) count matrix
         times the vectors: no (tokens x dimension) array is made, so the fast tokenizer,
-        not the pooling, bounds the rate (benchmarks/static_embed.py)."""
+        not the pooling, bounds the rate (benchmarks/build/static_embed.py)."""
         import numpy as np
         from scipy.sparse import csr_matrix
 

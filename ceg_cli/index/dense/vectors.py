@@ -107,7 +107,7 @@ def requested_type(requested: str, old_meta: dict[str, Any] | None) -> str:
 def convert(flat: Any, kind: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
     """``flat`` (an ``IndexFlatIP`` in memory) as an index of ``kind``, and its parameters.
 
-    For experiments (``benchmarks/index_types.py``); a build streams instead
+    For experiments (``benchmarks/search/index_types.py``); a build streams instead
     (``write_vectors``).
     """
     import faiss

@@ -22,7 +22,7 @@ Dense stays the default because hybrid did not win on the project's dev data:
 it finds the right passage first more often for HaluEval (+3.2 points at
 rank 1) and the enwiki leads (+5.8), less often for FELM segments (-3.4), and
 ``ceg eval`` with the offline judge lost 1.9 points of FELM balanced accuracy
-for 0.2 on HaluEval (``benchmarks/retrieval_recall.py``, ``benchmarks/quality.py``).
+for 0.2 on HaluEval (``benchmarks/search/retrieval_recall.py``, ``benchmarks/judges/quality.py``).
 
 Every hit keeps its cosine as ``score`` whatever the method, so the CEG
 threshold rule (``retrieve.apply_threshold``) keeps its meaning.
@@ -88,7 +88,7 @@ def build_lexical(
 
     bm25s cannot add to an index, so an ``--append`` rebuilds it from all the
     passages (about 0.4 s per 5,800 passages on 2 cores; 400 s, 3.9 GB of
-    memory and 0.5 GB on disk per million: ``benchmarks/lexical_scale.py``);
+    memory and 0.5 GB on disk per million: ``benchmarks/search/lexical_scale.py``);
     past ``LEXICAL_AUTO_MAX`` passages (or with ``engine="tantivy"``) tantivy
     writes it streamed, in bounded memory (``lexical_tantivy``).
     Returns the ``lexical`` entry of meta.json.
@@ -189,7 +189,7 @@ def add_lexical_hint(path: Path, meta: Mapping[str, Any]) -> str:
 
 #: Passages up to which a build makes the lexical part unless told (``--lexical``,
 #: bm25s builds in memory, about 3.9 GB per million passages
-#: (``benchmarks/lexical_scale.py``): this many take about 8 GB, a third of the
+#: (``benchmarks/search/lexical_scale.py``): this many take about 8 GB, a third of the
 #: project's 24 GB machine. Beyond it tantivy builds the lexical part
 #: (``lexical_engine``); builds before that left it out.
 LEXICAL_AUTO_MAX = 2_000_000
@@ -437,7 +437,7 @@ def _pool(scores: np.ndarray, depth: int) -> np.ndarray:
     lowest positions among the zeros. Sorting or partitioning the whole array
     instead costs what its size does, and most of it is zeros (passages
     without a query word): ``argpartition`` over 1 M BM25 scores took 70-90 ms,
-    the cut 3-4 ms (``benchmarks/lexical_scale.py``).
+    the cut 3-4 ms (``benchmarks/search/lexical_scale.py``).
     """
     import numpy as np
 

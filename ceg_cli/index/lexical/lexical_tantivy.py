@@ -208,7 +208,7 @@ class TantivyLexical:
     which scores every passage holding a query term (no block-max WAND): the time of
     a query grows with the postings of its terms. Searched with ``count=False`` (no
     count of the matches to keep) and the ids read from the fast field, not the doc
-    store (``benchmarks/lexical_scale.py``, docs/measurements.md).
+    store (``benchmarks/search/lexical_scale.py``, docs/measurements.md).
 
     ``max_terms`` (None: every term; ``store.Index`` gives 10 past 2,000,000
     passages unless told otherwise, since it changes results): only the query's

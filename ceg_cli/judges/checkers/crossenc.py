@@ -111,7 +111,7 @@ def load_cross_encoder(
         import warnings
 
         # Dynamic int8 linear layers: about 2x the pairs/s of float32 on CPU
-        # (benchmarks/verifier_precision.py measures the agreement). torch
+        # (benchmarks/judges/verifier_precision.py measures the agreement). torch
         # marks torch.ao.quantization deprecated; torch is pinned, and the
         # warning would print on every run.
         with warnings.catch_warnings():

@@ -7,7 +7,7 @@ the 2-core machine this was measured on runs at 70-95 GFLOP/s where oneDNN's
 inner product (the kernel PyTorch's own compiler, inductor, picks for linear
 layers on a CPU) runs the same products at 95-130 GFLOP/s, and a RoBERTa-base
 layer stack's linears cost 1.23-1.29 ms a token in oneDNN against 1.37-1.73 in
-MKL (batches of 200-2,048 rows; ``benchmarks/checker_speed.py`` gives the whole
+MKL (batches of 200-2,048 rows; ``benchmarks/check/checker_speed.py`` gives the whole
 judge's figure). oneDNN sums in another order, so a score moves by float
 rounding only (at most 8e-7 on a logit in that measurement; the parity tests
 hold every family to the authors' code within 1e-5 with it on).

@@ -6,7 +6,7 @@ within 1e-5. ``bfloat16`` halves the weights' memory and, on a GPU (and a CPU
 with bfloat16 instructions), runs faster; it keeps float32's range, so T5
 models (MiniCheck Flan-T5, HHEM), which overflow in float16, stay finite.
 ``float16`` is for CUDA only (a CPU runs it slowly or not at all) and is
-refused for T5. Scores move: ``benchmarks/checker_speed.py --precision P``
+refused for T5. Scores move: ``benchmarks/check/checker_speed.py --precision P``
 reports the largest difference from float32 and how many verdicts change,
 and the softmax is always taken in float32.
 """

@@ -15,7 +15,7 @@ therefore decides on what can be compared:
   languages, docs/measurements.md), between the
   segment and its best evidence sentence must reach the cut fitted by the
   protocol on XNLI dev's parallel pairs, premise in one language and hypothesis
-  in another (``benchmarks/crosslang_cuts.py --ship``; re-fitted by
+  in another (``benchmarks/languages/crosslang_cuts.py --ship``; re-fitted by
   ``tests/test_crosslang_cuts.py``).
 
 A segment with both is supported, citing the passage of its best sentence and

@@ -6,7 +6,7 @@ capitalized name) occurs in one retrieved passage and at least
 passages that hold them. Otherwise it is *not enough evidence*, and the reason
 names what is missing: "'94' and 'reactors' not in the evidence".
 
-The rule comes from measurement; ``benchmarks/judge_design.py`` is the record.
+The rule comes from measurement; ``benchmarks/judges/judge_design.py`` is the record.
 The specifics of a segment that the evidence lacks carry most of the signal,
 the share of its content words found carries some, while cosine similarity
 and Knowledge-F1 carry little or point the wrong way. Only shares and
@@ -54,7 +54,7 @@ from .scriptrules import _checkable, _substitutions, _units
 
 #: A segment needs at least this share of its content words in the evidence.
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
-#: words appear from being "supported" (see benchmarks/judge_design.py).
+#: words appear from being "supported" (see benchmarks/judges/judge_design.py).
 MIN_COVERAGE = 0.1
 #: The rule's own cut on the score: a segment whose specifics are all found (with
 #: ``MIN_COVERAGE`` of its words) scores at least 0.5 + MIN_COVERAGE / 2, any other
