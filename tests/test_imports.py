@@ -228,20 +228,15 @@ def test_imports_point_down_the_floors() -> None:
     assert upward == []
 
 
-def room_of(module: str) -> tuple[str, str] | None:
+def room_of(module: str, rooms: dict[str, dict[str, int]] = ROOMS) -> tuple[str, str] | None:
     """``(part, room)`` for a module of a part divided into rooms, else None."""
     parts = module.split(".")
-    if len(parts) < 2 or parts[1] not in ROOMS:
+    if len(parts) < 2 or parts[1] not in rooms:
         return None
     room = parts[2] if len(parts) > 2 else ""
-    if room not in ROOMS[parts[1]]:
+    if room not in rooms[parts[1]]:
         raise AssertionError(f"{module}: give it a room in ROOMS[{parts[1]!r}]")
     return parts[1], room
-
-
-def is_subpackage(module: str) -> bool:
-    part, room = room_of(module) or ("", "")
-    return bool(room) and (PACKAGE / part / room).is_dir()
 
 
 def test_every_module_of_a_divided_part_has_a_room() -> None:
@@ -250,21 +245,32 @@ def test_every_module_of_a_divided_part_has_a_room() -> None:
         assert {room for p, room in rooms if p == part} == set(floors), part
 
 
-def test_imports_point_down_the_floors_inside_a_part() -> None:
+def wrong_inside_parts(root: Path = PACKAGE,
+                       rooms: dict[str, dict[str, int]] = ROOMS) -> list[str]:
+    """Imports inside a divided part that point up its floors, or across one floor from
+    a subpackage to another."""
+    def is_subpackage(module: str) -> bool:
+        part, room = room_of(module, rooms) or ("", "")
+        return bool(room) and (root / part / room).is_dir()
+
     wrong = []
-    for name, deps in sorted(import_graph().items()):
-        here = room_of(name)
+    for name, deps in sorted(import_graph(root).items()):
+        here = room_of(name, rooms)
         for dep in sorted(deps):
-            there = room_of(dep)
+            there = room_of(dep, rooms)
             if here is None or there is None or here[0] != there[0] or here == there:
                 continue
-            floors = ROOMS[here[0]]
+            floors = rooms[here[0]]
             if floors[there[1]] > floors[here[1]]:
                 wrong.append(f"{name} (floor {floors[here[1]]}) imports {dep} "
                              f"(floor {floors[there[1]]})")
             elif floors[there[1]] == floors[here[1]] and is_subpackage(name) and is_subpackage(dep):
                 wrong.append(f"{name} imports {dep}: two rooms on one floor")
-    assert wrong == []
+    return wrong
+
+
+def test_imports_point_down_the_floors_inside_a_part() -> None:
+    assert wrong_inside_parts() == []
 
 
 def private_imports(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
@@ -286,12 +292,40 @@ def private_imports(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
     return out
 
 
+def private_across_rooms(root: Path = PACKAGE,
+                         rooms: dict[str, dict[str, int]] = ROOMS) -> list[str]:
+    return [f"{importer} imports {module}.{private}"
+            for importer, module, private in private_imports(root)
+            if (here := room_of(importer, rooms)) and (there := room_of(module, rooms))
+            and here[0] == there[0] and here != there]
+
+
 def test_no_room_imports_another_rooms_private_names() -> None:
-    wrong = [f"{importer} imports {module}.{private}"
-             for importer, module, private in private_imports()
-             if (here := room_of(importer)) and (there := room_of(module))
-             and here[0] == there[0] and here != there]
-    assert wrong == []
+    assert private_across_rooms() == []
+
+
+def test_the_room_rules_see_an_import_up_across_a_floor_or_of_a_private_name(
+    tmp_path: Path,
+) -> None:
+    """The room checks themselves, on a made-up part: ``low`` (floor 0), the
+    subpackages ``a`` and ``b`` (floor 1), ``top`` (floor 2)."""
+    pkg = tmp_path / "ceg_cli"
+    for folder in (pkg / "part" / "a", pkg / "part" / "b"):
+        folder.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "part" / "__init__.py").write_text("")
+    (pkg / "part" / "a" / "__init__.py").write_text("")
+    (pkg / "part" / "b" / "__init__.py").write_text("")
+    (pkg / "part" / "low.py").write_text("def f():\n    from .top import g\n")
+    (pkg / "part" / "top.py").write_text("from .a.x import thing\n")
+    (pkg / "part" / "a" / "x.py").write_text("from ..b.y import _hidden\n")
+    (pkg / "part" / "b" / "y.py").write_text("from ..low import f\n")
+    rooms = {"part": {"": 0, "low": 0, "a": 1, "b": 1, "top": 2}}
+    assert wrong_inside_parts(pkg, rooms) == [
+        "ceg_cli.part.a.x imports ceg_cli.part.b.y: two rooms on one floor",
+        "ceg_cli.part.low (floor 0) imports ceg_cli.part.top (floor 2)",
+    ]
+    assert private_across_rooms(pkg, rooms) == ["ceg_cli.part.a.x imports ceg_cli.part.b.y._hidden"]
 
 
 def test_the_walk_sees_circles_through_function_level_and_type_checking_imports(
