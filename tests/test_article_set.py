@@ -1,6 +1,7 @@
 """The second domain of the offline judge's cuts (issue 58 item 1): answers written from an
 article, ``benchmarks/data/articles`` (XQuAD paragraphs, CC BY-SA 4.0; README beside it),
-built by ``benchmarks/article_set.py``. What the cuts were chosen on must be what it says."""
+built by ``benchmarks/languages/article_set.py``. What the cuts were chosen on must be
+what it says."""
 
 from __future__ import annotations
 

@@ -20,9 +20,9 @@ from ceg_cli import __version__
 from ceg_cli.corpus import iter_documents
 from ceg_cli.errors import InputError, UsageError
 from ceg_cli.index import FORMAT_VERSION, embed_text, open_index
-from ceg_cli.index.builder import BuildOptions, build_index, source_digest
-from ceg_cli.index.chunking import chunk_document
-from ceg_cli.index.embedding import DEFAULT_MODEL, Embedder
+from ceg_cli.index.build.builder import BuildOptions, build_index, source_digest
+from ceg_cli.index.build.chunking import chunk_document
+from ceg_cli.index.dense.embedding import DEFAULT_MODEL, Embedder
 
 DATA = Path(__file__).parent / "data"
 BGWIKI = DATA / "wiki" / "bgwiki-utf16-sample.xml.bz2"

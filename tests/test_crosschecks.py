@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from ceg_cli.judges.crosschecks import is_month, is_month_number, missing_months, months, negated
+from ceg_cli.judges.offline.crosschecks import (
+    is_month,
+    is_month_number,
+    missing_months,
+    months,
+    negated,
+)
 
 
 @pytest.mark.parametrize("text, language, said", [

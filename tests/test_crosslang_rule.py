@@ -21,8 +21,8 @@ import pytest
 from conftest import need_extra
 
 from ceg_cli.errors import UsageError
-from ceg_cli.judges.crossrule import CrossCut, CrossRule, load_cross_cut, without_numbers
-from ceg_cli.judges.offline import OfflineJudge, shipped_cross_cut
+from ceg_cli.judges.offline.crossrule import CrossCut, CrossRule, load_cross_cut, without_numbers
+from ceg_cli.judges.offline.offline import OfflineJudge, shipped_cross_cut
 from ceg_cli.types import FACTUAL, NONFACTUAL, SUPPORTED, Evidence, JudgeItem, Segment
 
 EVIDENCE = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall and "
@@ -169,7 +169,7 @@ def test_without_the_embedder_the_verdicts_are_the_lexical_rules_and_the_warning
 
 
 def test_the_shipped_cut_names_a_packaged_embedder() -> None:
-    from ceg_cli.index.packaged import PACKAGED
+    from ceg_cli.index.dense.packaged import PACKAGED
 
     cut = shipped_cross_cut()
     assert cut is not None and cut.model in {m.name for m in PACKAGED} and 0 < cut.value < 1

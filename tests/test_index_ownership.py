@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from ceg_cli.index.embedding import Embedder
+from ceg_cli.index.dense.embedding import Embedder
 
 WORDS = ("harbour lantern orchard meadow granite falcon willow copper ember thistle "
          "saffron glacier juniper quartz beacon").split()
@@ -235,12 +235,12 @@ def test_resume_puts_a_complete_build_in_place_without_embedding(
     os.rename(elsewhere, tmp_path / ".idx.building")
     finished = tree(tmp_path / ".idx.building")
 
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
 
     def no_model(*args: object, **kwargs: object) -> Embedder:
         raise AssertionError("the model was loaded: the build embedded again")
 
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", no_model)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder", no_model)
     result = build(run_cli, c150, "--resume", "--index", index)
 
     assert result.exit_code == 0, result.stderr

@@ -18,7 +18,7 @@ from llm_fakes import Action, FakeOpenAI, free_port
 
 from ceg_cli.errors import BackendError, ExitStatus, UsageError
 from ceg_cli.judges import create_judge, judge_names
-from ceg_cli.judges.llm import LlmJudge
+from ceg_cli.judges.llm_judges.llm import LlmJudge
 from ceg_cli.llm.prompts import JUDGE_SCHEMA, parse_judge_reply
 from ceg_cli.types import (
     CONTRADICTED,
@@ -420,7 +420,7 @@ def test_importing_the_judge_does_not_import_openai() -> None:
     import subprocess
     import sys
 
-    code = "import sys, ceg_cli.judges.llm, ceg_cli.llm; print('openai' in sys.modules)"
+    code = "import sys, ceg_cli.judges.llm_judges.llm, ceg_cli.llm; print('openai' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"

@@ -1,6 +1,6 @@
 """The offline judge's cuts per language and per script (issue 50 item 2, issue 58 item 2).
 
-Chosen by ``benchmarks/language_cuts.py`` by the protocol across two domains, XNLI dev
+Chosen by ``benchmarks/languages/language_cuts.py`` by the protocol across two domains, XNLI dev
 paraphrases and answers written from an article (``benchmarks/data/articles``), and
 shipped in ``ceg_cli/models/offline/thresholds.json`` beside the English cuts: a record
 in a language with a cut is decided at it and says so (``protocol, de``); one in a
@@ -21,7 +21,7 @@ import pytest
 from ceg_cli import Checker
 from ceg_cli.errors import UsageError
 from ceg_cli.judges.cuts import load_cuts
-from ceg_cli.judges.offline import SHIPPED, OfflineJudge, shipped_cuts
+from ceg_cli.judges.offline.offline import SHIPPED, OfflineJudge, shipped_cuts
 from ceg_cli.types import FACTUAL, NONFACTUAL, Evidence, JudgeItem, Segment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,11 +57,14 @@ def item(segment: str, evidence: str, language: str | None) -> JudgeItem:
 
 
 def bench() -> Any:
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    # its stage's folder, and judges/ for transfer.py's fit
+    stages = [str(REPO / "benchmarks" / "languages"), str(REPO / "benchmarks" / "judges")]
+    sys.path[:0] = stages
     try:
         import language_cuts
     finally:
-        sys.path.remove(str(REPO / "benchmarks"))
+        for stage in stages:
+            sys.path.remove(stage)
     return language_cuts
 
 

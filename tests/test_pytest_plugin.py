@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-import ceg_cli.index.embedding as _embedding
+import ceg_cli.index.dense.embedding as _embedding
 import ceg_cli.index.store as _store
 
 
@@ -187,7 +187,7 @@ def bow_built(tmp_path_factory: pytest.TempPathFactory, mini_wiki: Path) -> Path
     test, dropping the modules first imported during it, and an extension module
     (faiss, numpy.fft) imported again in the same process crashes or fails: a build
     inside the test broke every later test that built an index (a segfault in faiss)."""
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     space: dict[str, Any] = {}
     exec(BOW, space)  # the same embedder the generated conftest loads by its name

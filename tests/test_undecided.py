@@ -1,7 +1,8 @@
 """Where the offline judge is at chance, a run says so in one line (issue 58 item 4).
 
 The bands per language are shipped in ``thresholds.json`` (``bands``), chosen by
-``benchmarks/language_cuts.py`` on dev data (re-fitted by ``tests/test_language_cuts.py``);
+``benchmarks/languages/language_cuts.py`` on dev data (re-fitted by
+``tests/test_language_cuts.py``);
 a run whose segments mostly score in their language's band suggests the cascade.
 """
 
@@ -14,8 +15,8 @@ from typing import Any
 import pytest
 
 from ceg_cli.errors import UsageError
-from ceg_cli.judges.offline import SHIPPED
-from ceg_cli.judges.undecided import CASCADE, Undecided, for_judge, load_bands
+from ceg_cli.judges.offline.offline import SHIPPED
+from ceg_cli.judges.offline.undecided import CASCADE, Undecided, for_judge, load_bands
 
 EVIDENCE = ("Die Elbphilharmonie ist ein Konzerthaus in Hamburg, das im Jahr 2017 nach langer "
             "Bauzeit eröffnet wurde.")

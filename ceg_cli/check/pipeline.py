@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from .ctxsearch import ContextSearch, RecordPassages
 
 QUERY_MODES = ("segment", "question+segment")
-#: Measured (benchmarks/judge_design.py): with the question, recall@5 of a
+#: Measured (benchmarks/judges/judge_design.py): with the question, recall@5 of a
 #: case's own reference rises from 0.74 to 0.86 on FELM and from 0.77 to 0.99
 #: on HaluEval, where answers are often a bare name. Without a question the
 #: segment alone is the query either way.

@@ -121,7 +121,7 @@ def check_command(
     from ..check.options import ignored_options, judge_options, judge_values
     from ..check.run import CheckRun, RunSettings, lexical_only_note
     from ..errors import UsageError
-    from ..index.processes import terminate_as_interrupt
+    from ..index.build.processes import terminate_as_interrupt
     from ..report.html import ReportBuilder, write_report
     from ..report.output import records_only_on_stdout, refuse_index_files, refuse_same_files
 
@@ -198,7 +198,7 @@ def check_command(
     with terminate_as_interrupt() if on_ray else nullcontext(), \
             records_only_on_stdout(quiet) if on_ray else nullcontext():
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
-        from ..judges.undecided import for_judge
+        from ..judges.offline.undecided import for_judge
 
         undecided = for_judge(run.judge_info["name"])
         if not quiet:

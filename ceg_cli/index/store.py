@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
-from .embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
+from .dense.embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
 from .indexdir import FOREIGN_OK, sampled_digest
 from .layout import (
     CHUNK_COLUMNS,
@@ -37,7 +37,7 @@ from .layout import (
     VECTORS_FILE,
     Hit,
 )
-from .lexical import (
+from .lexical.bm25 import (
     LEXICAL_DIR,
     LexicalIndex,
     add_lexical_hint,
@@ -45,8 +45,8 @@ from .lexical import (
     check_method,
     open_lexical,
 )
-from .lexical import search as search_lexical
-from .lexonly import NO_MODEL, NoVectors, is_lexical_only, refuse_method
+from .lexical.bm25 import search as search_lexical
+from .lexical.lexonly import NO_MODEL, NoVectors, is_lexical_only, refuse_method
 from .metacheck import check_meta
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ class Index:
     def set_search_width(self, width: dict[str, int]) -> dict[str, int]:
         """Search wider or narrower than the build chose (``--search-width``: ``searchwidth``);
         the settings now in force. The index files are not touched."""
-        from .searchwidth import apply
+        from .dense.searchwidth import apply
 
         if self.lexical_only:
             raise UsageError(f"--search-width: index at {self.path} was built with --retrieval "
@@ -281,7 +281,7 @@ class Index:
     ) -> list[list[Hit]]:
         """Embed ``queries`` in one batch and return the top ``k`` passages of each.
 
-        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.index.lexical``);
+        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.index.lexical.bm25``);
         hybrid on an index without a lexical part is dense. Scores are cosines.
         """
         check_method(retrieval)
@@ -426,7 +426,7 @@ def _identity(path: Path) -> tuple[int, ...] | None:
 
 
 def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
-    from .vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
+    from .dense.vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
 
     meta = read_meta(path)
     if is_lexical_only(meta):
