@@ -45,14 +45,12 @@ from .doclang import check_model_choice, default_model, document_languages
 from .embedding import Embedder, choose_backend, load_embedder
 from .existing import check_target, finish_swap, unchanged
 from .indexdir import (
-    build_lock,
+    BuildTarget,
+    build_target,
     disk_full_errno,
-    remove_built,
+    made_by_ceg,
     sampled_digest,
     source_digest,
-    swap_into_place,
-    temp_dir,
-    work_path,
     write_json,
 )
 from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
@@ -92,7 +90,9 @@ def build_index(
     ``progress`` gets three counters: pages read, passages, passages embedded.
 
     One build of an index at a time: a second one fails at once, naming the
-    lock (``build_lock``), rather than racing the first to the swap.
+    lock (``build_lock``), rather than racing the first to the swap. A
+    ``target`` that is a symbolic link builds into the link's target
+    (``build_target``): the link stays.
     """
     started = time.perf_counter()
     target = Path(target)
@@ -111,27 +111,28 @@ def build_index(
         # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
         check_device(options.backend, options.device, options.precision)
     check_target(target)
-    with build_lock(target):
-        report = _build(kinds, target, options, embedder, on_warning, progress)
+    with build_target(target) as site:
+        report = _build(kinds, site, options, embedder, on_warning, progress)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _build(
     kinds: dict[Path, str],
-    target: Path,
+    site: BuildTarget,
     options: BuildOptions,
     embedder: Embedder | None,
     on_warning: Callable[[str], None] | None,
     progress: Progress,
 ) -> BuildReport:
+    target = site.given
     report = BuildReport(target)
-    old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
+    old_meta = read_meta(site.path) if options.append and (site.path / META_FILE).exists() else None
     if old_meta is not None:
         _check_same_retrieval(old_meta, options, target)
         if not is_lexical_only(old_meta):
             check_model(old_meta, options.model, target)
-            check_vectors_file(target, old_meta)
+            check_vectors_file(site.path, old_meta)
         _check_same_settings(old_meta, options, target)
 
     digests = {path: source_digest(path) for path in kinds}
@@ -146,10 +147,10 @@ def _build(
     replaced_keys = {str(p.resolve()) for p in todo} & {s["path"] for s in old_sources}
     report.replaced = sorted(replaced_keys)
 
-    if options.resume and finish_swap(target, set(digests.values()), options, report, on_warning):
+    if options.resume and finish_swap(site, set(digests.values()), options, report, on_warning):
         return report
     if old_meta is not None and not todo:
-        unchanged(target, old_meta, options, report, on_warning or (lambda _message: None))
+        unchanged(site, old_meta, options, report, on_warning or (lambda _message: None))
         return report
     # Ray workers load the model themselves, unless given a model object.
     model: Embedder | dict[str, Any] | None = embedder
@@ -195,9 +196,9 @@ def _build(
     filled = False
     keep_work = False
     try:
-        work, tmp = _open_work(target, manifest, embedder.dimension, options, report, warn)
+        work, tmp = _open_work(site, manifest, embedder.dimension, options, report, warn)
         if work.shard < 0:
-            _start(work, target if old_meta else None, replaced_keys)
+            _start(work, site.path if old_meta else None, replaced_keys)
         report.resumed_chunks = work.position["next_id"] - work.position["kept"]
         new_sources = _fill(todo, kinds, digests, options, embedder, work, report, on_warning,
                             progress, plan, model)
@@ -251,7 +252,7 @@ def _build(
         else:
             meta["lexical_skipped"] = skipped
         write_json(tmp / META_FILE, meta)
-        swap_into_place(tmp, target)
+        site.swap_in(tmp)
     except (OSError, sqlite3.Error, RuntimeError) as exc:
         code = disk_full_errno(exc)
         if code is None:
@@ -273,13 +274,15 @@ def _build(
     finally:
         if work is not None and work.db is not None:
             work.db.close()
-        if tmp is not None and tmp.exists() and not keep_work:
-            remove_built(tmp)
+        if tmp is not None and not keep_work:
+            site.discard(tmp)
+        elif tmp is not None:
+            site.keep(tmp)
     return report
 
 
 def _open_work(
-    target: Path,
+    site: BuildTarget,
     manifest: dict[str, Any],
     dimension: int,
     options: BuildOptions,
@@ -287,9 +290,9 @@ def _open_work(
     warn: Callable[[str], None],
 ) -> tuple[BuildWork, Path]:
     """The unfinished build to go on with (``--resume``), or a new one."""
-    root = work_path(target)
+    target, root = site.given, site.work
     if options.resume:
-        work = BuildWork.reopen(root, manifest, dimension) if root.is_dir() else None
+        work = BuildWork.reopen(root, manifest, dimension) if made_by_ceg(root) else None
         if work is not None:
             return work, root
         warn(f"--resume: no unfinished build of {target} to resume; building from the start")
@@ -297,7 +300,7 @@ def _open_work(
         report.discarded = str(root)
         warn(f"starting over: replacing the unfinished build in {root} (--resume would "
              "continue it)")
-    tmp = temp_dir(target, True)  # resumable: the stable work_path
+    tmp = site.new_work(resumable=True)  # the stable work_path
     return BuildWork.create(tmp, manifest, dimension), tmp
 
 

@@ -2,7 +2,8 @@
 
 ``.NAME.building`` (``indexdir.work_path``) holds, while a build runs:
 
-- ``owner``: the process id of the build working here (for the lock's message).
+- ``owner``: the process id of the build working here (for the lock's message), and
+  ceg's mark on the folder (``indexdir.made_by_ceg``), until the swap.
 - ``manifest.json``: what is being built (sources and their digests, model,
   options); ``--resume`` continues only the same build.
 - ``chunks.sqlite``: the passage rows, and the table ``build_progress``, one
@@ -39,7 +40,7 @@ import numpy as np
 from ..errors import UsageError
 from ..types import Chunk
 from .faissfile import FileWriter
-from .indexdir import OWNER_FILE, claim, write_json
+from .indexdir import claim, write_json
 from .layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
 from .vectorsource import ShardFiles
 
@@ -221,7 +222,8 @@ class BuildWork:
         self.db.execute("PRAGMA journal_mode=DELETE")
         self.db.close()
         shutil.rmtree(self.root / SHARDS)
-        (self.root / OWNER_FILE).unlink()
+        # The owner file stays until the swap (``indexdir.swap_into_place``): it marks
+        # the folder as ceg's, so a build that fails from here on can still remove it.
         (self.root / MANIFEST).unlink()
 
 
