@@ -226,3 +226,29 @@ def test_the_work_folder_is_marked_and_the_mark_never_reaches_the_index(
     build_index([corpus(tmp_path / "a.jsonl", 1, "alder")], tmp_path / "idx", LEXICAL)
     assert "owner" not in names(tmp_path / "idx")
 
+
+# -- item 8: a folder whose name holds a URI's own characters ------------------------------
+
+
+@pytest.mark.parametrize("folder", ["a#b", "what?", "100%", "x%23y #2?"])
+def test_an_index_in_a_folder_named_with_uri_characters(
+    run_cli: Any, fake_models: None, tmp_path: Path, folder: str
+) -> None:
+    """SQLite URIs are percent-encoded: ``#`` once ended the path, ``?`` began the query
+    and ``%23`` was decoded into another name ("unable to open database")."""
+    a = corpus(tmp_path / "a.jsonl", 3, "alder")
+    b = corpus(tmp_path / "b.jsonl", 2, "birch")
+    index = tmp_path / folder / "index"
+    assert run_cli("index", "build", a, "--index", index, "-q").exit_code == 0
+    # A new source: the append ATTACHes the old store (builder._start) by its URI.
+    done = run_cli("index", "build", a, b, "--append", "--index", index, "-q")
+    assert done.exit_code == 0, done.stderr
+    assert whole(index, 5)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"response": "The birch number 1 stands near the river "
+                                     "birch bank."}) + "\n", encoding="utf-8")
+    done = run_cli("check", responses, "--index", index)
+    assert done.exit_code == 0, done.stderr
+    (record,) = [json.loads(line) for line in done.stdout.splitlines()]
+    evidence = record["segments"][0]["evidence"]  # read from the store by its URI
+    assert evidence and evidence[0]["text"].startswith(f"The {evidence[0]['doc_id'][:5]} number")

@@ -51,6 +51,7 @@ from .indexdir import (
     made_by_ceg,
     sampled_digest,
     source_digest,
+    sqlite_uri,
     write_json,
 )
 from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
@@ -483,7 +484,7 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     keep: list[int] = []
     if old is not None:
         db = work.db
-        db.execute("ATTACH DATABASE ? AS old", (f"file:{(old / CHUNKS_FILE).as_posix()}?mode=ro",))
+        db.execute("ATTACH DATABASE ? AS old", (sqlite_uri(old / CHUNKS_FILE, "mode=ro"),))
         keep = [
             row[0]
             for row in db.execute("SELECT id, source FROM old.chunks ORDER BY id")

@@ -40,7 +40,7 @@ import numpy as np
 from ..errors import UsageError
 from ..types import Chunk
 from .faissfile import FileWriter
-from .indexdir import claim, write_json
+from .indexdir import claim, sqlite_uri, write_json
 from .layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
 from .vectorsource import ShardFiles
 
@@ -250,7 +250,8 @@ def _what_to_pass(recorded: dict[str, Any], manifest: dict[str, Any]) -> str:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, check_same_thread=False)
+    # As a URI: so that ``builder._start`` can ATTACH the old store by its own URI.
+    db = sqlite3.connect(sqlite_uri(path), uri=True, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     # WAL with NORMAL survives a killed process; the files are fsynced before the swap.
     db.execute("PRAGMA synchronous=NORMAL")

@@ -118,6 +118,18 @@ def made_by_ceg(path: Path) -> bool:
     return holds_index(path)
 
 
+def sqlite_uri(path: Path, query: str = "") -> str:
+    """An SQLite ``file:`` URI of ``path``, absolute and percent-encoded, with ``query``.
+
+    Encoded because a folder named with ``#``, ``?`` or ``%`` would otherwise end the
+    path early or be decoded into another name ("unable to open database"). Open it
+    with ``uri=True``: a connection so opened also reads URIs in ``ATTACH``, whatever
+    this SQLite was compiled with.
+    """
+    uri = Path(path).resolve().as_uri()
+    return f"{uri}?{query}" if query else uri
+
+
 def source_digest(path: Path) -> str:
     """sha256 of a file, or of a folder's sorted (relative path, file digest) list."""
     if path.is_dir():
