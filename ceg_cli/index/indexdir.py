@@ -558,6 +558,17 @@ def build_target(target: Path) -> Iterator[BuildTarget]:
     the real directory, so that two builds through a link and its target are
     one lock's business, and on leaving removes this build's work folders that
     were neither put in place nor kept.
+
+    Every writer of an index goes through it (a build, an ``--append``, an update)::
+
+        with build_target(index) as site:
+            old = site.path                 # read the current index here (not a link)
+            work = site.new_work()          # beside it, empty, marked as ceg's
+            ...                             # write the whole new index into work
+            site.swap_in(work)              # in place at once; the previous one removed
+
+    A failure before ``swap_in`` leaves the index as it was and removes ``work``
+    (``site.keep(work)`` leaves it, for a resumable build).
     """
     site = BuildTarget(Path(target), resolve_target(target))
     with build_lock(site.path):
