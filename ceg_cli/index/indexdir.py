@@ -406,12 +406,6 @@ def _owner_of(work: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _pid_of(leftover: Path) -> int | None:
-    """The process id that ends a ``.NAME.building-PID`` or ``.NAME.old-PID`` name."""
-    tail = leftover.name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else None
-
-
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
