@@ -83,7 +83,7 @@ if shard:  # small shards and embedding calls, so that a short build commits man
 
 kill_at = os.environ.get("CEG_TEST_KILL_AT", "")
 if kill_at == "before-swap":
-    ceg_cli.index.build.builder.swap_into_place = die
+    ceg_cli.index.indexdir.swap_into_place = die
 elif kill_at == "after-fsync":
     then_die(ceg_cli.index.indexdir, "_fsync_tree")
 elif kill_at == "after-exchange":

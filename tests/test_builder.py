@@ -263,6 +263,7 @@ def test_stale_temporary_directory_of_a_dead_build_is_removed(
                           capture_output=True, text=True, check=True)  # fmt: skip
     stale = tmp_path / f".index.building-{int(dead.stdout)}"
     stale.mkdir()
+    (stale / "owner").write_text(dead.stdout, encoding="ascii")  # the mark every build leaves
     (stale / "vectors.faiss").write_bytes(b"half")
     docs = _write_jsonl(tmp_path / "d.jsonl", [{"id": "1", "title": "T", "text": "Some text."}])
     build_index([docs], tmp_path / "index", embedder=hash_embedder)

@@ -116,8 +116,11 @@ def test_a_leftover_build_folder_loses_only_what_a_build_wrote(
 ) -> None:
     index = tmp_path / "idx"
     # A dead build's folder (no process has this id), into which someone put a file.
+    # A build marks its folder the moment it makes it (the owner file): that mark is
+    # what lets a later build clean it up (issue 60, item 1).
     stale = tmp_path / f".idx.building-{2**22 + 17}"
     stale.mkdir()
+    (stale / "owner").write_text(f"{2**22 + 17}\n", encoding="ascii")
     (stale / "chunks.sqlite").write_bytes(b"half a build")
     (stale / "notes.txt").write_text("mine\n", encoding="utf-8")
 

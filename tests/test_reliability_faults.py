@@ -606,12 +606,15 @@ def test_index_build_with_no_room_for_an_ordinary_write(
 ) -> None:
     """ENOSPC from a plain file write or a mkdir is reported the same way."""
     import ceg_cli.index.build.builder
+    import ceg_cli.index.indexdir
 
     def full(path: Path, *args: object) -> None:
         name = path.name if where == "write_json" else f".{path.name}.building"
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path.parent / name))
 
-    monkeypatch.setattr(ceg_cli.index.build.builder, where, full)
+    # The work folder is made where the index directory's life is (indexdir.BuildTarget).
+    module = ceg_cli.index.indexdir if where == "temp_dir" else ceg_cli.index.build.builder
+    monkeypatch.setattr(module, where, full)
     corpus = documents(tmp_path / "docs.jsonl", 20, "B")
     result = build_cli(corpus, "--index", old_index)
     assert result.exit_code == 3

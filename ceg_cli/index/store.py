@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
 from .dense.embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
-from .indexdir import FOREIGN_OK, sampled_digest
+from .indexdir import FOREIGN_OK, sampled_digest, sqlite_uri
 from .layout import (
     CHUNK_COLUMNS,
     CHUNKS_FILE,
@@ -281,7 +281,7 @@ class Index:
     ) -> list[list[Hit]]:
         """Embed ``queries`` in one batch and return the top ``k`` passages of each.
 
-        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.index.lexical.bm25``);
+        ``retrieval``: ``dense``, ``lexical`` or ``hybrid`` (see ``ceg_cli.index.lexical``);
         hybrid on an index without a lexical part is dense. Scores are cosines.
         """
         check_method(retrieval)
@@ -493,7 +493,7 @@ def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> I
 def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # immutable=1: the file never changes under a reader (indexes are replaced
     # by rename, not edited), so SQLite can skip locking entirely.
-    uri = f"file:{db_path.resolve().as_posix()}?mode=ro&immutable=1"
+    uri = sqlite_uri(db_path, "mode=ro&immutable=1")
     try:
         return sqlite3.connect(uri, uri=True, check_same_thread=False)
     except sqlite3.Error as exc:

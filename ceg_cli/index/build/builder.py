@@ -6,7 +6,8 @@ resume or start over), lets an engine read, chunk and embed them (here:
 the lexical part and ``meta.json``. Memory stays flat whatever the dump's
 size, apart from the vectors themselves.
 
-The new index is written to a work directory beside the target and renamed
+The new index is written to a work directory beside the target (the directory's
+life, links and lock included: ``indexdir.build_target``) and renamed
 into place only when complete: an interrupted build leaves the previous index
 untouched and never a half index that looks whole. Finished work is committed
 in shards (``buildwork``): a build that is killed keeps what it committed, and
@@ -20,12 +21,10 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ... import __version__
 from ...corpus.ranges import SourceRange, plan_digest, plan_ranges
 from ...corpus.sources import resolve_sources
 from ...errors import InputError, UsageError
@@ -37,26 +36,32 @@ from ..dense.static import is_static
 from ..dense.vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
 from ..diskfull import disk_full_error
 from ..indexdir import (
-    build_lock,
+    BuildTarget,
+    build_target,
     disk_full_errno,
-    remove_built,
+    made_by_ceg,
     sampled_digest,
     source_digest,
-    swap_into_place,
-    temp_dir,
-    work_path,
+    sqlite_uri,
     write_json,
 )
-from ..layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
+from ..layout import CHUNKS_FILE, META_FILE, VECTORS_FILE
 from ..lexical.bm25 import build_lexical, want_lexical
 from ..lexical.lexonly import (
-    BUILD_RETRIEVALS,
     LEXICAL_ONLY,
     LEXICAL_ONLY_FORMAT,
     NoEmbedder,
     is_lexical_only,
 )
 from ..store import check_model, check_vectors_file, read_meta
+from .buildchecks import (
+    check_engine,
+    check_multistream_index,
+    check_retrieval,
+    check_same_retrieval,
+    check_same_settings,
+)
+from .buildmeta import new_meta, vector_precision  # noqa: F401 (imported from here)
 from .buildopts import (
     READ_COUNTED,
     BuildCounters,
@@ -64,7 +69,6 @@ from .buildopts import (
     BuildReport,
 )
 from .buildwork import READ_BATCH, BuildWork
-from .chunking import CHARS_PER_WORD
 from .doclang import check_model_choice, default_model, document_languages
 from .existing import check_target, finish_swap, unchanged
 from .local_engine import fill_here
@@ -92,7 +96,9 @@ def build_index(
     ``progress`` gets three counters: pages read, passages, passages embedded.
 
     One build of an index at a time: a second one fails at once, naming the
-    lock (``build_lock``), rather than racing the first to the swap.
+    lock (``build_lock``), rather than racing the first to the swap. A
+    ``target`` that is a symbolic link builds into the link's target
+    (``build_target``): the link stays.
     """
     started = time.perf_counter()
     target = Path(target)
@@ -102,58 +108,107 @@ def build_index(
         options = replace(options, language=check_language(options.language))
     if options.chunk_words < 10:
         raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
-    _check_multistream_index(kinds, options.multistream_index)
-    _check_engine(options)
-    options = _check_retrieval(options)
+    check_multistream_index(kinds, options.multistream_index)
+    check_engine(options)
+    options = check_retrieval(options)
     if options.retrieval == LEXICAL_ONLY:
         embedder = NoEmbedder()
     if embedder is None:
         # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
         check_device(options.backend, options.device, options.precision)
     check_target(target)
-    with build_lock(target):
-        report = _build(kinds, target, options, embedder, on_warning, progress)
+    with build_target(target) as site:
+        report = _build(kinds, site, options, embedder, on_warning, progress)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _build(
     kinds: dict[Path, str],
-    target: Path,
+    site: BuildTarget,
     options: BuildOptions,
     embedder: Embedder | None,
     on_warning: Callable[[str], None] | None,
     progress: Progress,
 ) -> BuildReport:
-    report = BuildReport(target)
-    old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
-    if old_meta is not None:
-        _check_same_retrieval(old_meta, options, target)
-        if not is_lexical_only(old_meta):
-            check_model(old_meta, options.model, target)
-            check_vectors_file(target, old_meta)
-        _check_same_settings(old_meta, options, target)
-
-    digests = {path: source_digest(path) for path in kinds}
-    old_sources: list[dict[str, Any]] = list(old_meta["sources"]) if old_meta else []
-    known = {s["digest"] for s in old_sources}
-    todo: list[Path] = []
-    for path in kinds:
-        if digests[path] in known:
-            report.unchanged.append(str(path))
-        else:
-            todo.append(path)
-    replaced_keys = {str(p.resolve()) for p in todo} & {s["path"] for s in old_sources}
-    report.replaced = sorted(replaced_keys)
-
-    if options.resume and finish_swap(target, set(digests.values()), options, report, on_warning):
+    """The build's steps: what is at the target, which sources to read, the model,
+    then the work folder, filled and put in place (``_run``)."""
+    report = BuildReport(site.given)
+    old_meta = _existing(site, options)
+    sources = _Sources.of(kinds, old_meta, report)
+    if options.resume and finish_swap(site, set(sources.digests.values()), options, report,
+                                      on_warning):
         return report
-    if old_meta is not None and not todo:
-        unchanged(target, old_meta, options, report, on_warning or (lambda _message: None))
+    if old_meta is not None and not sources.todo:
+        unchanged(site, old_meta, options, report, on_warning or (lambda _message: None))
         return report
+    model, embedder, chosen_by_sample = _model(kinds, site.given, options, embedder, old_meta,
+                                               on_warning)
+    options = with_default_readers(options, embedder)
+    plan = (
+        plan_ranges(sources.todo, follow_symlinks=options.follow_symlinks,
+                    multistream_index=options.multistream_index)
+        if _uses_ranges(options) else None
+    )
+    job = _Job(kinds, site, options, embedder, model, chosen_by_sample, old_meta, sources,
+               plan, report, on_warning, progress)
+    _run(job)
+    return report
+
+
+def _existing(site: BuildTarget, options: BuildOptions) -> dict[str, Any] | None:
+    """The meta.json of the index an ``--append`` extends, checked against this run."""
+    if not options.append or not (site.path / META_FILE).exists():
+        return None
+    old_meta = read_meta(site.path)
+    check_same_retrieval(old_meta, options, site.given)
+    if not is_lexical_only(old_meta):
+        check_model(old_meta, options.model, site.given)
+        check_vectors_file(site.path, old_meta)
+    check_same_settings(old_meta, options, site.given)
+    return old_meta
+
+
+@dataclass
+class _Sources:
+    """Which sources this build reads (``todo``) and what it keeps of the old index."""
+
+    digests: dict[Path, str]
+    todo: list[Path]
+    #: Sources of the old index that a changed file of the same path replaces.
+    replaced: set[str]
+    kept: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, kinds: dict[Path, str], old_meta: dict[str, Any] | None,
+           report: BuildReport) -> _Sources:
+        digests = {path: source_digest(path) for path in kinds}
+        old_sources: list[dict[str, Any]] = list(old_meta["sources"]) if old_meta else []
+        known = {s["digest"] for s in old_sources}
+        todo: list[Path] = []
+        for path in kinds:
+            if digests[path] in known:
+                report.unchanged.append(str(path))
+            else:
+                todo.append(path)
+        replaced = {str(p.resolve()) for p in todo} & {s["path"] for s in old_sources}
+        report.replaced = sorted(replaced)
+        kept = [s for s in old_sources if s["path"] not in replaced]
+        return cls(digests, todo, replaced, kept)
+
+
+def _model(
+    kinds: dict[Path, str],
+    target: Path,
+    options: BuildOptions,
+    embedder: Embedder | None,
+    old_meta: dict[str, Any] | None,
+    on_warning: Callable[[str], None] | None,
+) -> tuple[Embedder | dict[str, Any] | None, Embedder, bool]:
+    """(what Ray workers load: load_embedder's arguments or the model object; the
+    model, loaded; whether it was chosen by the first documents, checked at the end)."""
     # Ray workers load the model themselves, unless given a model object.
     model: Embedder | dict[str, Any] | None = embedder
-    #: The model a build with no --model chose by its first documents: checked at the end.
     chosen_by_sample = embedder is None and old_meta is None and not options.model \
         and options.language == "auto"
     if embedder is None:
@@ -181,86 +236,56 @@ def _build(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
-    options = with_default_readers(options, embedder)
-    plan = (
-        plan_ranges(todo, follow_symlinks=options.follow_symlinks,
-                    multistream_index=options.multistream_index)
-        if _uses_ranges(options) else None
-    )
-    manifest = _manifest(todo, kinds, digests, options, embedder, old_meta, replaced_keys, plan)
-    kept_sources = [s for s in old_sources if s["path"] not in replaced_keys]
-    warn = on_warning or (lambda _message: None)
+    return model, embedder, chosen_by_sample
+
+
+@dataclass
+class _Job:
+    """Everything the work of one build needs, decided before it starts."""
+
+    kinds: dict[Path, str]
+    site: BuildTarget
+    options: BuildOptions
+    embedder: Embedder
+    model: Embedder | dict[str, Any] | None
+    chosen_by_sample: bool
+    old_meta: dict[str, Any] | None
+    sources: _Sources
+    plan: list[SourceRange] | None
+    report: BuildReport
+    on_warning: Callable[[str], None] | None
+    progress: Progress
+
+    def warn(self, message: str) -> None:
+        if self.on_warning is not None:
+            self.on_warning(message)
+
+
+def _run(job: _Job) -> None:
+    """Fill a work folder (resumed, or new) and put the index in place; on a failure,
+    keep what it committed for ``--resume`` or remove it, and say which."""
+    target, report, embedder = job.site.given, job.report, job.embedder
+    manifest = _manifest(job.sources.todo, job.kinds, job.sources.digests, job.options,
+                         embedder, job.old_meta, job.sources.replaced, job.plan)
     tmp: Path | None = None
     work: BuildWork | None = None
     filled = False
     keep_work = False
     try:
-        work, tmp = _open_work(target, manifest, embedder.dimension, options, report, warn)
-        if work.shard < 0:
-            _start(work, target if old_meta else None, replaced_keys)
-        report.resumed_chunks = work.position["next_id"] - work.position["kept"]
-        new_sources = _fill(todo, kinds, digests, options, embedder, work, report, on_warning,
-                            progress, plan, model)
-        work.rows_done()
+        work, tmp = _open_work(job.site, manifest, embedder.dimension, job.options, report,
+                               job.warn)
+        new_sources = _fill_work(job, work)
         filled = True
-        (total_chunks,) = work.db.execute("SELECT count(*) FROM chunks").fetchone()
-        if total_chunks == 0:
-            # A wrong file or namespace, most likely: never swap in an empty index.
-            names = ", ".join(str(p) for p in todo)
-            raise InputError(f"{names}: no documents with text; nothing written to {target}")
-        wanted, skipped = want_lexical(options.lexical, int(total_chunks), old_meta)
-        wanted = wanted or options.retrieval == LEXICAL_ONLY
-        lexical = None
-        if wanted:
-            t0 = time.perf_counter()
-            lexical = build_lexical(work.db, tmp, options.embed_text, options.lexical_engine)
-            report.lexical_seconds = time.perf_counter() - t0
-        vectors = work.vectors()
-        if vectors.count != total_chunks:
-            raise RuntimeError(f"{tmp}: {vectors.count} vectors for {total_chunks} passages")
-        written = None
-        if options.retrieval != LEXICAL_ONLY:
-            requested = requested_type(options.index_type, old_meta)
-            # Streamed from the shards: memory holds a batch of vectors, not all of them.
-            written = write_vectors(vectors, tmp / VECTORS_FILE, requested,
-                                    options.auto_threshold, progress=progress,
-                                    large=options.large_threshold)
-            for said in (fell_back(written), recall_missed(written)):
-                if said is not None:
-                    warn(said)
-        languages = document_languages(work.db)
-        if chosen_by_sample and isinstance(model, dict):
-            check_model_choice(model["name"], languages, warn)
-        work.finish()
-        all_sources = kept_sources + new_sources
-        report.total_chunks = int(total_chunks)
-        report.total_documents = sum(s["documents"] for s in all_sources)
-        meta = _meta(embedder, options, all_sources, report, old_meta)
-        meta["languages"] = languages
-        if written is None:
-            # No vectors: no model, no FAISS file (lexonly).
-            del meta["model"], meta["faiss"]
-            meta["format_version"] = LEXICAL_ONLY_FORMAT
-            meta["retrieval"] = LEXICAL_ONLY
-        else:
-            meta["faiss"].update(written)
-            meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
-            meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
-        if lexical is not None:
-            meta["lexical"] = lexical
-        else:
-            meta["lexical_skipped"] = skipped
-        write_json(tmp / META_FILE, meta)
-        swap_into_place(tmp, target)
+        _write_index(job, work, tmp, new_sources)
+        job.site.swap_in(tmp)
     except (OSError, sqlite3.Error, RuntimeError) as exc:
         code = disk_full_errno(exc)
+        keep_work = _keep(work, tmp, job.warn)
         if code is None:
-            keep_work = _keep(work, tmp, warn)
             raise
         rows = work.rows if work is not None else 0
         # Committed shards are kept, as for any other stop: days of embedding
         # must not be lost to a full disk that the user can free.
-        keep_work = _keep(work, tmp, warn)
         raise disk_full_error(
             exc, code, target, tmp, rows, embedder.dimension, filled, keep_work
         ) from exc
@@ -268,18 +293,86 @@ def _build(
         # Ctrl-C, a failing model: what is committed stays for --resume; not
         # a source's fault (InputError), which the same build would meet again.
         if not isinstance(exc, InputError):
-            keep_work = _keep(work, tmp, warn)
+            keep_work = _keep(work, tmp, job.warn)
         raise
     finally:
         if work is not None and work.db is not None:
             work.db.close()
-        if tmp is not None and tmp.exists() and not keep_work:
-            remove_built(tmp)
-    return report
+        if tmp is not None and not keep_work:
+            job.site.discard(tmp)
+        elif tmp is not None:
+            job.site.keep(tmp)
+
+
+def _fill_work(job: _Job, work: BuildWork) -> list[dict[str, Any]]:
+    """Shard 0 (what an append keeps) if not yet committed, then every new source."""
+    if work.shard < 0:
+        _start(work, job.site.path if job.old_meta else None, job.sources.replaced)
+    job.report.resumed_chunks = work.position["next_id"] - work.position["kept"]
+    new_sources = _fill(job.sources.todo, job.kinds, job.sources.digests, job.options,
+                        job.embedder, work, job.report, job.on_warning, job.progress, job.plan,
+                        job.model)
+    work.rows_done()
+    return new_sources
+
+
+def _write_index(job: _Job, work: BuildWork, tmp: Path, new_sources: list[dict[str, Any]]
+                 ) -> None:
+    """The lexical part, the vectors' index file and meta.json, written into ``tmp``."""
+    options, report, old_meta = job.options, job.report, job.old_meta
+    (total_chunks,) = work.db.execute("SELECT count(*) FROM chunks").fetchone()
+    if total_chunks == 0:
+        # A wrong file or namespace, most likely: never swap in an empty index.
+        names = ", ".join(str(p) for p in job.sources.todo)
+        raise InputError(f"{names}: no documents with text; nothing written to "
+                         f"{job.site.given}")
+    wanted, skipped = want_lexical(options.lexical, int(total_chunks), old_meta)
+    wanted = wanted or options.retrieval == LEXICAL_ONLY
+    lexical = None
+    if wanted:
+        t0 = time.perf_counter()
+        lexical = build_lexical(work.db, tmp, options.embed_text, options.lexical_engine)
+        report.lexical_seconds = time.perf_counter() - t0
+    vectors = work.vectors()
+    if vectors.count != total_chunks:
+        raise RuntimeError(f"{tmp}: {vectors.count} vectors for {total_chunks} passages")
+    written = None
+    if options.retrieval != LEXICAL_ONLY:
+        requested = requested_type(options.index_type, old_meta)
+        # Streamed from the shards: memory holds a batch of vectors, not all of them.
+        written = write_vectors(vectors, tmp / VECTORS_FILE, requested,
+                                options.auto_threshold, progress=job.progress,
+                                large=options.large_threshold)
+        for said in (fell_back(written), recall_missed(written)):
+            if said is not None:
+                job.warn(said)
+    languages = document_languages(work.db)
+    if job.chosen_by_sample and isinstance(job.model, dict):
+        check_model_choice(job.model["name"], languages, job.warn)
+    work.finish()
+    all_sources = job.sources.kept + new_sources
+    report.total_chunks = int(total_chunks)
+    report.total_documents = sum(s["documents"] for s in all_sources)
+    meta = new_meta(job.embedder, options, all_sources, report, old_meta)
+    meta["languages"] = languages
+    if written is None:
+        # No vectors: no model, no FAISS file (lexonly).
+        del meta["model"], meta["faiss"]
+        meta["format_version"] = LEXICAL_ONLY_FORMAT
+        meta["retrieval"] = LEXICAL_ONLY
+    else:
+        meta["faiss"].update(written)
+        meta["faiss"]["file_size"] = (tmp / VECTORS_FILE).stat().st_size
+        meta["faiss"]["file_digest"] = sampled_digest(tmp / VECTORS_FILE)
+    if lexical is not None:
+        meta["lexical"] = lexical
+    else:
+        meta["lexical_skipped"] = skipped
+    write_json(tmp / META_FILE, meta)
 
 
 def _open_work(
-    target: Path,
+    site: BuildTarget,
     manifest: dict[str, Any],
     dimension: int,
     options: BuildOptions,
@@ -287,9 +380,9 @@ def _open_work(
     warn: Callable[[str], None],
 ) -> tuple[BuildWork, Path]:
     """The unfinished build to go on with (``--resume``), or a new one."""
-    root = work_path(target)
+    target, root = site.given, site.work
     if options.resume:
-        work = BuildWork.reopen(root, manifest, dimension) if root.is_dir() else None
+        work = BuildWork.reopen(root, manifest, dimension) if made_by_ceg(root) else None
         if work is not None:
             return work, root
         warn(f"--resume: no unfinished build of {target} to resume; building from the start")
@@ -297,7 +390,7 @@ def _open_work(
         report.discarded = str(root)
         warn(f"starting over: replacing the unfinished build in {root} (--resume would "
              "continue it)")
-    tmp = temp_dir(target, True)  # resumable: the stable work_path
+    tmp = site.new_work(resumable=True)  # the stable work_path
     return BuildWork.create(tmp, manifest, dimension), tmp
 
 
@@ -345,94 +438,6 @@ def _manifest(
     }
 
 
-def _check_retrieval(options: BuildOptions) -> BuildOptions:
-    """The options with ``--retrieval`` applied: ``dense`` is ``--no-lexical``; ``lexical``
-    embeds nothing, so an option that only says how to embed is refused in one line."""
-    if options.retrieval not in BUILD_RETRIEVALS:
-        raise UsageError(f"--retrieval {options.retrieval}: expected one of "
-                         f"{', '.join(BUILD_RETRIEVALS)}")
-    if options.retrieval == "dense":
-        if options.lexical:
-            raise UsageError("--retrieval dense builds no lexical part: leave out --lexical")
-        return replace(options, lexical=False)
-    if options.retrieval != LEXICAL_ONLY:
-        return options
-    if options.lexical is False:
-        raise UsageError("--retrieval lexical builds only the lexical part: leave out "
-                         "--no-lexical")
-    embedding = [
-        flag for flag, given in (
-            (f"--model {options.model}", options.model is not None),
-            (f"--backend {options.backend}", options.backend is not None),
-            (f"--index-type {options.index_type}", options.index_type != "auto"),
-            (f"--precision {options.precision}", options.precision != "auto"),
-        ) if given
-    ]
-    if embedding:
-        raise UsageError(f"{', '.join(embedding)}: --retrieval lexical embeds nothing, so "
-                         f"{'this option says' if len(embedding) == 1 else 'these say'} "
-                         "nothing; leave it out, or build without --retrieval lexical")
-    return replace(options, lexical=True)
-
-
-def _check_same_retrieval(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
-    """--append keeps an index's kind: vectors for every passage, or for none."""
-    if is_lexical_only(meta) and options.retrieval != LEXICAL_ONLY:
-        raise UsageError(
-            f"index at {target} was built with --retrieval lexical (no vectors); append to it "
-            "with --retrieval lexical, or rebuild it without"
-        )
-    if not is_lexical_only(meta) and options.retrieval == LEXICAL_ONLY:
-        raise UsageError(
-            f"index at {target} has vectors; --append --retrieval lexical would leave the new "
-            "passages without them: append without --retrieval lexical, or rebuild the index "
-            "with it"
-        )
-
-
-def _check_multistream_index(kinds: dict[Path, str], index: Path | None) -> None:
-    if index is None:
-        return
-    dumps = [p for p, kind in kinds.items() if kind == "mediawiki"]
-    if len(dumps) != 1:
-        raise UsageError(
-            f"--multistream-index {index}: it belongs to one dump, and the sources hold "
-            f"{len(dumps)} MediaWiki dumps; build that dump on its own"
-        )
-    if not index.is_file():
-        raise UsageError(f"--multistream-index {index}: no such file")
-
-
-def _check_engine(options: BuildOptions) -> None:
-    if options.engine not in ENGINES:
-        raise UsageError(f"--engine {options.engine}: expected one of {', '.join(ENGINES)}")
-    if options.workers is not None and options.workers < 1:
-        raise UsageError(f"--workers {options.workers}: use at least 1")
-    if options.engine == "ray" and options.precision == "float16":
-        raise UsageError("--precision float16 goes with --engine local: Ray workers compute "
-                         "in float32")
-    if options.engine == "ray":
-        from .ray_engine import require_ray
-        from .ray_session import check_reachable
-
-        # Before the model loads: say at once how to install Ray, or that no cluster answers.
-        require_ray()
-        if options.ray_address:
-            check_reachable(options.ray_address)
-    elif options.ray_address:
-        raise UsageError("--ray-address goes with --engine ray")
-
-
-def vector_precision(old_meta: dict[str, Any] | None, embedder: Embedder) -> str:
-    """The float width the index's vectors were computed in: ``mixed`` where an
-    append computed new ones in another than the index's own."""
-    mine = str(getattr(embedder, "precision", "float32"))
-    if old_meta is None or old_meta["counts"]["chunks"] == 0 or "model" not in old_meta:
-        return mine
-    recorded = str(old_meta["model"].get("precision", "float32"))
-    return recorded if recorded == mine else "mixed"
-
-
 def with_default_readers(options: BuildOptions, embedder: Embedder) -> BuildOptions:
     """``--workers`` left out on the local engine: reader processes on every core
     but the model's own when the model runs on a GPU, on every core when nothing is
@@ -459,20 +464,6 @@ def _uses_ranges(options: BuildOptions) -> bool:
     return options.engine == "ray" or (options.workers or 1) > 1
 
 
-def _check_same_settings(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
-    recorded = meta["chunker"]["max_words"]
-    if recorded != options.chunk_words:
-        raise UsageError(
-            f"index at {target} was built with --chunk-words {recorded}; appending with "
-            f"{options.chunk_words} would mix passage sizes: use {recorded} or rebuild"
-        )
-    if meta["embed_text"] != options.embed_text:
-        raise UsageError(
-            f"index at {target} embeds '{meta['embed_text']}'; this run asked for "
-            f"'{options.embed_text}': rebuild the index to change it"
-        )
-
-
 def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     """Commit shard 0: what is kept of the ``old`` index (nothing for a new index)."""
     import numpy as np
@@ -480,7 +471,7 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     keep: list[int] = []
     if old is not None:
         db = work.db
-        db.execute("ATTACH DATABASE ? AS old", (f"file:{(old / CHUNKS_FILE).as_posix()}?mode=ro",))
+        db.execute("ATTACH DATABASE ? AS old", (sqlite_uri(old / CHUNKS_FILE, "mode=ro"),))
         keep = [
             row[0]
             for row in db.execute("SELECT id, source FROM old.chunks ORDER BY id")
@@ -601,39 +592,3 @@ def _size(path: Path) -> int:
     if path.is_dir():
         return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
     return path.stat().st_size
-
-
-def _meta(
-    embedder: Embedder,
-    options: BuildOptions,
-    sources: list[dict[str, Any]],
-    report: BuildReport,
-    old_meta: dict[str, Any] | None,
-) -> dict[str, Any]:
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    return {
-        "format_version": FORMAT_VERSION,
-        "ceg_version": __version__,
-        "created_at": old_meta["created_at"] if old_meta else now,
-        "updated_at": now,
-        "model": {
-            "name": embedder.name,
-            "dimension": embedder.dimension,
-            "normalized": True,
-            "max_seq_length": getattr(embedder, "max_seq_length", None),
-            "backend": getattr(embedder, "backend", "torch"),
-            "precision": vector_precision(old_meta, embedder),
-        },
-        "embed_text": options.embed_text,
-        "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},
-        "chunker": {
-            "max_words": options.chunk_words,
-            "boundaries": "sentence, newline",
-            # Languages written without spaces: characters that count as one word.
-            "chars_per_word": dict(CHARS_PER_WORD),
-        },
-        "language": options.language,
-        "counts": {"documents": report.total_documents, "chunks": report.total_chunks},
-        "sources": sources,
-        "build": {"engine": options.engine, "workers": report.workers},
-    }

@@ -2,7 +2,8 @@
 
 ``.NAME.building`` (``indexdir.work_path``) holds, while a build runs:
 
-- ``owner``: the process id of the build working here (for the lock's message).
+- ``owner``: the process id of the build working here (for the lock's message), and
+  ceg's mark on the folder (``indexdir.made_by_ceg``), until the swap.
 - ``manifest.json``: what is being built (sources and their digests, model,
   options); ``--resume`` continues only the same build.
 - ``chunks.sqlite``: the passage rows, and the table ``build_progress``, one
@@ -40,7 +41,7 @@ from ...errors import UsageError
 from ...types import Chunk
 from ..dense.faissfile import FileWriter
 from ..dense.vectorsource import ShardFiles
-from ..indexdir import OWNER_FILE, claim, write_json
+from ..indexdir import claim, sqlite_uri, write_json
 from ..layout import CHUNK_SCHEMA, CHUNKS_FILE, MANIFEST, SHARDS
 
 _PROGRESS_SCHEMA = "CREATE TABLE build_progress (shard INTEGER PRIMARY KEY, position TEXT)"
@@ -221,7 +222,8 @@ class BuildWork:
         self.db.execute("PRAGMA journal_mode=DELETE")
         self.db.close()
         shutil.rmtree(self.root / SHARDS)
-        (self.root / OWNER_FILE).unlink()
+        # The owner file stays until the swap (``indexdir.swap_into_place``): it marks
+        # the folder as ceg's, so a build that fails from here on can still remove it.
         (self.root / MANIFEST).unlink()
 
 
@@ -248,7 +250,8 @@ def _what_to_pass(recorded: dict[str, Any], manifest: dict[str, Any]) -> str:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    db = sqlite3.connect(path, check_same_thread=False)
+    # As a URI: so that ``builder._start`` can ATTACH the old store by its own URI.
+    db = sqlite3.connect(sqlite_uri(path), uri=True, check_same_thread=False)
     db.execute("PRAGMA journal_mode=WAL")
     # WAL with NORMAL survives a killed process; the files are fsynced before the swap.
     db.execute("PRAGMA synchronous=NORMAL")

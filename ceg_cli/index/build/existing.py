@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import CegError, UsageError
 from ..dense.vectors import describe
-from ..indexdir import FOREIGN_OK, remove_built, swap_into_place, temp_dir, work_path, write_json
+from ..indexdir import FOREIGN_OK, BuildTarget, made_by_ceg, write_json
 from ..layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, VECTORS_FILE
 from ..lexical.bm25 import build_lexical, lexical_problem, want_lexical
 from ..lexical.lexonly import is_lexical_only
@@ -61,7 +61,7 @@ def check_target(target: Path) -> None:
 
 
 def finish_swap(
-    target: Path,
+    site: BuildTarget,
     digests: set[str],
     options: BuildOptions,
     report: BuildReport,
@@ -73,8 +73,8 @@ def finish_swap(
     index in ``.NAME.building`` (meta.json written, the manifest gone):
     ``--resume`` puts it in place instead of embedding everything again.
     """
-    work = work_path(target)
-    if not (work / META_FILE).is_file() or (work / MANIFEST).exists():
+    work = site.work
+    if not made_by_ceg(work) or not (work / META_FILE).is_file() or (work / MANIFEST).exists():
         return False
     try:
         meta = read_meta(work)
@@ -90,14 +90,14 @@ def finish_swap(
     if on_warning is not None:
         on_warning(f"--resume: {work} holds the whole index this build makes (the build was "
                    "stopped as it put it in place); putting it in place, nothing re-embedded")
-    swap_into_place(work, target)
+    site.swap_in(work)
     report.total_chunks = meta["counts"]["chunks"]
     report.total_documents = meta["counts"]["documents"]
     return True
 
 
 def unchanged(
-    target: Path,
+    site: BuildTarget,
     meta: dict[str, Any],
     options: BuildOptions,
     report: BuildReport,
@@ -109,15 +109,16 @@ def unchanged(
     index's) or, with ``--no-lexical``, dropped, from the chunk store; an index
     type cannot change without rebuilding the vectors, and the run says so.
     """
+    target = site.given
     report.total_chunks = meta["counts"]["chunks"]
     report.total_documents = meta["counts"]["documents"]
     wanted, skipped = want_lexical(options.lexical, report.total_chunks, meta)
-    if wanted and ("lexical" not in meta or lexical_problem(meta, target) is not None):
+    if wanted and ("lexical" not in meta or lexical_problem(meta, site.path) is not None):
         # Built before the lexical part existed, without it, or it was lost: add it.
-        report.lexical_seconds = relink(target, meta, lexical=True,
+        report.lexical_seconds = relink(site, meta, lexical=True,
                                         engine=options.lexical_engine)
     elif options.lexical is False and "lexical" in meta:
-        relink(target, meta, lexical=False, skipped=skipped)
+        relink(site, meta, lexical=False, skipped=skipped)
         warn(f"--no-lexical: removed the lexical (BM25) part of {target}; retrieval is dense")
     current = None if is_lexical_only(meta) else describe(meta)["index_type"]
     if current is not None and options.index_type != "auto" and options.index_type != current:
@@ -128,15 +129,16 @@ def unchanged(
         )
 
 
-def relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = "",
+def relink(site: BuildTarget, meta: dict[str, Any], *, lexical: bool, skipped: str = "",
            engine: str = "auto") -> float:
-    """Give the index at ``target`` a new lexical part, or none, as a new index swapped in.
+    """Give the index at ``site`` a new lexical part, or none, as a new index swapped in.
 
     The vectors and passages are hard links (copies where links fail): indexes
     are never changed in place, so sharing the files is safe. Returns seconds.
     """
     started = time.perf_counter()
-    tmp = temp_dir(target)
+    target = site.path
+    tmp = site.new_work()
     try:
         for name in (VECTORS_FILE, CHUNKS_FILE):
             if name == VECTORS_FILE and is_lexical_only(meta):
@@ -152,7 +154,7 @@ def relink(target: Path, meta: dict[str, Any], *, lexical: bool, skipped: str = 
         else:
             meta["lexical_skipped"] = skipped
         write_json(tmp / META_FILE, meta)
-        swap_into_place(tmp, target)
+        site.swap_in(tmp)
     finally:
-        remove_built(tmp)
+        site.discard(tmp)
     return time.perf_counter() - started

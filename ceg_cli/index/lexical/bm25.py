@@ -41,6 +41,7 @@ from ...lang.codes import ENGLISH
 from ...types import Chunk
 from ..indexdir import sampled_digest
 from ..layout import LEXICAL_DIR, LEXICAL_ENGINES, Hit, embed_text
+from .lexical_tantivy import LOCK_FILES
 from .lexlang import (
     TOKENIZER,
     corpus_tokens,
@@ -130,9 +131,11 @@ def build_lexical(
 
 
 def lexical_files(index_dir: Path) -> dict[str, str]:
-    """Sampled digest of each file of ``index_dir/lexical`` (recorded in meta.json)."""
+    """Sampled digest of each file of ``index_dir/lexical`` (recorded in meta.json),
+    tantivy's empty lock files aside: a copy without them is whole."""
     out = index_dir / LEXICAL_DIR
-    return {p.name: sampled_digest(p) for p in sorted(out.iterdir()) if p.is_file()}
+    return {p.name: sampled_digest(p) for p in sorted(out.iterdir())
+            if p.is_file() and p.name not in LOCK_FILES}
 
 
 def lexical_problem(meta: Mapping[str, Any], path: Path) -> str | None:
@@ -154,7 +157,8 @@ def lexical_problem(meta: Mapping[str, Any], path: Path) -> str | None:
             found = lexical_files(path)
         except OSError as exc:
             return f"{LEXICAL_DIR}/ is unreadable ({exc})"
-        if found != recorded:
+        # Indexes built before LOCK_FILES recorded the lock files too: not compared.
+        if found != {k: v for k, v in recorded.items() if k not in LOCK_FILES}:
             return (
                 f"{LEXICAL_DIR}/ is not the BM25 index this index was built with (its files "
                 "differ from those meta.json records: copied from another index, or damaged)"

@@ -21,6 +21,16 @@ with a bounded heap, so a build streams the chunk store in batches:
   first passages), when ``PROGRESS_FILE`` says the part was being written with
   the same terms, text and passages; otherwise it starts the part over.
 
+Readers write nothing into the index and take no lock, so a part on read-only
+media (a Docker layer, read-only NFS, a CI cache) opens, also for another user.
+tantivy itself takes its meta lock (a file it creates and opens for writing,
+then ``flock``s) whenever a reader loads segments, and tantivy-py has no
+read-only open (quickwit-oss/tantivy#557): a reader opens a private folder of
+symbolic links to the part's files instead, in the temporary directory, where
+tantivy's lock files land (``open_read_only``). The build makes the files it
+wrote readable as the umask says: tantivy writes ``meta.json`` and
+``.managed.json`` as 0600 whatever the umask (``_as_umask_says``).
+
 Scores are tantivy's BM25 (Lucene's formula, k1 1.2, b 0.75, document lengths
 in Lucene's one-byte norms); bm25s, kept for smaller indexes and every index
 built before, uses Lucene's formula with k1 1.5. Both are recorded in meta.json.
@@ -29,8 +39,11 @@ built before, uses Lucene's formula with k1 1.5. Both are recorded in meta.json.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
+import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -57,6 +70,9 @@ COMMIT_EVERY = 500_000
 PROGRESS_FILE = "ceg-progress.json"
 #: tantivy's field names.
 ID_FIELD, TERMS_FIELD = "id", "terms"
+#: tantivy's empty lock files: not part of the index (never recorded in meta.json's
+#: digests, never linked into a reader's folder: ``open_read_only``).
+LOCK_FILES = frozenset({".tantivy-meta.lock", ".tantivy-writer.lock"})
 
 
 def import_tantivy() -> Any:
@@ -131,6 +147,7 @@ def build(
     writer.commit()
     writer.wait_merging_threads()
     (out / PROGRESS_FILE).unlink()
+    _as_umask_says(out)
     return {
         "library": LIBRARY,
         "version": version(),
@@ -141,6 +158,44 @@ def build(
         "passages": passages,
         "heap_bytes": HEAP_BYTES,
     }
+
+
+def _as_umask_says(folder: Path) -> None:
+    """Give every file in ``folder`` the mode a new file gets under the process's umask
+    (0644 under 022), so that an index built by a CI or service account is readable
+    by the users the umask lets read it: tantivy writes some files 0600."""
+    mask = os.umask(0o022)  # reading the umask means setting it: put it straight back
+    os.umask(mask)
+    for file in folder.iterdir():
+        if file.is_file() and not file.is_symlink():
+            os.chmod(file, 0o666 & ~mask)
+
+
+def open_read_only(path: Path) -> tuple[Any, tempfile.TemporaryDirectory[str] | None]:
+    """The tantivy index at ``path``, opened without writing to ``path``; and the
+    private folder it is read through (removed when the reader goes, or at exit).
+
+    tantivy creates and locks ``.tantivy-meta.lock`` in the folder it opens, even to
+    read: it opens a new temporary folder holding a symbolic link to each of the
+    part's files, so the lock is taken there. Where no such folder can be made
+    (or on Windows) the part is opened in place, as before.
+    """
+    tantivy = import_tantivy()
+    if sys.platform == "win32":
+        return tantivy.Index.open(str(path)), None
+    try:
+        shadow = tempfile.TemporaryDirectory(prefix="ceg-tantivy-")
+    except OSError:
+        return tantivy.Index.open(str(path)), None
+    root = Path(shadow.name)
+    try:
+        for file in Path(path).iterdir():
+            if file.name not in LOCK_FILES:
+                (root / file.name).symlink_to(os.path.abspath(file))
+        return tantivy.Index.open(str(root)), shadow
+    except BaseException:
+        shadow.cleanup()  # links only: the part's own files are not touched
+        raise
 
 
 def _committed(out: Path, plan: Mapping[str, Any],
@@ -227,7 +282,8 @@ class TantivyLexical:
         self.tokenizer = dict(tokenizer) if tokenizer is not None else None
         self.max_terms = max_terms
         try:
-            self._index = tantivy.Index.open(str(path))
+            # Read through a folder of links: tantivy locks the folder it opens.
+            self._index, self._links = open_read_only(Path(path))
             self._searcher = self._index.searcher()
             held = int(self._searcher.num_docs)
         except (OSError, ValueError) as exc:

@@ -258,11 +258,11 @@ class CrossRule:
                evidence: str, cut: float = 1.0) -> Verdict:
         """The verdict on ``item`` (in ``segment``'s language, its evidence in
         ``evidence``'s) whose lexical verdict is ``verdict`` at the cut ``cut``."""
-        embedder = self.embedder()
-        if embedder is None:
-            return verdict
-        assert self.cut is not None
         asked, missing = names_and_numbers(analysis, item.evidence, segment)
+        by_specifics = cut <= RULE_CUT  # --judge-threshold 0.5 or below: no cosine
+        embedder = None if by_specifics else self.embedder()
+        if embedder is None and not by_specifics:
+            return verdict
         across = f"across languages ({segment} segment, {evidence} evidence)"
 
         def flagged(reason: str, score: float) -> Verdict:
@@ -287,6 +287,18 @@ class CrossRule:
         if months:
             return flagged(f"the month {_month_list(months)} is not in the evidence; "
                            "numbers, names and months are compared, then meaning", 0.4999)
+        if by_specifics:
+            # Names, numbers and months decide alone, as docs/languages.md says of a cut
+            # of 0.5: words of another language prove nothing either way.
+            if not asked:
+                return verdict
+            held = tuple(sorted({where[0] for spec, where in zip(analysis.specifics,
+                                                                 analysis.found)
+                                 if spec in asked and where}))
+            return Verdict(FACTUAL, SUPPORTED, round(max(RULE_CUT, verdict.score), 4), held,
+                           f"{across}: {_named(asked)} found; at the cut {cut:g} numbers "
+                           "and names decide alone")
+        assert self.cut is not None and embedder is not None
         sentences = evidence_sentences(item, evidence)
         if not sentences:
             return verdict
