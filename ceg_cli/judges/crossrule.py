@@ -226,10 +226,10 @@ class CrossRule:
         if missing:
             return replace(verdict, reason=(
                 f"{across}: {_named(missing)} not in the evidence; numbers and names "
-                f"are compared, then meaning"))
+                f"are compared, then meaning"), spans=_compared(verdict, missing))
         sentences = evidence_sentences(item, evidence)
         if not sentences:
-            return verdict
+            return replace(verdict, spans=_whole(item))
         with self._embedding:  # one call into the model's engine at a time
             sims = cosines(embedder, item.segment.text, [s for _, s in sentences],
                            self._vectors)
@@ -239,7 +239,8 @@ class CrossRule:
         if cos < self.cut.value:
             return replace(verdict, reason=(
                 f"{across}: {found}but the closest evidence sentence is at "
-                f"{self.cut.model} cosine {cos:.3f}, under the cut {self.cut.value:g}"))
+                f"{self.cut.model} cosine {cos:.3f}, under the cut {self.cut.value:g}"),
+                spans=_whole(item))
         cited = {sentences[best][0]}
         for spec, where in zip(analysis.specifics, analysis.found):
             if spec in asked and where and not cited.intersection(where):
@@ -248,6 +249,24 @@ class CrossRule:
                        tuple(sorted(cited)),
                        f"{across}: {found}and the cited sentence is at {self.cut.model} "
                        f"cosine {cos:.3f}, at or above the cut {self.cut.value:g}")
+
+
+def _compared(verdict: Verdict, missing: Sequence[Any]) -> tuple[Any, ...]:
+    """The lexical verdict's spans of the numbers and names compared and not found (its
+    other words are not asked of evidence in another language)."""
+    import unicodedata
+
+    wanted = {unicodedata.normalize("NFC", s.text) for s in missing}
+    kept = tuple(s for s in verdict.spans if s.kind in ("number", "date", "name")
+                 and unicodedata.normalize("NFC", s.text) in wanted)
+    return kept or verdict.spans
+
+
+def _whole(item: Any) -> tuple[Any, ...]:
+    """The whole segment as its span: meaning was compared, no word can be pointed at."""
+    from ..spans import whole_segment
+
+    return (whole_segment(item.segment.text),)
 
 
 def _load_packaged(name: str) -> Any:
