@@ -27,7 +27,7 @@ from typing import Any
 
 from .types import Segment, Span
 
-__all__ = ["NfcOffsets", "in_response", "nfc_offsets", "span_dict", "span_from_dict",
+__all__ = ["NfcOffsets", "in_response", "in_segment", "nfc_offsets", "span_dict", "span_from_dict",
            "whole_segment"]
 
 
@@ -112,6 +112,22 @@ def in_response(response: str, segment: Segment, spans: Sequence[Span]) -> tuple
         start, end = segment.start + at[0], segment.start + at[-1] + 1  # type: ignore[operator]
         out.append(replace(s, start=start, end=end, text=response[start:end]))
     return tuple(out)
+
+
+def in_segment(response: str, segment: Segment, spans: Sequence[Span]
+               ) -> list[tuple[int, int] | None]:
+    """The inverse of ``in_response``: each span of ``response`` as ``(start, end)`` in
+    ``segment.text``, None for one with no character of the segment's text."""
+    window = response[segment.start:segment.end]
+    lo_hi = [(s.start - segment.start, s.end - segment.start) for s in spans]
+    if window == segment.text:
+        return [(lo, hi) if 0 <= lo < hi <= len(window) else None for lo, hi in lo_hi]
+    where = _alignment(segment.text, window)
+    out: list[tuple[int, int] | None] = []
+    for lo, hi in lo_hi:
+        inside = [i for i, w in enumerate(where) if w is not None and lo <= w < hi]
+        out.append((inside[0], inside[-1] + 1) if inside else None)
+    return out
 
 
 def _alignment(text: str, window: str) -> list[int | None]:

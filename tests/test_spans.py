@@ -160,3 +160,52 @@ def test_named_spans_find_words_as_written_and_drop_those_the_text_lacks() -> No
     assert [unicodedata.normalize("NFC", s.text) for s in spans] == ["Zürich", "1812"]
     assert_offsets(text, spans)
     assert dropped == 1
+
+
+# -- the terminal ---------------------------------------------------------------
+
+
+def spans_file(tmp_path) -> object:  # type: ignore[no-untyped-def]
+    import json
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text(json.dumps({
+        "id": "lincoln", "contexts": [LINCOLN],
+        "response": "Abraham Lincoln was born in Springfield, Massachusetts, in 1812. "
+                    "He was the 16th president of the United States."}) + "\n",
+        encoding="utf-8")
+    return path
+
+
+def test_ceg_check_prints_the_spans_plain_without_a_terminal(run_cli, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("check", spans_file(tmp_path), "--judge", "offline", "--evidence",
+                     "contexts", "--quiet")
+    assert result.exit_code == 0, result.stderr
+    assert "flagged segments:" in result.stderr
+    assert ("lincoln [0] not_enough_evidence: Abraham Lincoln was born in [[Springfield]], "
+            "[[Massachusetts]], in [[1812]].") in result.stderr
+    assert ("unsupported: 'Springfield' (name), 'Massachusetts' (name), '1812' (date; a "
+            "passage has '1809')") in result.stderr
+    assert "\x1b[" not in result.stderr
+
+
+def test_on_a_terminal_the_spans_are_underlined() -> None:
+    import io
+
+    from rich.console import Console
+
+    from ceg_cli.cli.check_cmd import _flagged
+    from ceg_cli.report.gate import FlaggedSegment, ResponseOutcome, ShownSpan
+
+    seg = FlaggedSegment(0, "Born in 1812.", NONFACTUAL, NOT_ENOUGH_EVIDENCE, "r",
+                         (ShownSpan(8, 12, "date", "1809"),))
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, color_system="standard", width=200)
+    _flagged([ResponseOutcome("x", 1, NONFACTUAL, 1, (seg,), 1)], console)
+    shown = out.getvalue()
+    assert "[[" not in shown
+    # "1812" alone is underlined (SGR 4), the words around it are not.
+    underlined = shown.split("\x1b[")
+    assert any("4" in part.split("m", 1)[0].split(";") and part.split("m", 1)[1].startswith(
+        "1812") for part in underlined)
+    assert "unsupported: '1812' (date; a passage has '1809')" in shown
