@@ -293,6 +293,10 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
         table.add_row(
             "  tokens", f"{usage['prompt_tokens']} in, {usage['completion_tokens']} out"
         )
+        # Words the model named as unsupported that its segment lacks (judges/llm.py).
+        dropped = getattr(getattr(run, "judge", None), "spans_dropped", 0)
+        if dropped:
+            table.add_row("  words not in their segment", f"{dropped} (dropped)")
     if run.settings.regenerate:
         table.add_row("regenerated", str(run.regenerated))
         table.add_row("  repaired", str(run.repaired))
