@@ -110,14 +110,20 @@ def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
 
 
 def _is_date(text: str, written: str, value: str) -> bool:
-    """A year (1000 to 2100, four digits), or a day beside a month's name."""
+    """A year (1000 to 2100, four digits, or any number before "BC", "AD" and the
+    like), or a day beside a month's name."""
     if value.isdigit() and len(value) == 4 and 1000 <= int(value) <= 2100:
         return True
     for start, end in _occurrences(text, written):
         before, after = text[max(0, start - 12):start], text[end:end + 12]
         if _MONTHS.search(before.rstrip(" ,")) or _MONTHS.search(after.lstrip(" ,")):
             return True
+        if _ERA.match(after):
+            return True
     return False
+
+
+_ERA = re.compile(r"\s?(?:BCE?|CE|AD|B\.C\.|A\.D\.)(?![^\W_])")
 
 
 def _passage_with(analysis: Any, value: str) -> int:
