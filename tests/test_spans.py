@@ -209,3 +209,16 @@ def test_on_a_terminal_the_spans_are_underlined() -> None:
     assert any("4" in part.split("m", 1)[0].split(";") and part.split("m", 1)[1].startswith(
         "1812") for part in underlined)
     assert "unsupported: '1812' (date; a passage has '1809')" in shown
+
+
+def test_a_cascade_s_second_judge_gets_the_offline_spans_where_the_offline_judge_flags() -> None:
+    from ceg_cli.judges.cascade import CascadeJudge
+
+    # Every number and name found, too few words: the band the cascade hands on.
+    it = item("Lincoln was born in Hodgenville, Kentucky, a quiet rural wooden cabin.", LINCOLN)
+    cascade = CascadeJudge(OfflineJudge(), ModelJudge())
+    verdict = fill_spans([it], cascade.judge([it]))[0]
+    assert cascade.counts == {"offline": 0, "inner": 1}
+    assert verdict.label == NONFACTUAL
+    assert {s.kind for s in verdict.spans} == {"word"}
+    assert {"quiet", "rural", "wooden", "cabin"} <= {s.text for s in verdict.spans}
