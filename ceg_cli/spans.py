@@ -27,8 +27,8 @@ from typing import Any
 
 from .types import Segment, Span
 
-__all__ = ["NfcOffsets", "in_response", "in_segment", "nfc_offsets", "span_dict", "span_from_dict",
-           "whole_segment"]
+__all__ = ["NfcOffsets", "in_response", "in_segment", "in_segment_spans", "nfc_offsets",
+           "span_dict", "span_from_dict", "whole_segment"]
 
 
 class NfcOffsets:
@@ -128,6 +128,17 @@ def in_segment(response: str, segment: Segment, spans: Sequence[Span]
         inside = [i for i, w in enumerate(where) if w is not None and lo <= w < hi]
         out.append((inside[0], inside[-1] + 1) if inside else None)
     return out
+
+
+def in_segment_spans(response: str, segment: Segment, spans: Sequence[Span]
+                     ) -> tuple[Span, ...]:
+    """``spans`` of ``response`` as spans of ``segment.text`` (a verdict's), those with no
+    character in it left out: the inverse of ``in_response``."""
+    out = []
+    for span, at in zip(spans, in_segment(response, segment, spans)):
+        if at is not None:
+            out.append(replace(span, start=at[0], end=at[1], text=segment.text[at[0]:at[1]]))
+    return tuple(out)
 
 
 def _alignment(text: str, window: str) -> list[int | None]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..spans import span_dict, span_from_dict
+from ..spans import in_segment_spans, span_dict, span_from_dict
 from ..types import (
     CITE_NO_CLAIM,
     CITE_SUPPORTED,
@@ -371,10 +371,12 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         by_key = {e.key: i for i, e in enumerate(evidence)}
         cited_keys = (evidence_from_dict(c).key for c in seg.get("citations", []))
         cited = tuple(by_key[k] for k in cited_keys if k in by_key)
-        verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""))
         segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"],
                           seg.get("split"))
         spans = tuple(span_from_dict(d, evidence) for d in seg.get("spans") or ())
+        # The verdict's spans are the same, in the segment's text (``ceg_cli.spans``).
+        verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""),
+                          in_segment_spans(inp.response, segment, spans))
         results.append(SegmentResult(segment, verdict, evidence,
                                      citation_from_dict(seg.get("citation_check")), spans))
     return CheckedResponse(
