@@ -80,22 +80,27 @@ def test_offsets_hold_in_nfd_text() -> None:
     assert zurich.end - zurich.start == len("Zürich") + 1
 
 
-@pytest.mark.parametrize("text, evidence, wrong, language", [
-    ("林肯于1812年出生于波士顿。", "亚伯拉罕·林肯1809年出生于肯塔基州霍金维尔。", "1812", "zh"),
-    ("ولد أبراهام لينكولن في بوسطن عام 1812.", "ولد أبراهام لينكولن في كنتاكي عام 1809.", "1812",
-     "ar"),
-    ("נולד בשנת 1812 בבוסטון.", "נולד בשנת 1809 בקנטקי.", "1812", "he"),
+@pytest.mark.parametrize("text, evidence, place, language", [
+    ("林肯于1812年出生于波士顿。", "亚伯拉罕·林肯1809年出生于肯塔基州霍金维尔。", "波士顿", "zh"),
+    ("ولد أبراهام لينكولن في بوسطن عام 1812.", "ولد أبراهام لينكولن في كنتاكي عام 1809.",
+     "بوسطن", "ar"),
+    ("נולד בשנת 1812 בבוסטון.", "נולד בשנת 1809 בקנטקי.", None, "he"),
+    ("लिंकन का जन्म 1812 में बोस्टन में हुआ।", "लिंकन का जन्म 1809 में केंटकी में हुआ।", "बोस्टन",
+     "hi"),
+    ("リンカーンは1812年にボストンで生まれた。", "リンカーンは1809年にケンタッキーで生まれた。",
+     "ボストン", "ja"),
 ])
 def test_offsets_hold_in_cjk_and_right_to_left_text(
-    text: str, evidence: str, wrong: str, language: str
+    text: str, evidence: str, place: str | None, language: str
 ) -> None:
     v = offline(item(text, evidence, language=language))
     assert v.label == NONFACTUAL
     assert_offsets(text, v.spans)
-    assert any(s.text == wrong for s in v.spans)
-    number = next(s for s in v.spans if s.text == wrong)
+    number = next(s for s in v.spans if s.text == "1812")
     assert number.kind == "date" and number.evidence is not None
     assert number.evidence.value == "1809"
+    if place is not None:  # the place the evidence lacks, whole (a stretch of CJK text)
+        assert place in [s.text for s in v.spans]
 
 
 def test_offsets_hold_in_segments_cut_by_the_length_bound() -> None:
