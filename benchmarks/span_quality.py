@@ -35,6 +35,10 @@ spans on a gold token whose ``kind`` is the error's (a year's ``date``, a number
 ``number``, a name's ``name``; a ``word`` or ``segment`` span counts as not the kind).
 For the true sentences of the multilingual set, **true flagged** is the share flagged
 (each of their spans is a false alarm, not counted in P above).
+
+**Cost**: the offline judge over every item above (its context as its evidence), with
+its spans and with the span step replaced by one that gives none, alternating, median
+of 3: what the spans add to the judge's time.
 """
 
 from __future__ import annotations
@@ -284,6 +288,44 @@ def _difference(planted_text: str, true_text: str) -> tuple[int, int]:
     return p, max(p + 1, len(planted_text) - s)
 
 
+# -- cost ---------------------------------------------------------------------------
+
+
+def overhead(items: Sequence[dict[str, Any]], repeats: int = 3) -> dict[str, Any]:
+    """What computing the spans adds to the offline judge: the judge over ``items`` (each
+    with its context as its evidence), with its spans and with ``analysis_spans``
+    replaced by a function that gives none; medians of ``repeats`` alternating runs."""
+    from unittest import mock
+
+    from ceg_cli.judges import offline
+    from ceg_cli.types import Evidence, JudgeItem, Segment
+
+    judge_items = []
+    for item in items:
+        record = item["record"]
+        text, ctx = record["response"], record["contexts"][0]
+        ctx = ctx if isinstance(ctx, dict) else {"text": ctx, "title": ""}
+        judge_items.append(JudgeItem(Segment(0, 0, len(text), text),
+                                     (Evidence(0, "d", ctx.get("title", ""), ctx["text"], None),),
+                                     None, text, item["language"]))
+    judge = offline.OfflineJudge()
+    judge.judge(judge_items)  # warm the passage cache and the stemmers
+    timings: dict[str, list[float]] = {"with": [], "without": []}
+    for _ in range(repeats):
+        for name in ("with", "without"):
+            started = time.perf_counter()
+            if name == "with":
+                judge.judge(judge_items)
+            else:
+                with mock.patch.object(offline, "analysis_spans", lambda *a: ()):
+                    judge.judge(judge_items)
+            timings[name].append(time.perf_counter() - started)
+    with_s, without_s = (sorted(v)[len(v) // 2] for v in timings.values())
+    return {"items": len(judge_items), "repeats": repeats,
+            "seconds_with_spans": round(with_s, 3), "seconds_without": round(without_s, 3),
+            "added": round(with_s / without_s - 1, 3)}
+
+
 # -- running ------------------------------------------------------------------------
 
 
@@ -342,8 +384,10 @@ def main() -> None:
     for language in sorted({i["language"] for i in true_ml}):
         group = [i for i in true_ml if i["language"] == language]
         true_flagged[language] = _share(sum(i["flagged"] for i in group), len(group))
+    log("timing the offline judge with and without spans")
+    cost = overhead(dumps + planted_ml + true_ml)
     results = {"command": command_line(), "environment": environment(), "split": args.split,
-               "per_kind": args.per_kind, "figures": figures,
+               "per_kind": args.per_kind, "figures": figures, "overhead": cost,
                "multilingual_true_flagged": true_flagged,
                "seconds": round(time.perf_counter() - started, 1)}
     path = write_results(name, results)
@@ -363,6 +407,10 @@ def report(results: dict[str, Any], path: Path) -> str:
                 for key, f in groups.items()]
         out += [markdown_table(["language", "kind", "items", "flagged", "P", "R", "F1",
                                 "kind"], rows), ""]
+    cost = results["overhead"]
+    out += [f"Cost: the offline judge over {cost['items']} items took "
+            f"{cost['seconds_with_spans']} s with spans, {cost['seconds_without']} s without "
+            f"(median of {cost['repeats']}): {cost['added']:+.1%}.", ""]
     if results["multilingual_true_flagged"]:
         out += ["True sentences of the multilingual set flagged (false alarms): "
                 + ", ".join(f"{k} {cell(v)}" for k, v in
