@@ -238,18 +238,3 @@ def test_a_chinese_segment_quoting_english_names_is_asked_for_them(segment: str,
     assert v.label == label and v.reason.startswith(
         "across languages (zh segment, en evidence): "), v.reason
     assert said in v.reason
-
-
-def test_across_languages_the_spans_are_the_compared_numbers_and_names_or_the_segment() -> None:
-    # A wrong year: the span is the year, not the German words the English evidence lacks.
-    table = Table({DE_WRONG_YEAR: [1, 0], FIRST: [1, 0]})
-    v = judge_with(Loader(table)).judge([item(DE_WRONG_YEAR, "de")])[0]
-    assert [(s.kind, s.text) for s in v.spans] == [("date", "1899")]
-    # Everything compared is found, but the meaning falls under the cut: the whole segment.
-    table = Table({DE: [1, 0], FIRST: [0.5, np.sqrt(0.75)]})
-    v = judge_with(Loader(table)).judge([item(DE, "de")])[0]
-    assert v.label == NONFACTUAL
-    assert [(s.kind, s.start, s.end) for s in v.spans] == [("segment", 0, len(DE))]
-    # Supported across languages: no spans.
-    table = Table({DE: [1, 0], FIRST: [0.8, 0.6]})
-    assert judge_with(Loader(table)).judge([item(DE, "de")])[0].spans == ()

@@ -227,3 +227,23 @@ def test_a_cascade_s_second_judge_gets_the_offline_spans_where_the_offline_judge
     assert verdict.label == NONFACTUAL
     assert {s.kind for s in verdict.spans} == {"word"}
     assert {"quiet", "rural", "wooden", "cabin"} <= {s.text for s in verdict.spans}
+
+
+def test_across_languages_the_spans_are_the_compared_numbers_and_names_or_the_segment() -> None:
+    import numpy as np
+    from test_crosslang_rule import DE, DE_WRONG_YEAR, FIRST, Loader, Table, judge_with
+    from test_crosslang_rule import item as cross_item
+
+    # A wrong year: the span is the year, not the German words the English evidence lacks.
+    table = Table({DE_WRONG_YEAR: [1, 0], FIRST: [1, 0]})
+    v = judge_with(Loader(table)).judge([cross_item(DE_WRONG_YEAR, "de")])[0]
+    assert v.label == NONFACTUAL and v.reason.startswith("across languages (")
+    assert [(s.kind, s.text) for s in v.spans] == [("date", "1899")]
+    # Everything compared is found, but the meaning falls under the cut: the whole segment.
+    table = Table({DE: [1, 0], FIRST: [0.5, np.sqrt(0.75)]})
+    v = judge_with(Loader(table)).judge([cross_item(DE, "de")])[0]
+    assert v.label == NONFACTUAL
+    assert [(s.kind, s.start, s.end) for s in v.spans] == [("segment", 0, len(DE))]
+    # Supported across languages: no spans.
+    table = Table({DE: [1, 0], FIRST: [0.8, 0.6]})
+    assert judge_with(Loader(table)).judge([cross_item(DE, "de")])[0].spans == ()

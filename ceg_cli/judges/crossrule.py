@@ -226,10 +226,10 @@ class CrossRule:
         if missing:
             return replace(verdict, reason=(
                 f"{across}: {_named(missing)} not in the evidence; numbers and names "
-                f"are compared, then meaning"), spans=_compared(verdict, missing))
+                f"are compared, then meaning"))
         sentences = evidence_sentences(item, evidence)
         if not sentences:
-            return replace(verdict, spans=_whole(item))
+            return verdict
         with self._embedding:  # one call into the model's engine at a time
             sims = cosines(embedder, item.segment.text, [s for _, s in sentences],
                            self._vectors)
@@ -239,8 +239,7 @@ class CrossRule:
         if cos < self.cut.value:
             return replace(verdict, reason=(
                 f"{across}: {found}but the closest evidence sentence is at "
-                f"{self.cut.model} cosine {cos:.3f}, under the cut {self.cut.value:g}"),
-                spans=_whole(item))
+                f"{self.cut.model} cosine {cos:.3f}, under the cut {self.cut.value:g}"))
         cited = {sentences[best][0]}
         for spec, where in zip(analysis.specifics, analysis.found):
             if spec in asked and where and not cited.intersection(where):
@@ -249,24 +248,6 @@ class CrossRule:
                        tuple(sorted(cited)),
                        f"{across}: {found}and the cited sentence is at {self.cut.model} "
                        f"cosine {cos:.3f}, at or above the cut {self.cut.value:g}")
-
-
-def _compared(verdict: Verdict, missing: Sequence[Any]) -> tuple[Any, ...]:
-    """The lexical verdict's spans of the numbers and names compared and not found (its
-    other words are not asked of evidence in another language)."""
-    import unicodedata
-
-    wanted = {unicodedata.normalize("NFC", s.text) for s in missing}
-    kept = tuple(s for s in verdict.spans if s.kind in ("number", "date", "name")
-                 and unicodedata.normalize("NFC", s.text) in wanted)
-    return kept or verdict.spans
-
-
-def _whole(item: Any) -> tuple[Any, ...]:
-    """The whole segment as its span: meaning was compared, no word can be pointed at."""
-    from ..spans import whole_segment
-
-    return (whole_segment(item.segment.text),)
 
 
 def _load_packaged(name: str) -> Any:
@@ -278,3 +259,32 @@ def _load_packaged(name: str) -> Any:
     if model is None:
         raise UsageError(f"{name}: not a packaged multilingual embedder")
     return UseEmbedder(model) if model.backend == "numpy" else E5Embedder(model)
+
+
+def compared_spans(items: Sequence[Any], verdicts: Sequence[Verdict],
+                   analyse: Callable[[Any], Any]) -> list[Verdict]:
+    """``verdicts`` with the spans of the segments this rule decided (their reason opens
+    with "across languages"): a flagged one's, the numbers and names it compared and did
+    not find, else the whole segment (its meaning was compared, no word can be pointed
+    at); a supported one's, none. ``analyse`` is ``offline.analyse``; the other verdicts
+    keep the lexical rule's spans."""
+    import unicodedata
+    from dataclasses import replace as replaced
+
+    from .spans import analysis_spans, whole_segment
+
+    out = list(verdicts)
+    for n, (item, verdict) in enumerate(zip(items, verdicts)):
+        if not verdict.reason.startswith("across languages ("):
+            continue
+        if verdict.label != NONFACTUAL:
+            out[n] = replaced(verdict, spans=())
+            continue
+        analysis = analyse(item)
+        _, missing = names_and_numbers(analysis, item.evidence)
+        wanted = {unicodedata.normalize("NFC", s.text) for s in missing}
+        kept = tuple(s for s in analysis_spans(item.segment.text, analysis)
+                     if s.kind in ("number", "date", "name")
+                     and unicodedata.normalize("NFC", s.text) in wanted)
+        out[n] = replaced(verdict, spans=kept or (whole_segment(item.segment.text),))
+    return out
