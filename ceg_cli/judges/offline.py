@@ -46,7 +46,7 @@ from ..types import (
 )
 from .analysis import Analysis
 from .crosslang import CrossLanguage
-from .crossrule import CrossCut, CrossRule, compared_spans, load_cross_cut
+from .crossrule import CrossCut, CrossRule, load_cross_cut
 from .cuts import Cut, Cuts, load_cuts, overridden
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
@@ -497,6 +497,8 @@ class OfflineJudge:
         verdicts = self.cross_rule.apply(items, verdicts, analyse)
         self.cross_language.check(items, verdicts)
         # What the cross-language rule compared is what its flagged segments' spans show.
+        from .crossrule import compared_spans
+
         return compared_spans(items, verdicts, analyse)
 
 

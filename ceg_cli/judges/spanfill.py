@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..spans import whole_segment
-from ..types import NONFACTUAL, JudgeItem, Span, Verdict
+from ceg_cli.spans import whole_segment
+from ceg_cli.types import NONFACTUAL, JudgeItem, Span, Verdict
 
 __all__ = ["fill_spans", "offline_spans"]
 

@@ -20,8 +20,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from ..spans import nfc_offsets, whole_segment
-from ..types import Span, SpanEvidence
+from ceg_cli.spans import nfc_offsets, whole_segment
+from ceg_cli.types import Span, SpanEvidence
 
 __all__ = ["analysis_spans", "named_spans", "whole_segment"]
 
@@ -146,7 +146,7 @@ def _missing_words(analysis: Any, in_specifics: set[str]) -> list[tuple[int, int
     """The content words not found (outside the missing specifics), as the segment
     writes them; text read in pairs of characters gives each stretch that no pair
     found in the evidence touches (as ``reasons._quoted`` quotes it)."""
-    from ..lang import BIGRAM_SCRIPTS, char_script
+    from ceg_cli.lang import BIGRAM_SCRIPTS, char_script
 
     text = analysis.text
     held: set[int] = set()
