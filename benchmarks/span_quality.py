@@ -54,7 +54,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from _common import (
+# This folder (or, in a stage's folder, its parent) holds ``_common``.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import (  # noqa: E402
     BENCH_DIR,
     ENWIKI_SAMPLE,
     REPO,

@@ -15,7 +15,10 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 @pytest.fixture
 def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location("span_quality", BENCH / "span_quality.py")
+    # benchmarks/ or its stage folder (judges/), wherever the script lives.
+    script = next(p for p in (BENCH / "span_quality.py", BENCH / "judges" / "span_quality.py")
+                  if p.exists())
+    spec = importlib.util.spec_from_file_location("span_quality", script)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
