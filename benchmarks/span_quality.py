@@ -38,7 +38,7 @@ For the true sentences of the multilingual set, **true flagged** is the share fl
 
 **Cost**: the offline judge over every item above (its context as its evidence), with
 its spans and with the span step replaced by one that gives none, alternating, median
-of 3: what the spans add to the judge's time.
+of 7: what the spans add to the judge's time.
 """
 
 from __future__ import annotations
@@ -169,13 +169,17 @@ def sample_items() -> list[dict[str, Any]]:
 
 def sample_index() -> Path:
     """A lexical index of the sample dump, built once (nothing is embedded)."""
-    from ceg_cli.index.builder import build_index
-    from ceg_cli.index.buildopts import BuildOptions
+    from typer.testing import CliRunner
+
+    from ceg_cli.cli.main import app
 
     target = cache_dir() / "span_quality_sample_index"
     if not (target / "meta.json").exists():
         log(f"building a lexical index of {ENWIKI_SAMPLE.name} into {target}")
-        build_index([ENWIKI_SAMPLE], target, BuildOptions(retrieval="lexical"))
+        built = CliRunner().invoke(app, ["index", "build", str(ENWIKI_SAMPLE), "--index",
+                                         str(target), "--retrieval", "lexical", "--quiet"])
+        if built.exit_code != 0:
+            raise SystemExit(f"ceg index build failed: {built.output}")
     return target
 
 
@@ -293,7 +297,7 @@ def _difference(planted_text: str, true_text: str) -> tuple[int, int]:
 # -- cost ---------------------------------------------------------------------------
 
 
-def overhead(items: Sequence[dict[str, Any]], repeats: int = 3) -> dict[str, Any]:
+def overhead(items: Sequence[dict[str, Any]], repeats: int = 7) -> dict[str, Any]:
     """What computing the spans adds to the offline judge: the judge over ``items`` (each
     with its context as its evidence), with its spans and with ``analysis_spans``
     replaced by a function that gives none; medians of ``repeats`` alternating runs."""
