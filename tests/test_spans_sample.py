@@ -25,13 +25,16 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def checked(tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    from typer.testing import CliRunner
+
     from ceg_cli import Checker
-    from ceg_cli.index.builder import build_index
-    from ceg_cli.index.buildopts import BuildOptions
+    from ceg_cli.cli.main import app
 
     index = tmp_path_factory.mktemp("sample") / "index"
-    build_index([ROOT / "sample_data" / "enwiki-sample.xml.bz2"], index,
-                BuildOptions(retrieval="lexical"))
+    built = CliRunner().invoke(app, ["index", "build", str(ROOT / "sample_data" /
+                                     "enwiki-sample.xml.bz2"), "--index", str(index),
+                                     "--retrieval", "lexical", "--quiet"])
+    assert built.exit_code == 0, built.output
     lines = (ROOT / "sample_data" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
     with Checker(index=index, judge="offline") as checker:
         return list(checker.check_many([json.loads(line) for line in lines]))
