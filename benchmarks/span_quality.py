@@ -303,7 +303,7 @@ def overhead(items: Sequence[dict[str, Any]], repeats: int = 7) -> dict[str, Any
     replaced by a function that gives none; medians of ``repeats`` alternating runs."""
     from unittest import mock
 
-    from ceg_cli.judges import offline
+    from ceg_cli.judges import create_judge
     from ceg_cli.types import Evidence, JudgeItem, Segment
 
     judge_items = []
@@ -314,7 +314,8 @@ def overhead(items: Sequence[dict[str, Any]], repeats: int = 7) -> dict[str, Any
         judge_items.append(JudgeItem(Segment(0, 0, len(text), text),
                                      (Evidence(0, "d", ctx.get("title", ""), ctx["text"], None),),
                                      None, text, item["language"]))
-    judge = offline.OfflineJudge()
+    judge = create_judge("offline", {})
+    offline = sys.modules[type(judge).__module__]  # the judge's module, wherever it lives
     judge.judge(judge_items)  # warm the passage cache and the stemmers
     timings: dict[str, list[float]] = {"with": [], "without": []}
     for _ in range(repeats):
