@@ -37,6 +37,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ceg_cli"
 FLOORS = {
     "__init__": 0,
     "types": 0,
+    "spans": 0,
     "errors": 0,
     "progress": 0,
     "cachedir": 0,

@@ -105,6 +105,8 @@ def _assert_flagged(text: str) -> None:
     assert "1 of 2 sentences are not supported by the evidence (allowed: 0):" in text
     assert "- sentence 2 [nonfactual, not_enough_evidence]: 'It was completed in 1925.'" in text
     assert "reason: '1925' not in the evidence" in text
+    # The wrong words, as the record's spans give them.
+    assert "unsupported: '1925' (date" in text
     # The offline judge reads no similarity: the contexts are ranked by BM25 alone.
     assert "best evidence: context 1, ranked first by BM25 (no similarity computed)" in text
     assert "similarity 0.00" not in text

@@ -78,7 +78,7 @@ def test_the_record_says_how_a_segment_was_cut() -> None:
     assert [s["split"] for s in segments] == [None, "length", "length", "length"]
     for s in segments:
         assert text[s["start"]:s["end"]] == s["text"]
-    assert record["schema_version"] == 6
+    assert record["schema_version"] == 7
 
 
 def test_english_sentences_of_usual_length_are_segments_as_before() -> None:

@@ -227,7 +227,44 @@ def check_command(
     if advice is not None:
         warn(advice)
     _render(run, result)
+    _flagged(run.summary.examples, err_console)
     raise typer.Exit(int(result.exit_status))
+
+
+#: Flagged segments listed after the summary.
+SHOWN_FLAGGED = 10
+
+
+def _flagged(examples, console) -> None:  # type: ignore[no-untyped-def]
+    """The first flagged segments, their unsupported words underlined on a terminal and
+    between ``[[`` and ``]]`` elsewhere (a CI log, a file), then quoted on a line."""
+    from rich.text import Text
+
+    rows = [(e, seg) for e in examples for seg in e.flagged]
+    if not rows:
+        return
+    total = sum(e.flagged_total for e in examples)
+    more = f" (first {min(len(rows), SHOWN_FLAGGED)} of {total} in the responses shown)" \
+        if total > SHOWN_FLAGGED else ""
+    console.print(f"flagged segments{more}:", markup=False)
+    for outcome, seg in rows[:SHOWN_FLAGGED]:
+        line = Text(f"  {outcome.id} [{seg.index}] {seg.verdict}: ")
+        if console.is_terminal:
+            at = 0
+            for sp in seg.spans:
+                if sp.kind == "segment":
+                    continue
+                line.append(seg.text[at:sp.start])
+                line.append(seg.text[sp.start:sp.end], style="bold underline red")
+                at = sp.end
+            line.append(seg.text[at:])
+        else:
+            line.append(seg.marked() if any(sp.kind != "segment" for sp in seg.spans)
+                        else seg.text)
+        console.print(line)
+        quoted = seg.quoted()
+        if quoted:
+            console.print(Text(f"      unsupported: {quoted}"))
 
 
 def _render(run, result) -> None:  # type: ignore[no-untyped-def]
@@ -266,6 +303,10 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
         table.add_row(
             "  tokens", f"{usage['prompt_tokens']} in, {usage['completion_tokens']} out"
         )
+        # Words the model named as unsupported that its segment lacks (judges/llm.py).
+        dropped = getattr(getattr(run, "judge", None), "spans_dropped", 0)
+        if dropped:
+            table.add_row("  words not in their segment", f"{dropped} (dropped)")
     if run.settings.regenerate:
         table.add_row("regenerated", str(run.regenerated))
         table.add_row("  repaired", str(run.repaired))

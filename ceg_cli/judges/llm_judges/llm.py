@@ -15,7 +15,11 @@ Verdicts:
 - Factual: ``supported``; the passages the model named are cited (numbers
   out of range are ignored), and the reason says so when it named none;
 - Nonfactual: ``contradicted`` when it named a contradicting passage,
-  otherwise ``not_enough_evidence``;
+  otherwise ``not_enough_evidence``; its spans are the words the model named as
+  unsupported (``unsupported_words``) found in the segment; a named word the
+  segment does not contain is dropped, counted (``spans_dropped``, the run's
+  summary) and said in the reason; a reply naming none gets the spans every
+  judge without its own gets (``spanfill``);
 - a reply that cannot be read: ``not_judged``/``judge_error`` with a reason
   saying so (it fails the gate), unless ``count_unparsable_as`` says
   ``nonfactual`` or ``factual``; never silently factual;
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +97,9 @@ class LlmJudge(LlmJudgeBase):
                 f"structured {structured!r}: choose one of {', '.join(STRUCTURED_CHOICES)}"
             )
         self.structured = structured
+        #: Words the model named as unsupported that their segment does not contain
+        #: (dropped, never shown as a span), this judge's lifetime.
+        self.spans_dropped = 0
         # "auto" starts with the best dialect and steps down the list when the
         # server rejects it, until one request succeeds ("confirmed").
         self._format = RESPONSE_FORMATS[0] if structured == "auto" else structured
@@ -127,7 +135,8 @@ class LlmJudge(LlmJudgeBase):
         answers = self.client.map(self._ask, [messages for messages, _ in groups])
         for (_, members), answer in zip(groups, answers):
             for n in members:
-                verdicts[n] = self._verdict(answer, len(items[n].evidence))
+                verdicts[n] = self._verdict(answer, len(items[n].evidence),
+                                            items[n].segment.text)
         return [v for v in verdicts if v is not None]
 
     @property
@@ -184,7 +193,7 @@ class LlmJudge(LlmJudgeBase):
                         self._confirmed = True
             return completion
 
-    def _verdict(self, answer: Completion | str, passages: int) -> Verdict:
+    def _verdict(self, answer: Completion | str, passages: int, segment: str = "") -> Verdict:
         if isinstance(answer, str):
             return self._unparsable(answer)
         reply = parse_judge_reply(answer.text)
@@ -196,7 +205,27 @@ class LlmJudge(LlmJudgeBase):
                 if snippet
                 else "the LLM's reply was empty"
             )
-        return _from_reply(reply, passages)
+        verdict = _from_reply(reply, passages)
+        if verdict.label != NONFACTUAL or not reply.unsupported:
+            return verdict
+        return self._with_spans(verdict, reply.unsupported, segment)
+
+    def _with_spans(self, verdict: Verdict, words: Sequence[str], segment: str) -> Verdict:
+        """``verdict`` with the spans of the words the model named that ``segment``
+        contains; those it does not contain are dropped, counted in ``spans_dropped``
+        and named in the reason (a model that names words the segment lacks is
+        quoting something else; no span is guessed at)."""
+        from .spans import named_spans
+
+        spans, dropped = named_spans(segment, words)
+        if not dropped:
+            return replace(verdict, spans=spans)
+        with self._lock:
+            self.spans_dropped += dropped
+        word = "word" if dropped == 1 else "words"
+        return replace(verdict, spans=spans, reason=(
+            f"{verdict.reason} ({dropped} {word} the LLM named as unsupported not in the "
+            "segment: dropped)"))
 
 
 def _from_reply(reply: JudgeReply, passages: int) -> Verdict:

@@ -353,3 +353,32 @@ def _load_packaged(name: str) -> Any:
     if model is None:
         raise UsageError(f"{name}: not a packaged multilingual embedder")
     return UseEmbedder(model) if model.backend == "numpy" else E5Embedder(model)
+
+
+def compared_spans(items: Sequence[Any], verdicts: Sequence[Verdict],
+                   analyse: Callable[[Any], Any]) -> list[Verdict]:
+    """``verdicts`` with the spans of the segments this rule decided (their reason opens
+    with "across languages"): a flagged one's, the numbers and names it compared and did
+    not find, else the whole segment (its meaning was compared, no word can be pointed
+    at); a supported one's, none. ``analyse`` is ``offline.analyse``; the other verdicts
+    keep the lexical rule's spans."""
+    import unicodedata
+    from dataclasses import replace as replaced
+
+    from .spans import analysis_spans, whole_segment
+
+    out = list(verdicts)
+    for n, (item, verdict) in enumerate(zip(items, verdicts)):
+        if not verdict.reason.startswith("across languages ("):
+            continue
+        if verdict.label != NONFACTUAL:
+            out[n] = replaced(verdict, spans=())
+            continue
+        analysis = analyse(item)
+        _, missing = names_and_numbers(analysis, item.evidence)
+        wanted = {unicodedata.normalize("NFC", s.text) for s in missing}
+        kept = tuple(s for s in analysis_spans(item.segment.text, analysis)
+                     if s.kind in ("number", "date", "name")
+                     and unicodedata.normalize("NFC", s.text) in wanted)
+        out[n] = replaced(verdict, spans=kept or (whole_segment(item.segment.text),))
+    return out

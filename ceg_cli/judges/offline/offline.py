@@ -51,6 +51,7 @@ from .crossrule import CrossCut, CrossRule, load_cross_cut
 from .langwords import Specific, Token, reader, reading_language
 from .reasons import MAX_NAMED, missing_reason
 from .scriptrules import _checkable, _substitutions, _units
+from .spans import analysis_spans
 
 #: A segment needs at least this share of its content words in the evidence.
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
@@ -390,6 +391,7 @@ def decide(item: JudgeItem, analysis: Analysis | None = None, cut: float = RULE_
     """The verdict on one item: supported when its score reaches ``cut`` (by default
     the rule's own, 0.5). A segment with no claim, or no evidence, is decided before
     any score is weighed, at every cut."""
+    given = item.segment.text  # the spans' offsets point into the text as given
     item = composed(item)
     early = verdict_without_evidence(item)
     if early is not None:
@@ -412,7 +414,7 @@ def decide(item: JudgeItem, analysis: Analysis | None = None, cut: float = RULE_
     if s >= RULE_CUT:  # every specific found: only words are missing
         shown = "every number and name found, but " if a.specifics else ""
         reason = f"{shown}{reason}; score {s:.3f}, under the cut {cut:g}"
-    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, s, (), reason)
+    return Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, s, (), reason, analysis_spans(given, a))
 
 
 def found_reason(a: Analysis, cited: Sequence[int]) -> str:
@@ -490,7 +492,10 @@ class OfflineJudge:
         verdicts = [decide(item, cut=cut) for item, cut in zip(items, cuts)]
         verdicts = self.cross_rule.apply(items, verdicts, analyse, cuts)
         self.cross_language.check(items, verdicts)
-        return verdicts
+        # What the cross-language rule compared is what its flagged segments' spans show.
+        from .crossrule import compared_spans
+
+        return compared_spans(items, verdicts, analyse)
 
 
 def item_cut(cuts: Cuts, item: JudgeItem) -> Cut:
