@@ -1,4 +1,4 @@
-"""benchmarks/span_quality.py's measuring parts: gold spans, tokens and the token counts
+"""benchmarks/judges/span_quality.py's measuring parts: gold spans, tokens and the token counts
 (the figures themselves come from running it: docs/measurements.md)."""
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ import unicodedata
 import pytest
 
 from ceg_cli import Checker
-from ceg_cli.judges.offline import OfflineJudge
-from ceg_cli.judges.spanfill import fill_spans
-from ceg_cli.judges.spans import named_spans
+from ceg_cli.judges.offline.offline import OfflineJudge
+from ceg_cli.judges.offline.spanfill import fill_spans
+from ceg_cli.judges.offline.spans import named_spans
 from ceg_cli.spans import in_response, nfc_offsets
 from ceg_cli.types import (
     FACTUAL,
@@ -217,7 +217,7 @@ def test_on_a_terminal_the_spans_are_underlined() -> None:
 
 
 def test_a_cascade_s_second_judge_gets_the_offline_spans_where_the_offline_judge_flags() -> None:
-    from ceg_cli.judges.cascade import CascadeJudge
+    from ceg_cli.judges.offline.cascade import CascadeJudge
 
     # Every number and name found, too few words: the band the cascade hands on.
     it = item("Lincoln was born in Hodgenville, Kentucky, a quiet rural wooden cabin.", LINCOLN)

@@ -17,7 +17,7 @@ from ..corpus.contexts import CONTEXT_FIELDS
 from ..errors import UsageError
 from ..judges import Judge
 from ..judges.cuts import setting_of
-from ..judges.spanfill import fill_spans
+from ..judges.offline.spanfill import fill_spans
 from ..lang.codes import AUTO
 from ..lang.detect import Detection, detect
 from ..spans import in_response

@@ -215,7 +215,7 @@ class LlmJudge(LlmJudgeBase):
         contains; those it does not contain are dropped, counted in ``spans_dropped``
         and named in the reason (a model that names words the segment lacks is
         quoting something else; no span is guessed at)."""
-        from .spans import named_spans
+        from ..offline.spans import named_spans
 
         spans, dropped = named_spans(segment, words)
         if not dropped:

@@ -1,6 +1,6 @@
 """How well the spans point at the wrong words: token-level precision, recall and F1.
 
-    .venv/bin/python benchmarks/span_quality.py [--split test|dev|all] [--per-kind 40]
+    .venv/bin/python benchmarks/judges/span_quality.py [--split test|dev|all] [--per-kind 40]
         [--languages en,de,...] [--name span_quality]
 
 Three sets where the wrong words are known, each checked by ``ceg check``'s pipeline
