@@ -56,6 +56,7 @@ LexicalEngine = Enum(  # type: ignore[misc]
 @app.command("build")
 @handle_errors
 def build(
+    ctx: typer.Context,
     sources: list[Path] = typer.Argument(
         ...,
         metavar="SOURCE",
@@ -180,8 +181,12 @@ def build(
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
     from ..index.builder import BuildOptions, build_index
     from ..index.embedding import BACKEND_WARNINGS
+    from ..index.lexonly import kept_on_append
     from ..index.processes import terminate_as_interrupt
 
+    kind = retrieval.value
+    if append and given_or_none(ctx, "retrieval", retrieval) is None:
+        kind = kept_on_append(index) or kind  # --append keeps an index's kind
     if backend and backend.value in BACKEND_WARNINGS:
         warn(BACKEND_WARNINGS[backend.value])
     options = BuildOptions(
@@ -201,7 +206,7 @@ def build(
         index_type=index_type.value,
         lexical=lexical,
         lexical_engine=lexical_engine.value,
-        retrieval=retrieval.value,
+        retrieval=kind,
         engine=engine.value,
         ray_address=ray_address,
         workers=workers,

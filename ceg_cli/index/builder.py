@@ -56,7 +56,7 @@ from .indexdir import (
     write_json,
 )
 from .layout import CHUNKS_FILE, ENGINES, FORMAT_VERSION, META_FILE, VECTORS_FILE
-from .lexical import build_lexical, want_lexical
+from .lexical import append_engine, build_lexical, want_lexical
 from .lexonly import (
     BUILD_RETRIEVALS,
     LEXICAL_ONLY,
@@ -133,6 +133,7 @@ def _build(
             check_model(old_meta, options.model, target)
             check_vectors_file(target, old_meta)
         _check_same_settings(old_meta, options, target)
+        options = replace(options, lexical_engine=append_engine(options.lexical_engine, old_meta))
 
     digests = {path: source_digest(path) for path in kinds}
     old_sources: list[dict[str, Any]] = list(old_meta["sources"]) if old_meta else []
@@ -203,6 +204,10 @@ def _build(
                             progress, plan, model)
         work.rows_done()
         filled = True
+        if old_meta is not None and not any(s["chunks"] for s in new_sources):
+            # As a fresh build refuses: an appended source with no text is a wrong file.
+            names = ", ".join(str(p) for p in todo)
+            raise InputError(f"{names}: no documents with text; nothing written to {target}")
         (total_chunks,) = work.db.execute("SELECT count(*) FROM chunks").fetchone()
         if total_chunks == 0:
             # A wrong file or namespace, most likely: never swap in an empty index.
@@ -366,6 +371,10 @@ def _check_retrieval(options: BuildOptions) -> BuildOptions:
             (f"--backend {options.backend}", options.backend is not None),
             (f"--index-type {options.index_type}", options.index_type != "auto"),
             (f"--precision {options.precision}", options.precision != "auto"),
+            # As --backend: a device or batch for a model that never runs says nothing.
+            (f"--device {options.device}", options.device != "auto"),
+            (f"--batch-size {options.batch_size}",
+             options.batch_size != BuildOptions.batch_size),
         ) if given
     ]
     if embedding:

@@ -1,0 +1,138 @@
+"""What issue 60's probe found unclear or silent (items 9-11 and 13-16), each as a user
+meets it: the engine and kind an ``--append`` keeps, refusals that name what to do, the
+build's and search's lines, and what a failure leaves behind.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import MINI_WIKI
+
+from ceg_cli.errors import InputError, UsageError
+from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.store import read_meta
+
+LEXICAL = BuildOptions(retrieval="lexical")
+
+
+def _docs(folder: Path, name: str = "docs.jsonl", text: str | None = None) -> Path:
+    path = folder / name
+    path.write_text(text if text is not None else json.dumps(
+        {"id": "z1", "title": "Zorblat", "text": "Zorblat is a moon of the planet Quenzor."})
+        + "\n")
+    return path
+
+
+# -- item 9: --lexical-engine on --append -------------------------------------------
+
+
+def test_append_keeps_a_tantivy_part_on_tantivy(tmp_path: Path) -> None:
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical",
+                                                  lexical_engine="tantivy"))
+    build_index([_docs(tmp_path)], target, BuildOptions(retrieval="lexical", append=True))
+    meta = read_meta(target)
+    assert meta["lexical"]["library"] == "tantivy"
+    assert meta["sources"][-1]["path"].endswith("docs.jsonl")
+    assert meta["lexical"]["passages"] == meta["counts"]["chunks"]
+
+
+@pytest.mark.parametrize("engine", ["auto", "tantivy"])
+def test_an_empty_appended_source_is_refused_as_a_fresh_build_refuses_it(
+    tmp_path: Path, engine: str
+) -> None:
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical",
+                                                  lexical_engine="tantivy"))
+    before = read_meta(target)
+    empty = _docs(tmp_path, "empty.jsonl", "")
+    with pytest.raises(InputError, match="empty.jsonl: no documents with text; nothing "
+                       "written to"):
+        build_index([empty], target, BuildOptions(retrieval="lexical", append=True,
+                                                  lexical_engine=engine))
+    assert read_meta(target) == before  # the index as it was: tantivy, same passages
+    with pytest.raises(InputError, match="no documents with text"):
+        build_index([empty], tmp_path / "fresh", LEXICAL)
+
+
+def test_an_engine_asked_for_when_no_source_changed_is_applied_and_said(
+    tmp_path: Path
+) -> None:
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical",
+                                                  lexical_engine="tantivy"))
+    said: list[str] = []
+    report = build_index([MINI_WIKI], target, BuildOptions(
+        retrieval="lexical", append=True, lexical_engine="bm25s"), on_warning=said.append)
+    assert report.unchanged == [str(MINI_WIKI)] and report.chunks == 0
+    assert read_meta(target)["lexical"]["library"] == "bm25s"
+    assert said == [f"--lexical-engine bm25s: no source changed; rebuilt the lexical part "
+                    f"of {target} with bm25s (it was tantivy), nothing re-embedded"]
+    from ceg_cli.index import open_index
+
+    with open_index(target) as index:
+        hits = index.search(["Alain Connes mathematician"], 1, "lexical")[0]
+    assert hits[0].chunk.title == "Alain Connes"
+    # The same engine again: nothing to do, nothing said.
+    said.clear()
+    build_index([MINI_WIKI], target, BuildOptions(
+        retrieval="lexical", append=True, lexical_engine="bm25s"), on_warning=said.append)
+    assert said == []
+
+
+# -- item 13: around --retrieval lexical --------------------------------------------
+
+
+def test_a_plain_append_to_a_lexical_index_keeps_its_kind(tmp_path: Path,
+                                                        run_cli: Any) -> None:
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, LEXICAL)
+    done = run_cli("index", "build", _docs(tmp_path), "--append", "--index", target,
+                   "--quiet")
+    assert done.exit_code == 0, done.stderr
+    meta = read_meta(target)
+    assert meta["retrieval"] == "lexical" and "model" not in meta
+    assert meta["sources"][-1]["path"].endswith("docs.jsonl")
+    # Asked for explicitly, another kind is still refused in one line.
+    asked = run_cli("index", "build", _docs(tmp_path, "more.jsonl"), "--append",
+                    "--retrieval", "hybrid", "--index", target)
+    assert asked.exit_code == 2
+    assert asked.stderr.strip().splitlines() == [
+        f"error: index at {target} was built with --retrieval lexical (no vectors); append "
+        "to it with --retrieval lexical, or rebuild it without"]
+
+
+@pytest.mark.parametrize(("options", "said"), [
+    (BuildOptions(retrieval="lexical", device="cuda"), "--device cuda"),
+    (BuildOptions(retrieval="lexical", device="cpu"), "--device cpu"),
+    (BuildOptions(retrieval="lexical", batch_size=8), "--batch-size 8"),
+])
+def test_a_device_or_batch_for_no_model_is_refused_as_backend_is(
+    tmp_path: Path, options: BuildOptions, said: str
+) -> None:
+    target = tmp_path / "index"
+    with pytest.raises(UsageError) as caught:
+        build_index([MINI_WIKI], target, options)
+    assert str(caught.value) == (
+        f"{said}: --retrieval lexical embeds nothing, so this option says nothing; leave "
+        "it out, or build without --retrieval lexical")
+    assert not target.exists()
+
+
+def test_an_error_from_ceg_retrieval_names_the_variable(tmp_path: Path,
+                                                        run_cli: Any) -> None:
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, LEXICAL)
+    from_env = run_cli("index", "search", "Alain Connes", "--index", target,
+                       env={"CEG_RETRIEVAL": "dense"})
+    assert from_env.exit_code == 2
+    (line,) = from_env.stderr.strip().splitlines()
+    assert line.startswith("error: --retrieval dense: index at ")
+    assert line.endswith(" (from $CEG_RETRIEVAL)")
+    typed = run_cli("index", "search", "Alain Connes", "--index", target, "--retrieval",
+                    "dense")
+    assert typed.exit_code == 2 and "$CEG_RETRIEVAL" not in typed.stderr
