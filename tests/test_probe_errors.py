@@ -136,3 +136,69 @@ def test_an_error_from_ceg_retrieval_names_the_variable(tmp_path: Path,
     typed = run_cli("index", "search", "Alain Connes", "--index", target, "--retrieval",
                     "dense")
     assert typed.exit_code == 2 and "$CEG_RETRIEVAL" not in typed.stderr
+
+
+# -- item 15: what search, build and a stopped run say ------------------------------
+
+
+def test_a_search_that_finds_nothing_says_so_and_exits_0(tmp_path: Path,
+                                                        run_cli: Any) -> None:
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, LEXICAL)
+    for extra in ([], ["--json"]):
+        done = run_cli("index", "search", "xylophonequartz", "--index", target, *extra)
+        assert done.exit_code == 0, done.stderr
+        assert done.stdout == ""  # stdout stays data: no hit, no line
+        assert done.stderr.strip().splitlines() == [
+            f"no passage of {target} matches 'xylophonequartz' (lexical search)"]
+
+
+def test_one_document_is_said_in_the_singular(tmp_path: Path, run_cli: Any) -> None:
+    done = run_cli("index", "build", _docs(tmp_path), "--retrieval", "lexical", "--index",
+                   tmp_path / "index", "--quiet")
+    assert done.exit_code == 0, done.stderr
+    line = done.stderr.strip().splitlines()[-1]
+    assert line.startswith("indexed 1 document, 1 passage in ")
+    assert line.endswith("now holds 1 document, 1 passage")
+
+
+def test_a_stopped_run_says_what_it_checked_over_the_time_it_ran() -> None:
+    from ceg_cli.progress import PlainProgress
+
+    now = [0.0]
+    lines: list[str] = []
+    progress = PlainProgress(lines.append, interval=30, clock=lambda: now[0])
+    progress.counter("checked", "responses")
+    read = progress.counter("read", "lines")
+    now[0] = 4.0
+    read.update(2)
+    now[0] = 600.0  # ten minutes in one batch, then SIGTERM
+    progress.close(stopped=True)
+    assert lines[-2:] == ["checked: 0 responses in 600.0 s (stopped)",
+                          "read: 2 lines in 600.0 s (stopped)"]
+
+
+def test_the_cli_progress_closes_as_stopped_on_an_interrupt(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ceg_cli.cli.progress import cli_progress
+
+    with pytest.raises(KeyboardInterrupt), cli_progress(False) as progress:
+        progress.counter("checked", "responses")
+        raise KeyboardInterrupt
+    assert capsys.readouterr().err.splitlines()[-1].endswith(" s (stopped)")
+    with cli_progress(False) as progress:
+        progress.counter("checked", "responses").update(1)
+    assert "(stopped)" not in capsys.readouterr().err
+
+
+def test_the_max_terms_line_says_it_applies_to_tantivy_at_any_size(tmp_path: Path) -> None:
+    from ceg_cli.index import open_index
+
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, LEXICAL)  # bm25s at this size
+    with open_index(target) as index:
+        said = index.set_lexical_max_terms(5)
+    assert said is not None and said.endswith(
+        "which searches every term (it applies to a tantivy lexical part, of any size)")
+    assert "2,000,000" not in said

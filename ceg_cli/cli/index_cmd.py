@@ -228,10 +228,15 @@ def build(
     if report.lexical_seconds and not report.chunks:
         err_console.print(f"added the lexical (BM25) index in {report.lexical_seconds:.1f} s")
     err_console.print(
-        f"indexed {report.documents} documents, {report.chunks} passages in "
-        f"{report.seconds:.1f} s; {index} now holds {report.total_documents} documents, "
-        f"{report.total_chunks} passages"
+        f"indexed {_count(report.documents, 'document')}, "
+        f"{_count(report.chunks, 'passage')} in {report.seconds:.1f} s; {index} now holds "
+        f"{_count(report.total_documents, 'document')}, "
+        f"{_count(report.total_chunks, 'passage')}"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 @app.command("info")
@@ -378,6 +383,11 @@ def search(
         if warning is not None:
             warn(warning)
         hits = idx.search([query], k, method)[0]
+    if not hits:
+        # Not a failure (exit 1 is a failed gate): the answer is "nothing", said on stderr
+        # so that stdout (--json lines) stays data.
+        err_console.print(f"no passage of {index} matches {query!r} ({method} search)",
+                          markup=False, highlight=False)
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if as_json:
