@@ -202,3 +202,45 @@ def test_the_max_terms_line_says_it_applies_to_tantivy_at_any_size(tmp_path: Pat
     assert said is not None and said.endswith(
         "which searches every term (it applies to a tantivy lexical part, of any size)")
     assert "2,000,000" not in said
+
+
+# -- item 11: --resume names the real difference ------------------------------------
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_resume_of_a_lexical_build_without_it_says_to_pass_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    from conftest import HashEmbedder
+
+    import ceg_cli.index.builder
+    from ceg_cli.index.buildwork import BuildWork
+
+    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(ceg_cli.index.builder, "SHARD_PASSAGES", 10)
+    calls = {"n": 0}
+    # One thread commits every 10 passages; reader processes after each range (a source
+    # here): the stop comes after one commit either way.
+    name, stop_at = ("commit", 3) if workers == 1 else ("commit_after_range", 2)
+    real = getattr(BuildWork, name)
+
+    def stop(self: BuildWork, *args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == stop_at:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(BuildWork, name, stop)
+    target = tmp_path / "index"
+    sources = [MINI_WIKI, _docs(tmp_path)]
+    with pytest.raises(KeyboardInterrupt):
+        build_index(sources, target, BuildOptions(retrieval="lexical", workers=workers))
+    monkeypatch.setattr(BuildWork, name, real)
+    with pytest.raises(UsageError) as caught:
+        build_index(sources, target, BuildOptions(resume=True, workers=1),
+                    embedder=HashEmbedder())
+    message = str(caught.value)
+    assert message.startswith("--resume: the unfinished build in ")
+    assert ": that build was --retrieval lexical (no model), this run embeds with " in message
+    assert ": pass --retrieval lexical; run the same command as that build" in message
+    assert "--workers" not in message
