@@ -244,3 +244,95 @@ def test_resume_of_a_lexical_build_without_it_says_to_pass_it(
     assert ": that build was --retrieval lexical (no model), this run embeds with " in message
     assert ": pass --retrieval lexical; run the same command as that build" in message
     assert "--workers" not in message
+
+
+# -- item 16: what a failure leaves open --------------------------------------------
+
+
+def test_cascade_closes_its_judge_when_the_offline_one_fails_to_load(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ceg_cli.judges as judges
+    import ceg_cli.judges.offline
+    from ceg_cli.errors import CegError
+
+    closed: list[str] = []
+
+    class Held:
+        name = "held"
+
+        def judge(self, items: Any) -> Any:
+            raise AssertionError("never called")
+
+        def close(self) -> None:
+            closed.append("held")
+
+    def broken(arg: str, options: Any) -> Any:
+        raise CegError("the offline judge's data cannot be read")
+
+    monkeypatch.setitem(judges._REGISTRY, "held", lambda arg, options: Held())
+    monkeypatch.setattr(ceg_cli.judges.offline, "create", broken)
+    with pytest.raises(CegError, match="cannot be read"):
+        judges.create_judge("cascade:held")
+    assert closed == ["held"]
+
+
+def test_a_failed_tantivy_build_releases_its_writer_for_a_retry_in_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    import ceg_cli.index.lexical_tantivy as lt
+
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, LEXICAL)
+    real = lt.passage_terms
+    calls = {"n": 0}
+
+    def fail_on_second(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("stopped while writing the lexical part")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(lt, "BATCH", 5)
+    monkeypatch.setattr(lt, "passage_terms", fail_on_second)
+    part = tmp_path / "part"
+    part.mkdir()
+    db = sqlite3.connect(target / "chunks.sqlite")
+    try:
+        with pytest.raises(RuntimeError, match="stopped while writing") as caught:
+            lt.build(db, part, "title+text")
+    finally:
+        db.close()
+    # The failure's traceback is still held (as a notebook or a caller's log holds it),
+    # and a writer on the same part opens: the failed one let its lock go.
+    assert caught.value.__traceback__ is not None
+    index = lt.import_tantivy().Index.open(str(part / "lexical"))
+    index.writer(heap_size=lt.HEAP_BYTES, num_threads=1).wait_merging_threads()
+
+
+def test_tantivys_lock_refusal_is_one_line(tmp_path: Path) -> None:
+    import ceg_cli.index.lexical_tantivy as lt
+    from ceg_cli.errors import BackendError
+
+    (tmp_path / "lexical").mkdir()
+    index = lt.import_tantivy().Index(lt.schema(), path=str(tmp_path / "lexical"))
+    held = index.writer(heap_size=lt.HEAP_BYTES, num_threads=1)
+    target = tmp_path / "index"
+    build_index([MINI_WIKI], target, LEXICAL)
+    import sqlite3
+
+    db = sqlite3.connect(target / "chunks.sqlite")
+    try:
+        monkey = pytest.MonkeyPatch()
+        monkey.setattr(lt, "_committed", lambda out, plan, db: (index, 0, -1))
+        with pytest.raises(BackendError) as caught:
+            lt.build(db, tmp_path, "title+text")
+        monkey.undo()
+    finally:
+        db.close()
+        held.wait_merging_threads()
+    message = str(caught.value)
+    assert message.startswith(f"{tmp_path / 'lexical'}: tantivy cannot open its writer (")
+    assert "\n" not in message and "LockBusy" in message
