@@ -336,3 +336,48 @@ def test_tantivys_lock_refusal_is_one_line(tmp_path: Path) -> None:
     message = str(caught.value)
     assert message.startswith(f"{tmp_path / 'lexical'}: tantivy cannot open its writer (")
     assert "\n" not in message and "LockBusy" in message
+
+
+def test_append_replacing_a_middle_source_reads_only_kept_vectors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept passages' vectors are read run by run, never across the replaced
+    source's span (flat memory at millions of passages), and are the same vectors."""
+    import numpy as np
+    from conftest import HashEmbedder
+
+    import ceg_cli.index.builder as builder
+    from ceg_cli.index.vectors import read_vectors
+
+    def source(name: str, words: str, n: int) -> Path:
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("".join(json.dumps({"id": f"{name}{i}", "title": f"{name} {i}",
+                                            "text": f"{words} number {i} of {name}."})
+                                + "\n" for i in range(n)))
+        return path
+
+    a, b, c = (source("a", "Apples grow", 6), source("b", "Boats float", 5),
+               source("c", "Cats purr", 6))
+    target = tmp_path / "index"
+    build_index([a, b, c], target, BuildOptions(), embedder=HashEmbedder())
+    b.write_text(b.read_text().replace("Boats float", "Barges sink"))
+    spans: list[int] = []
+    real_read = builder.read_vectors
+
+    def recording(path: Path) -> Any:
+        index = real_read(path)
+
+        class Recorded:
+            def reconstruct_n(self, first: int, n: int) -> Any:
+                spans.append(n)
+                return index.reconstruct_n(first, n)
+
+        return Recorded()
+
+    monkeypatch.setattr(builder, "read_vectors", recording)
+    build_index([b], target, BuildOptions(append=True), embedder=HashEmbedder())
+    assert sum(spans) == 12 and max(spans) == 6  # a's 6 and c's 6, never b's 5 between
+    fresh = tmp_path / "fresh"
+    build_index([a, c, b], fresh, BuildOptions(), embedder=HashEmbedder())
+    got, want = read_vectors(target / "vectors.faiss"), read_vectors(fresh / "vectors.faiss")
+    assert np.array_equal(got.reconstruct_n(0, 17), want.reconstruct_n(0, 17))

@@ -521,8 +521,11 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     def batches() -> Iterator[np.ndarray]:
         for start in range(0, len(kept), READ_BATCH):
             ids = kept[start : start + READ_BATCH]
-            first, last = int(ids[0]), int(ids[-1])
-            yield old_vectors.reconstruct_n(first, last - first + 1)[ids - first]
+            # Each run of consecutive ids on its own: a replaced source in the middle is a
+            # gap that one read from first to last would span (gigabytes at millions).
+            runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)
+            yield np.concatenate([old_vectors.reconstruct_n(int(run[0]), len(run))
+                                  for run in runs])
 
     work.commit(position, batches(), len(kept))
 
