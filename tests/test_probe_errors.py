@@ -381,3 +381,94 @@ def test_append_replacing_a_middle_source_reads_only_kept_vectors(
     build_index([a, c, b], fresh, BuildOptions(), embedder=HashEmbedder())
     got, want = read_vectors(target / "vectors.faiss"), read_vectors(fresh / "vectors.faiss")
     assert np.array_equal(got.reconstruct_n(0, 17), want.reconstruct_n(0, 17))
+
+
+# -- item 10: folders ceg cannot write, a damaged static cache ----------------------
+
+
+def test_a_read_only_index_folder_is_one_line_naming_it(
+    tmp_path: Path, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a read-only folder (a mount, another user's) gives every write: EACCES or
+    EROFS, named; simulated, since the tests run as root, whom permissions do not stop."""
+    import errno
+
+    import ceg_cli.index.builder as builder
+
+    target = tmp_path / "ro" / "index"
+    lock = target.parent / ".index.lock"
+
+    def refused(path: Path) -> Any:
+        raise OSError(errno.EROFS, "Read-only file system", str(lock))
+
+    monkeypatch.setattr(builder, "build_lock", refused)
+    done = run_cli("index", "build", _docs(tmp_path), "--retrieval", "lexical", "--index",
+                   target)
+    assert done.exit_code == 2
+    assert done.stderr.strip().splitlines() == [
+        f"error: cannot write {lock} (Read-only file system): ceg writes there; point it at "
+        "a folder you can write (--index, --out, CEG_CACHE_DIR) or make this one writable"]
+
+
+@pytest.fixture
+def tiny_static(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """static-minilm made from a tiny stand-in of the default model, in a fresh cache."""
+    from test_static_embed import _tiny_sentence_transformer
+
+    import ceg_cli.index.static as static
+
+    source = _tiny_sentence_transformer(tmp_path / "st")
+    monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(static, "default_source", lambda: source)
+    real = static.distill
+    monkeypatch.setattr(static, "distill",
+                        lambda src, target, **kw: real(src, target, dimension=6))
+    return source
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not json", "no file"])
+def test_a_damaged_static_cache_entry_is_made_again(tiny_static: Path, damage: str) -> None:
+    import ceg_cli.index.static as static
+
+    model = static.static_model_path()
+    good = static.StaticEmbedder().embed(["Plato taught Aristotle."])
+    if damage == "truncated":
+        weights = model / "model.safetensors"
+        weights.write_bytes(weights.read_bytes()[:100])
+    elif damage == "not json":
+        (model / "tokenizer.json").write_text("<html>proxy error</html>")
+    else:
+        (model / "config.json").unlink()
+    again = static.StaticEmbedder().embed(["Plato taught Aristotle."])
+    assert (again == good).all()
+    assert (model / "config.json").exists() and (model / "model.safetensors").stat().st_size > 100
+
+
+def test_a_damaged_static_model_not_in_the_cache_is_one_line(tmp_path: Path) -> None:
+    import ceg_cli.index.static as static
+
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "model.safetensors").write_bytes(b"\x00" * 10)
+    with pytest.raises(UsageError, match=r"mine: not a readable static model \("):
+        static.StaticEmbedder(folder)
+    assert (folder / "model.safetensors").exists()  # not ceg's: left alone
+
+
+def test_a_read_only_cache_folder_says_which_and_what_to_do(
+    tiny_static: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    import ceg_cli.index.static as static
+
+    def refused(src: Path, target: Path, **kw: Any) -> Path:
+        raise OSError(errno.EACCES, "Permission denied", str(target))
+
+    monkeypatch.setattr(static, "distill", refused)
+    with pytest.raises(UsageError) as caught:
+        static.static_model_path()
+    message = str(caught.value)
+    assert message.startswith(f"cache folder {tmp_path / 'cache' / 'static'}: cannot write ")
+    assert message.endswith("(Permission denied); static-minilm is made there once, on first "
+                            "use: set CEG_CACHE_DIR to a folder you can write")

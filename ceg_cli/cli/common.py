@@ -180,6 +180,13 @@ def handle_errors(func: F) -> F:
                 raise typer.Exit(int(ExitStatus.STDOUT_CLOSED)) from None
             if _debug_enabled():
                 raise
+            if cannot_write(exc):
+                # A folder the user pointed ceg at (or HOME's cache) is read-only to them:
+                # their setting to change, not a bug in ceg.
+                print_error(f"cannot write {exc.filename} ({exc.strerror}): ceg writes there; "
+                            "point it at a folder you can write (--index, --out, "
+                            "CEG_CACHE_DIR) or make this one writable")
+                raise typer.Exit(int(ExitStatus.USAGE)) from None
             err_console.print(
                 f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                 "(run with --debug for the traceback)"
@@ -191,6 +198,12 @@ def handle_errors(func: F) -> F:
 
 #: The command's context while it runs (``CegCommand.invoke``): what ``from_variable`` reads.
 INVOKED: ContextVar[Any] = ContextVar("ceg_invoked", default=None)
+
+
+def cannot_write(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refused write to a named path (permission, read-only media)."""
+    return (isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+            and bool(exc.filename))
 
 
 def from_variable(message: str) -> str:

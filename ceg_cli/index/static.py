@@ -25,6 +25,7 @@ layout (``model.safetensors`` with ``embeddings``, ``tokenizer.json``,
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -137,10 +138,37 @@ def static_model_path() -> Path:
     folder = cache_root() / STATIC_DIR / digest.hexdigest()[:24]
     model = folder / "model"
     if not (model / "model.safetensors").exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        write_entry_marker(folder, STATIC_KIND)
-        distill(source, model)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_entry_marker(folder, STATIC_KIND)
+            distill(source, model)
+        except OSError as exc:
+            if exc.errno not in _CANNOT_WRITE:
+                raise
+            raise UsageError(
+                f"cache folder {folder.parent}: cannot write {exc.filename or folder} "
+                f"({exc.strerror}); {STATIC_NAME} is made there once, on first use: set "
+                "CEG_CACHE_DIR to a folder you can write"
+            ) from None
     return model
+
+
+#: What a folder ceg must write to says when it cannot be written.
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def remake_damaged(model: Path, problem: str) -> Path:
+    """The cached ``static-minilm`` at ``model`` made again when it cannot be read (a
+    copy cut short, a file replaced): removed only when it is provably ceg's (a real
+    folder in an entry with ceg's static-model marker), else refused in one line."""
+    from ..cachedir import read_entry_marker
+
+    entry = model.parent
+    if model.is_symlink() or not model.is_dir() or read_entry_marker(entry) != STATIC_KIND:
+        raise UsageError(f"cache entry {entry}: {STATIC_NAME}'s weights cannot be read "
+                         f"({problem}) and the entry is not one ceg made: remove it")
+    shutil.rmtree(model)
+    return static_model_path()
 
 
 def _tokenizer(path: Path) -> Any:
@@ -162,22 +190,36 @@ class StaticEmbedder:
 
     def __init__(self, path: str | Path | None = None, *, name: str = STATIC_NAME,
                  batch_size: int = 1024) -> None:
-        import numpy as np
-        from safetensors.numpy import load_file
-
         folder = Path(path) if path is not None else static_model_path()
         self.name = name
         self.batch_size = batch_size
-        self.vectors = np.ascontiguousarray(
-            load_file(str(folder / "model.safetensors"))["embeddings"], dtype=np.float32
-        )
-        self.dimension = int(self.vectors.shape[1])
-        self._tokenizer = _tokenizer(folder / "tokenizer.json")
+        try:
+            self._load(folder)
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever safetensors, tokenizers or json raise
+            problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            if path is not None:
+                raise UsageError(f"{folder}: not a readable static model ({problem})") from None
+            self._load(remake_damaged(folder, problem))  # the cache's own: made again
         unk = getattr(self._tokenizer.model, "unk_token", None)
         self._unk = self._tokenizer.token_to_id(unk) if unk else None
         lengths = sorted(len(t) for t in self._tokenizer.get_vocab())
         # model2vec cuts a text at 512 * the median token length before tokenizing.
         self._max_chars = MAX_TOKENS * lengths[len(lengths) // 2]
+
+    def _load(self, folder: Path) -> None:
+        import numpy as np
+        from safetensors.numpy import load_file
+
+        self.vectors = np.ascontiguousarray(
+            load_file(str(folder / "model.safetensors"))["embeddings"], dtype=np.float32
+        )
+        if self.vectors.ndim != 2 or not len(self.vectors):
+            raise ValueError(f"embeddings of shape {self.vectors.shape}")
+        self.dimension = int(self.vectors.shape[1])
+        self._tokenizer = _tokenizer(folder / "tokenizer.json")
+        json.loads((folder / "config.json").read_text(encoding="utf-8"))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np
