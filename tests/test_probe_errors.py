@@ -6,6 +6,7 @@ build's and search's lines, and what a failure leaves behind.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -472,3 +473,81 @@ def test_a_read_only_cache_folder_says_which_and_what_to_do(
     assert message.startswith(f"cache folder {tmp_path / 'cache' / 'static'}: cannot write ")
     assert message.endswith("(Permission denied); static-minilm is made there once, on first "
                             "use: set CEG_CACHE_DIR to a folder you can write")
+
+
+# -- item 14: static-minilm's first use, a killed one, the cache commands -----------
+
+
+def _dead_pid() -> int:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    return int(done.stdout)
+
+
+def test_first_use_distillation_shows_progress(
+    tiny_static: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ceg_cli.index.static as static
+
+    static.static_model_path()
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("distilling static-minilm from st (first use, once): "
+                               "started (")
+    assert lines[-1].startswith("distilling static-minilm from st (first use, once): ")
+    assert " tokens in " in lines[-1]
+    static.static_model_path()  # made: nothing to say
+    assert capsys.readouterr().err == ""
+
+
+def test_a_killed_distillations_folder_is_removed_only_when_provably_ceg_s(
+    tiny_static: Path, tmp_path: Path
+) -> None:
+    import ceg_cli.index.static as static
+    from ceg_cli.cachedir import write_entry_marker
+
+    model = static.static_model_path()
+    entry = model.parent
+    dead, other, third = _dead_pid(), _dead_pid(), _dead_pid()
+    killed = entry / f".model.{dead}.tmp"
+    killed.mkdir()
+    (killed / static.STATIC_TMP).write_text(f"{dead}\n")
+    (killed / "model.safetensors").write_bytes(b"\0" * 1000)
+    unmarked = entry / f".model.{other}.tmp"  # no marker: not provably ceg's
+    unmarked.mkdir()
+    (unmarked / "model.safetensors").write_bytes(b"\0" * 10)
+    alive = entry / f".model.{os.getppid()}.tmp"  # a live process's
+    alive.mkdir()
+    (alive / static.STATIC_TMP).write_text(f"{os.getppid()}\n")
+    foreign = entry / f".model.{third}.tmp"  # marked, but holding a user's file
+    foreign.mkdir()
+    (foreign / static.STATIC_TMP).write_text(f"{third}\n")
+    (foreign / "notes.txt").write_text("mine")
+    write_entry_marker(entry, static.STATIC_KIND)
+    static.static_model_path()
+    assert not killed.exists()
+    assert unmarked.exists() and alive.exists() and (foreign / "notes.txt").exists()
+
+
+def test_cache_info_and_prune_count_static_models(
+    tiny_static: Path, tmp_path: Path, run_cli: Any
+) -> None:
+    import ceg_cli.index.static as static
+
+    entry = static.static_model_path().parent
+    cache = tmp_path / "cache"
+    shown = run_cli("cache", "info", "--json", "--cache-dir", cache)
+    kinds = {k["kind"]: k for k in json.loads(shown.stdout)["kinds"]}
+    assert kinds["static models"]["entries"] == 1 and kinds["static models"]["bytes"] > 0
+    old = 1_000_000_000.0
+    os.utime(entry, (old, old))
+    for path in entry.rglob("*"):
+        os.utime(path, (old, old))
+    done = run_cli("cache", "prune", "--older-than", "30", "--cache-dir", cache)
+    assert done.exit_code == 0, done.stderr
+    said = " ".join(done.stderr.split())
+    assert f"removed {entry}" in said
+    assert "0 ONNX model exports and 1 static models older than 30 days" in said
+    assert not entry.exists()
