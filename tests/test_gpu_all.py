@@ -23,6 +23,8 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "benchmarks"
 CHECKERS = ("minicheck-roberta", "minicheck-deberta-v2", "minicheck-t5", "hhem")
+#: Where gpu_all.py and gpu_prepare.py are (benchmarks/gpu/ since issue 59's moves).
+GPU = BENCH / "gpu" if (BENCH / "gpu" / "gpu_all.py").is_file() else BENCH
 
 
 def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -190,7 +192,7 @@ def test_the_recorded_carry_still_fits_beside_this_checkout(
 def test_a_bound_that_bounds_nothing_is_refused(tmp_path: Path, option: str,
                                                 value: str) -> None:
     done = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_all.py"), "--device", "cpu", "--tiny",
+        [sys.executable, str(GPU / "gpu_all.py"), "--device", "cpu", "--tiny",
          "--out", str(tmp_path / "o"), option, value], cwd=REPO,
         env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
         timeout=120)
@@ -204,7 +206,7 @@ def test_a_dangling_link_as_out_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.symlink_to(tmp_path / "nowhere")
     done = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_all.py"), "--device", "cpu", "--tiny",
+        [sys.executable, str(GPU / "gpu_all.py"), "--device", "cpu", "--tiny",
          "--out", str(out)], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
@@ -221,7 +223,7 @@ def test_a_damaged_carry_archive_is_one_line(tmp_path: Path) -> None:
     (carry / "MANIFEST.json").write_text(json.dumps({"python_version": here}))
     (carry / "site.tar.xz").write_bytes(b"\xfd7zXZ\x00 cut short")
     done = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_all.py"), "--device", "cpu", "--tiny",
+        [sys.executable, str(GPU / "gpu_all.py"), "--device", "cpu", "--tiny",
          "--out", str(tmp_path / "o"), "--carry", str(carry)], cwd=REPO,
         env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True, text=True,
         timeout=120)
