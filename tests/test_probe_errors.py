@@ -5,17 +5,33 @@ build's and search's lines, and what a failure leaves behind.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 from conftest import MINI_WIKI
 
 from ceg_cli.errors import InputError, UsageError
-from ceg_cli.index.builder import BuildOptions, build_index
 from ceg_cli.index.store import read_meta
+
+
+def _module(now: str, before: str) -> ModuleType:
+    """A module by its path in issue 59's layout (index/build, index/dense, index/lexical,
+    judges/offline), or by its path before those moves."""
+    try:
+        return importlib.import_module(now)
+    except ModuleNotFoundError:
+        return importlib.import_module(before)
+
+
+builder = _module("ceg_cli.index.build.builder", "ceg_cli.index.builder")
+static = _module("ceg_cli.index.dense.static", "ceg_cli.index.static")
+lt = _module("ceg_cli.index.lexical.lexical_tantivy", "ceg_cli.index.lexical_tantivy")
+BuildOptions, build_index = builder.BuildOptions, builder.build_index
 
 LEXICAL = BuildOptions(retrieval="lexical")
 
@@ -214,11 +230,10 @@ def test_resume_of_a_lexical_build_without_it_says_to_pass_it(
 ) -> None:
     from conftest import HashEmbedder
 
-    import ceg_cli.index.builder
-    from ceg_cli.index.buildwork import BuildWork
+    BuildWork = _module("ceg_cli.index.build.buildwork", "ceg_cli.index.buildwork").BuildWork
 
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
-    monkeypatch.setattr(ceg_cli.index.builder, "SHARD_PASSAGES", 10)
+    monkeypatch.setattr(builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(builder, "SHARD_PASSAGES", 10)
     calls = {"n": 0}
     # One thread commits every 10 passages; reader processes after each range (a source
     # here): the stop comes after one commit either way.
@@ -254,8 +269,9 @@ def test_cascade_closes_its_judge_when_the_offline_one_fails_to_load(
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import ceg_cli.judges as judges
-    import ceg_cli.judges.offline
     from ceg_cli.errors import CegError
+
+    offline = _module("ceg_cli.judges.offline.offline", "ceg_cli.judges.offline")
 
     closed: list[str] = []
 
@@ -272,7 +288,7 @@ def test_cascade_closes_its_judge_when_the_offline_one_fails_to_load(
         raise CegError("the offline judge's data cannot be read")
 
     monkeypatch.setitem(judges._REGISTRY, "held", lambda arg, options: Held())
-    monkeypatch.setattr(ceg_cli.judges.offline, "create", broken)
+    monkeypatch.setattr(offline, "create", broken)
     with pytest.raises(CegError, match="cannot be read"):
         judges.create_judge("cascade:held")
     assert closed == ["held"]
@@ -283,7 +299,6 @@ def test_a_failed_tantivy_build_releases_its_writer_for_a_retry_in_this_process(
 ) -> None:
     import sqlite3
 
-    import ceg_cli.index.lexical_tantivy as lt
 
     target = tmp_path / "index"
     build_index([MINI_WIKI], target, LEXICAL)
@@ -314,7 +329,6 @@ def test_a_failed_tantivy_build_releases_its_writer_for_a_retry_in_this_process(
 
 
 def test_tantivys_lock_refusal_is_one_line(tmp_path: Path) -> None:
-    import ceg_cli.index.lexical_tantivy as lt
     from ceg_cli.errors import BackendError
 
     (tmp_path / "lexical").mkdir()
@@ -347,8 +361,7 @@ def test_append_replacing_a_middle_source_reads_only_kept_vectors(
     import numpy as np
     from conftest import HashEmbedder
 
-    import ceg_cli.index.builder as builder
-    from ceg_cli.index.vectors import read_vectors
+    read_vectors = _module("ceg_cli.index.dense.vectors", "ceg_cli.index.vectors").read_vectors
 
     def source(name: str, words: str, n: int) -> Path:
         path = tmp_path / f"{name}.jsonl"
@@ -394,7 +407,6 @@ def test_a_read_only_index_folder_is_one_line_naming_it(
     EROFS, named; simulated, since the tests run as root, whom permissions do not stop."""
     import errno
 
-    import ceg_cli.index.builder as builder
 
     target = tmp_path / "ro" / "index"
     lock = target.parent / ".index.lock"
@@ -416,7 +428,6 @@ def tiny_static(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """static-minilm made from a tiny stand-in of the default model, in a fresh cache."""
     from test_static_embed import _tiny_sentence_transformer
 
-    import ceg_cli.index.static as static
 
     source = _tiny_sentence_transformer(tmp_path / "st")
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
@@ -429,7 +440,6 @@ def tiny_static(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.mark.parametrize("damage", ["truncated", "not json", "no file"])
 def test_a_damaged_static_cache_entry_is_made_again(tiny_static: Path, damage: str) -> None:
-    import ceg_cli.index.static as static
 
     model = static.static_model_path()
     good = static.StaticEmbedder().embed(["Plato taught Aristotle."])
@@ -446,7 +456,6 @@ def test_a_damaged_static_cache_entry_is_made_again(tiny_static: Path, damage: s
 
 
 def test_a_damaged_static_model_not_in_the_cache_is_one_line(tmp_path: Path) -> None:
-    import ceg_cli.index.static as static
 
     folder = tmp_path / "mine"
     folder.mkdir()
@@ -461,7 +470,6 @@ def test_a_read_only_cache_folder_says_which_and_what_to_do(
 ) -> None:
     import errno
 
-    import ceg_cli.index.static as static
 
     def refused(src: Path, target: Path, **kw: Any) -> Path:
         raise OSError(errno.EACCES, "Permission denied", str(target))
@@ -490,7 +498,6 @@ def _dead_pid() -> int:
 def test_first_use_distillation_shows_progress(
     tiny_static: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import ceg_cli.index.static as static
 
     static.static_model_path()
     lines = capsys.readouterr().err.splitlines()
@@ -505,7 +512,6 @@ def test_first_use_distillation_shows_progress(
 def test_a_killed_distillations_folder_is_removed_only_when_provably_ceg_s(
     tiny_static: Path, tmp_path: Path
 ) -> None:
-    import ceg_cli.index.static as static
     from ceg_cli.cachedir import write_entry_marker
 
     model = static.static_model_path()
@@ -534,7 +540,6 @@ def test_a_killed_distillations_folder_is_removed_only_when_provably_ceg_s(
 def test_cache_info_and_prune_count_static_models(
     tiny_static: Path, tmp_path: Path, run_cli: Any
 ) -> None:
-    import ceg_cli.index.static as static
 
     entry = static.static_model_path().parent
     cache = tmp_path / "cache"
