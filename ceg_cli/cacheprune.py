@@ -7,7 +7,9 @@ Two kinds of entry live under ``cache_root()`` (``$CEG_CACHE_DIR``, else
 - ``eval/<key>/``: the index of a benchmark's own corpus (``ceg eval``), dated
   by its corpus file, which every run that uses the index rewrites;
 - ``onnx/<key>/``: the embedding model exported for ``--backend onnx`` and
-  ``onnx-int8``, dated by its newest file, which every load touches.
+  ``onnx-int8``, dated by its newest file, which every load touches;
+- ``static/<key>/``: ``static-minilm``, distilled on first use, dated by its folder,
+  which every load touches (made again, offline, by the next use after a prune).
 
 None grows smaller by itself, so a CI runner's cache grows with every new
 prompt and dataset; ``prune_cache`` removes what was not used for a while.
@@ -50,6 +52,7 @@ from .eval.corpus import (
     hold_corpus_lock,
 )
 from .index.dense.onnxexport import ONNX_DIR, ONNX_KIND
+from .index.dense.static import STATIC_DIR, STATIC_FILES, STATIC_KIND, STATIC_TMP
 from .index.indexdir import BUILT_NAMES, FOREIGN_OK
 from .index.layout import LEXICAL_DIR, SHARDS
 from .index.metacheck import file_problem
@@ -90,6 +93,8 @@ class PruneReport:
     busy: list[Path] = field(default_factory=list)
     exports_removed: int = 0
     exports_kept: int = 0
+    statics_removed: int = 0
+    statics_kept: int = 0
     #: The entries removed (or, with ``dry_run``, that the real run would remove).
     removed: list[Path] = field(default_factory=list)
     #: What lies under ``eval/`` or ``onnx/`` but is not ceg's: left alone.
@@ -105,6 +110,7 @@ def cache_info(root: Path) -> list[KindInfo]:
         _llm_info(root),
         _folder_info("eval corpus indexes", root / EVAL_DIR, _is_eval_entry, _last_used),
         _folder_info("ONNX model exports", root / ONNX_DIR, _is_onnx_entry, _newest_file),
+        _folder_info("static models", root / STATIC_DIR, _is_static_entry, _newest_file),
     ]
 
 
@@ -169,6 +175,17 @@ def prune_cache(
         if not dry_run:
             # Exported again, offline, by the next build that asks for the backend.
             remove_own(entry, _own_onnx)
+    for entry in _children(root / STATIC_DIR):
+        if not _is_static_entry(entry):
+            report.foreign.append(entry)
+            continue
+        if _newest_file(entry) >= cutoff:
+            report.statics_kept += 1
+            continue
+        report.statics_removed += 1
+        _removing(report, entry, _own_static)
+        if not dry_run:
+            remove_own(entry, _own_static)  # distilled again, offline, by the next use
     return report
 
 
@@ -217,6 +234,24 @@ def _own_eval(parts: tuple[str, ...]) -> bool:
     if len(rest) == 2 and inner == LEXICAL_DIR:
         return bool(_LEXICAL_NAMES.fullmatch(rest[1]))
     return len(rest) == 2 and inner == SHARDS and bool(_SHARD_NAMES.fullmatch(rest[1]))
+
+
+def _is_static_entry(entry: Path) -> bool:
+    """A static model's folder ceg made: static_model_path marks each before it writes."""
+    return (not entry.is_symlink() and entry.is_dir()
+            and read_entry_marker(entry) == STATIC_KIND)
+
+
+_STATIC_TOP = re.compile(rf"model|\.model\.\d+\.tmp|{_MARKER_NAMES}")
+
+
+def _own_static(parts: tuple[str, ...]) -> bool:
+    """Whether a path in a static model's entry is one ``distill`` writes."""
+    top, *rest = parts
+    if not rest:
+        return bool(_STATIC_TOP.fullmatch(top))
+    return (len(rest) == 1 and bool(_STATIC_TOP.fullmatch(top))
+            and rest[0] in (*STATIC_FILES, STATIC_TMP))
 
 
 def _own_onnx(parts: tuple[str, ...]) -> bool:

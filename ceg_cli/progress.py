@@ -119,12 +119,17 @@ class PlainProgress:
             line = " · ".join(c.describe() for c in self._counters)
         self.emit(f"progress: {line}")
 
-    def close(self) -> None:
+    def close(self, stopped: bool = False) -> None:
+        """Each counter's total, over the time to its last count; ``stopped`` (the run
+        was interrupted or failed): over the time until now, and said, since a counter
+        that did not move for ten minutes did not take no time."""
         with self._lock:
             finished, self._counters = self._counters, []
+            now = self.clock()
         for counter in finished:
+            until = now if stopped else counter.moved
             self.emit(f"{counter.label}: {counter.count:,} {counter.unit} in "
-                      f"{counter.moved - counter.started:.1f} s")
+                      f"{until - counter.started:.1f} s{' (stopped)' if stopped else ''}")
 
 
 @contextmanager

@@ -108,7 +108,7 @@ def test_info_on_an_empty_cache_creates_nothing(run_cli: CliRun, tmp_path: Path)
     empty = tmp_path / "nothing-here"
     result = run_cli("cache", "info", "--json", "--cache-dir", empty)
     assert result.exit_code == 0
-    assert [k["entries"] for k in json.loads(result.stdout)["kinds"]] == [0, 0, 0]
+    assert [k["entries"] for k in json.loads(result.stdout)["kinds"]] == [0, 0, 0, 0]
     assert not empty.exists()
 
 
@@ -117,17 +117,17 @@ def test_prune_removes_what_is_old_and_keeps_what_is_used(
 ) -> None:
     dry = run_cli("cache", "prune", "--older-than", "30", "--dry-run")
     assert dry.exit_code == 0, dry.stderr
-    assert ("would remove 2 LLM replies, 1 eval corpus indexes and 1 ONNX model exports"
-            in " ".join(dry.stderr.split()))
-    assert [k["entries"] for k in info(run_cli).values()] == [3, 2, 2]
+    assert ("would remove 2 LLM replies, 1 eval corpus indexes, 1 ONNX model exports and 0 "
+            "static models" in " ".join(dry.stderr.split()))
+    assert [k["entries"] for k in info(run_cli).values()] == [3, 2, 2, 0]
 
     result = run_cli("cache", "prune", "--older-than", "30")
     assert result.exit_code == 0, result.stderr
     said = " ".join(result.stderr.split())
-    assert ("removed 2 LLM replies, 1 eval corpus indexes and 1 ONNX model exports older "
-            "than 30 days") in said
-    assert "kept 1 replies, 1 indexes and 1 exports" in said
-    assert [k["entries"] for k in info(run_cli).values()] == [1, 1, 1]
+    assert ("removed 2 LLM replies, 1 eval corpus indexes, 1 ONNX model exports and 0 static "
+            "models older than 30 days") in said
+    assert "kept 1 replies, 1 indexes, 1 exports and 0 static models" in said
+    assert [k["entries"] for k in info(run_cli).values()] == [1, 1, 1, 0]
     assert not cache["exports"][0].exists() and cache["exports"][1].exists()
     store = LLMCache(cache["root"] / "llm.sqlite")
     assert store.get("new-1") is not None and store.get("old-1") is None
@@ -214,7 +214,7 @@ def test_prune_beside_a_run_that_writes_replies(run_cli: CliRun, cache: dict[str
 def test_prune_needs_a_non_negative_age(run_cli: CliRun, cache: dict[str, Any]) -> None:
     result = run_cli("cache", "prune", "--older-than", "-1")
     assert result.exit_code == 2
-    assert [k["entries"] for k in info(run_cli).values()] == [3, 2, 2]
+    assert [k["entries"] for k in info(run_cli).values()] == [3, 2, 2, 0]
 
 
 def test_reusing_an_onnx_export_marks_it_used(
@@ -276,10 +276,10 @@ def test_prune_leaves_folders_ceg_never_made(run_cli: CliRun, tmp_path: Path) ->
     assert res.exists() and onnx.exists() and (res / "results.csv").exists()
     said = " ".join(result.stderr.split())
     assert f"{res}: not ceg's, left alone" in said and f"{onnx}: not ceg's, left alone" in said
-    assert "0 eval corpus indexes and 0 ONNX model exports" in said
+    assert "0 eval corpus indexes, 0 ONNX model exports and 0 static models" in said
     shown = run_cli("cache", "info", "--json", "--cache-dir", proj)
     kinds = json.loads(shown.stdout)["kinds"]
-    assert [(k["entries"], k["not_ceg"]) for k in kinds] == [(0, 0), (0, 1), (0, 1)]
+    assert [(k["entries"], k["not_ceg"]) for k in kinds] == [(0, 0), (0, 1), (0, 1), (0, 0)]
 
 
 def test_prune_knows_its_entries_by_marker_or_exact_layout(

@@ -213,7 +213,7 @@ def test_prune_removes_what_ceg_wrote_in_an_entry_and_leaves_the_rest(
     real = run_cli("cache", "prune", "--older-than", "30")
     assert real.exit_code == 0, real.stderr
     said = " ".join(real.stderr.split())
-    assert "1 eval corpus indexes and 1 ONNX model exports" in said
+    assert "1 eval corpus indexes, 1 ONNX model exports and 0 static models" in said
     left = sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
     key = entry.name
     assert left == [

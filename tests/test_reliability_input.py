@@ -295,7 +295,7 @@ def test_pages_without_text_are_skipped_by_name(
     for title in ("Empty element", "Deleted text", "No revision", "Markup only"):
         assert sum(f"page '{title}'" in w for w in warnings) == 1, warnings
     assert all(w.startswith(f"warning: {BAD / 'no-text.xml'}: page ") for w in warnings)
-    assert "indexed 1 documents, 1 passages" in result.stderr
+    assert "indexed 1 document, 1 passage in " in result.stderr
     row("corpus: MediaWiki pages with no text (empty, deleted, no revision, markup only)", 4,
         "each skipped with a warning naming file and page; the page with prose indexed")
 

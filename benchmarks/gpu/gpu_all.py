@@ -45,7 +45,10 @@ What the figures are of, said in each file's ``weights``:
 ``--carry DIR`` (made by ``benchmarks/gpu/gpu_prepare.py``): its ``site.tar.xz``,
 ceg's dependencies that the GPU machine lacks, is unpacked into the work folder
 and put on the children's ``PYTHONPATH`` (the checkout is always first on it),
-and its ``models.tar.xz`` (the default embedder's architecture) beside it.
+with ``CEG_SCIPY_OPENBLAS`` naming SciPy's OpenBLAS (the carried faiss's BLAS), and
+its ``models.tar.xz`` (the default embedder's architecture) beside it. A damaged
+archive, a dangling ``--out`` link, and a ``--budget``, ``--passages`` or
+``--readers`` that is not a finite number above 0 are refused in one line (exit 2).
 The work folder is temporary and removed at the end, however the script ends.
 """
 
@@ -53,6 +56,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
+import math
 import os
 import platform
 import shutil
@@ -340,24 +345,46 @@ def once(shared: dict[str, Any], key: str, fn: Callable[[], Any]) -> Any:
     return got
 
 
+def unpack(archive: Path, target: Path) -> None:
+    """``archive`` (a carry's ``.tar.xz``) into ``target``; exit 2 with one line when it
+    is damaged (a copy cut short, another file under its name)."""
+    try:
+        with tarfile.open(archive, "r:xz") as tar:
+            tar.extractall(target, filter="data")
+    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as exc:
+        why = " ".join(str(exc).split())  # one line
+        usage_error(f"--carry {archive.parent}: {archive.name} cannot be unpacked "
+                    f"({type(exc).__name__}: {why}); make the carry again with "
+                    "benchmarks/gpu/gpu_prepare.py")
+
+
 def child_env(args: argparse.Namespace, work: Path) -> dict[str, str]:
-    """This environment with the checkout, then the carried packages, on PYTHONPATH."""
+    """This environment with the checkout, then the carried packages, on PYTHONPATH; where
+    the carry's faiss forwards to SciPy's OpenBLAS (gpu_prepare.py), that library in
+    ``CEG_SCIPY_OPENBLAS``."""
     paths = [str(REPO)]
+    extra: dict[str, str] = {}
     archive = args.carry / "site.tar.xz" if args.carry else None
     if archive is not None and archive.exists():
         site = work / "site"
         log(f"unpacking {archive} into the work folder")
-        with tarfile.open(archive) as tar:
-            tar.extractall(site, filter="data")
+        unpack(archive, site)
         paths.append(str(site))
         sys.path[:0] = [str(site)]
+        if args.carry_blas:
+            from gpu_prepare import scipy_openblas
+
+            blas = scipy_openblas()
+            if blas is None:
+                usage_error(f"--carry {args.carry}: its faiss calls SciPy's OpenBLAS, and "
+                            "no scipy.libs/libscipy_openblas*.so is here (install scipy)")
+            extra["CEG_SCIPY_OPENBLAS"] = str(blas)
     models = args.carry / "models.tar.xz" if args.carry else None
     if models is not None and models.exists():
-        with tarfile.open(models) as tar:
-            tar.extractall(work / "models", filter="data")
+        unpack(models, work / "models")
     rest = os.environ.get("PYTHONPATH")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([*paths, *([rest] if rest else [])]),
-               PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
+               PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false", **extra)
     return env
 
 
@@ -391,11 +418,14 @@ def notes(step: Bench | str, args: argparse.Namespace) -> dict[str, Any]:
     return {}
 
 
-def check_carry(carry: Path) -> None:
+def check_carry(carry: Path) -> bool:
     """Exit 2 unless ``carry`` is gpu_prepare.py's folder for this Python: its packages
-    hold compiled code for one CPython version."""
+    hold compiled code for one CPython version. Whether its faiss forwards to SciPy's
+    OpenBLAS."""
     try:
         manifest = json.loads((carry / "MANIFEST.json").read_text(encoding="utf-8"))
+        if not isinstance(manifest, dict):
+            raise ValueError("not a JSON object")
     except (OSError, ValueError) as exc:
         usage_error(f"--carry {carry}: no MANIFEST.json of gpu_prepare.py here ({exc})")
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -403,32 +433,53 @@ def check_carry(carry: Path) -> None:
         usage_error(f"--carry {carry}: MANIFEST.json python_version "
                     f"{manifest.get('python_version')!r}, this Python is {here} "
                     f"(gpu_prepare.py --python-version {here})")
+    return "blas" in manifest
+
+
+def positive(kind: type) -> Callable[[str], Any]:
+    """An argparse type: a finite number above 0 (NaN and infinity are no bound)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a finite number above 0")
+        return value
+
+    return parse
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.error = usage_error  # type: ignore[method-assign]  # one line, exit 2, as ceg's
     ap.add_argument("--out", type=Path, required=True, help="a new or empty folder")
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--tiny", action="store_true", help="tiny random models: the rehearsal")
-    ap.add_argument("--passages", type=int, default=None, help="300,000 (--tiny: 2,000)")
-    ap.add_argument("--readers", type=int, default=None,
+    ap.add_argument("--passages", type=positive(int), default=None,
+                    help="300,000 (--tiny: 2,000)")
+    ap.add_argument("--readers", type=positive(int), default=None,
                     help="reader processes of the build-readers step: 15 (--tiny: 2)")
     ap.add_argument("--carry", type=Path, default=None, help="gpu_prepare.py's folder")
     ap.add_argument("--standin", action="store_true",
                     help="the carried stand-in embedder even where the default model is "
                     "installed (rehearses what the GPU machine runs)")
-    ap.add_argument("--budget", type=float, default=460.0, help="seconds for all the steps")
+    ap.add_argument("--budget", type=positive(float), default=460.0,
+                    help="seconds for all the steps")
     ap.add_argument("--steps", default=None,
                     help="comma-separated step names to run (default: all)")
     args = ap.parse_args()
-    args.passages = args.passages or (2_000 if args.tiny else 300_000)
-    args.readers = args.readers or (2 if args.tiny else 15)
+    if args.passages is None:
+        args.passages = 2_000 if args.tiny else 300_000
+    if args.readers is None:
+        args.readers = 2 if args.tiny else 15
+    if args.out.is_symlink() and not args.out.exists():
+        usage_error(f"--out {args.out}: a link to {os.readlink(args.out)}, which does not "
+                    "exist; give a new or empty folder")
     if args.out.exists() and (not args.out.is_dir() or any(args.out.iterdir())):
         usage_error(f"--out {args.out}: give a new or empty folder (nothing is written over)")
-    if args.carry is not None:
-        check_carry(args.carry)
-    if args.passages < 1 or args.readers < 1 or args.budget <= 0:
-        usage_error("--passages, --readers and --budget: must be positive")
+    args.carry_blas = check_carry(args.carry) if args.carry is not None else False
     names = {s if isinstance(s, str) else s.name for s in STEPS}
     chosen = set(args.steps.split(",")) if args.steps else names
     if chosen - names:

@@ -90,8 +90,8 @@ def prune(
         ...,
         "--older-than",
         min=0.0,
-        help="Remove LLM replies stored, and eval corpus indexes and ONNX model exports "
-        "last used, more than DAYS ago.",
+        help="Remove LLM replies stored, and eval corpus indexes, ONNX model exports and "
+        "static models last used, more than DAYS ago.",
         metavar="DAYS",
     ),
     cache_dir: Path = CacheDirOption,
@@ -121,17 +121,18 @@ def prune(
     freed = _size(report.bytes_freed)
     what = (
         f"{report.replies_removed} LLM replies, {report.indexes_removed} eval corpus "
-        f"indexes and {report.exports_removed} ONNX model exports older than {older_than:g} days"
+        f"indexes, {report.exports_removed} ONNX model exports and {report.statics_removed} "
+        f"static models older than {older_than:g} days"
     )
     if not dry_run:
         done = f"removed {what}, {freed} freed"
-    elif report.indexes_removed or report.exports_removed:
+    elif report.indexes_removed or report.exports_removed or report.statics_removed:
         done = f"would remove {what} (they hold {freed})"
     else:
         done = f"would remove {what}"
     err_console.print(
-        f"{root}: {done}; kept {report.replies_kept} replies, {report.indexes_kept} indexes "
-        f"and {report.exports_kept} exports"
+        f"{root}: {done}; kept {report.replies_kept} replies, {report.indexes_kept} indexes, "
+        f"{report.exports_kept} exports and {report.statics_kept} static models"
     )
 
 

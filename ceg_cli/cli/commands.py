@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from .. import config as project
 from ..errors import CegError, ExitStatus, UsageError
-from .common import print_error
+from .common import INVOKED, print_error
 from .optkeys import command_words, option_keys, schema
 
 #: ctx.meta keys: the file in use (or None) and, per context, the two options' values.
@@ -47,6 +47,13 @@ class CegCommand(typer.core.TyperCommand):
         # Before --help, which stays last in the help.
         own = [p for p in params if p.name != "help"]
         return [*own, *config_params(), *[p for p in params if p.name == "help"]]
+
+    def invoke(self, ctx: Any) -> Any:
+        token = INVOKED.set(ctx)  # an error's line names the variable a value came from
+        try:
+            return super().invoke(ctx)
+        finally:
+            INVOKED.reset(token)
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         return [re.sub(r"^\{(.*)\}((?:\.\.\.)?)$", r"\1\2", piece)

@@ -7,6 +7,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable
+from contextvars import ContextVar
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -170,7 +171,7 @@ def handle_errors(func: F) -> F:
         except CegError as exc:
             if _debug_enabled():
                 raise
-            print_error(str(exc))
+            print_error(from_variable(str(exc)))
             raise typer.Exit(exit_code_for(exc)) from None
         except Exception as exc:
             if isinstance(exc, BrokenPipeError) and stdout_closed():
@@ -179,6 +180,13 @@ def handle_errors(func: F) -> F:
                 raise typer.Exit(int(ExitStatus.STDOUT_CLOSED)) from None
             if _debug_enabled():
                 raise
+            if cannot_write(exc):
+                # A folder the user pointed ceg at (or HOME's cache) is read-only to them:
+                # their setting to change, not a bug in ceg.
+                print_error(f"cannot write {exc.filename} ({exc.strerror}): ceg writes there; "
+                            "point it at a folder you can write (--index, --out, "
+                            "CEG_CACHE_DIR) or make this one writable")
+                raise typer.Exit(int(ExitStatus.USAGE)) from None
             err_console.print(
                 f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
                 "(run with --debug for the traceback)"
@@ -186,6 +194,36 @@ def handle_errors(func: F) -> F:
             raise typer.Exit(int(ExitStatus.RUNTIME)) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+#: The command's context while it runs (``CegCommand.invoke``): what ``from_variable`` reads.
+INVOKED: ContextVar[Any] = ContextVar("ceg_invoked", default=None)
+
+
+def cannot_write(exc: BaseException) -> bool:
+    """Whether ``exc`` is a refused write to a named path (permission, read-only media)."""
+    return (isinstance(exc, OSError) and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+            and bool(exc.filename))
+
+
+def from_variable(message: str) -> str:
+    """``message`` with ``(from $VAR)`` added where it names an option (``--retrieval
+    dense: ...``) whose value came from the environment, not the command line: the
+    user looks for the variable, not a flag they never typed."""
+    ctx = INVOKED.get()
+    if ctx is None:
+        return message
+    for param in ctx.command.params:
+        if not getattr(param, "envvar", None) or not param.name:
+            continue
+        source = ctx.get_parameter_source(param.name)
+        if source is None or source.name != "ENVIRONMENT":
+            continue
+        envvar = param.envvar if isinstance(param.envvar, str) else param.envvar[0]
+        if any(message.startswith(f"{flag} ") or message.startswith(f"{flag}:")
+               for flag in param.opts if flag.startswith("--")):
+            return f"{message} (from ${envvar})"
+    return message
 
 
 def stdout_closed() -> bool:

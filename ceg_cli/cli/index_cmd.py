@@ -56,6 +56,7 @@ LexicalEngine = Enum(  # type: ignore[misc]
 @app.command("build")
 @handle_errors
 def build(
+    ctx: typer.Context,
     sources: list[Path] = typer.Argument(
         ...,
         metavar="SOURCE",
@@ -181,7 +182,11 @@ def build(
     from ..index.build.builder import BuildOptions, build_index
     from ..index.build.processes import terminate_as_interrupt
     from ..index.dense.embedding import BACKEND_WARNINGS
+    from ..index.lexical.lexonly import kept_on_append
 
+    kind = retrieval.value
+    if append and given_or_none(ctx, "retrieval", retrieval) is None:
+        kind = kept_on_append(index) or kind  # --append keeps an index's kind
     if backend and backend.value in BACKEND_WARNINGS:
         warn(BACKEND_WARNINGS[backend.value])
     options = BuildOptions(
@@ -201,7 +206,7 @@ def build(
         index_type=index_type.value,
         lexical=lexical,
         lexical_engine=lexical_engine.value,
-        retrieval=retrieval.value,
+        retrieval=kind,
         engine=engine.value,
         ray_address=ray_address,
         workers=workers,
@@ -223,10 +228,15 @@ def build(
     if report.lexical_seconds and not report.chunks:
         err_console.print(f"added the lexical (BM25) index in {report.lexical_seconds:.1f} s")
     err_console.print(
-        f"indexed {report.documents} documents, {report.chunks} passages in "
-        f"{report.seconds:.1f} s; {index} now holds {report.total_documents} documents, "
-        f"{report.total_chunks} passages"
+        f"indexed {_count(report.documents, 'document')}, "
+        f"{_count(report.chunks, 'passage')} in {report.seconds:.1f} s; {index} now holds "
+        f"{_count(report.total_documents, 'document')}, "
+        f"{_count(report.total_chunks, 'passage')}"
     )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 @app.command("info")
@@ -373,6 +383,11 @@ def search(
         if warning is not None:
             warn(warning)
         hits = idx.search([query], k, method)[0]
+    if not hits:
+        # Not a failure (exit 1 is a failed gate): the answer is "nothing", said on stderr
+        # so that stdout (--json lines) stays data.
+        err_console.print(f"no passage of {index} matches {query!r} ({method} search)",
+                          markup=False, highlight=False)
     for rank, hit in enumerate(hits, 1):
         c = hit.chunk
         if as_json:

@@ -80,5 +80,7 @@ def cli_progress(quiet: bool) -> Iterator[Progress]:
     plain = PlainProgress(lambda line: err_console.print(line, markup=False, highlight=False))
     try:
         yield plain
-    finally:
-        plain.close()
+    except BaseException:
+        plain.close(stopped=True)  # Ctrl-C, SIGTERM, a failure: the time until now
+        raise
+    plain.close()

@@ -239,7 +239,7 @@ class Index:
         if max_terms and library != "tantivy":
             return (f"--lexical-max-terms {max_terms}: ignored: index at {self.path} has "
                     f"{'a ' + str(library) if library else 'no'} lexical part, which searches "
-                    "every term (it applies to tantivy's, past 2,000,000 passages)")
+                    "every term (it applies to a tantivy lexical part, of any size)")
         return None
 
     @property

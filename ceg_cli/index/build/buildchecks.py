@@ -35,6 +35,10 @@ def check_retrieval(options: BuildOptions) -> BuildOptions:
             (f"--backend {options.backend}", options.backend is not None),
             (f"--index-type {options.index_type}", options.index_type != "auto"),
             (f"--precision {options.precision}", options.precision != "auto"),
+            # As --backend: a device or batch for a model that never runs says nothing.
+            (f"--device {options.device}", options.device != "auto"),
+            (f"--batch-size {options.batch_size}",
+             options.batch_size != BuildOptions.batch_size),
         ) if given
     ]
     if embedding:

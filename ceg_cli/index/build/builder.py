@@ -46,7 +46,7 @@ from ..indexdir import (
     write_json,
 )
 from ..layout import CHUNKS_FILE, META_FILE, VECTORS_FILE
-from ..lexical.bm25 import build_lexical, want_lexical
+from ..lexical.bm25 import append_engine, build_lexical, want_lexical
 from ..lexical.lexonly import (
     LEXICAL_ONLY,
     LEXICAL_ONLY_FORMAT,
@@ -135,6 +135,8 @@ def _build(
     then the work folder, filled and put in place (``_run``)."""
     report = BuildReport(site.given)
     old_meta = _existing(site, options)
+    if old_meta is not None:
+        options = replace(options, lexical_engine=append_engine(options.lexical_engine, old_meta))
     sources = _Sources.of(kinds, old_meta, report)
     if options.resume and finish_swap(site, set(sources.digests.values()), options, report,
                                       on_warning):
@@ -320,6 +322,11 @@ def _write_index(job: _Job, work: BuildWork, tmp: Path, new_sources: list[dict[s
                  ) -> None:
     """The lexical part, the vectors' index file and meta.json, written into ``tmp``."""
     options, report, old_meta = job.options, job.report, job.old_meta
+    if old_meta is not None and not any(s["chunks"] for s in new_sources):
+        # As a fresh build refuses: an appended source with no text is a wrong file.
+        names = ", ".join(str(p) for p in job.sources.todo)
+        raise InputError(f"{names}: no documents with text; nothing written to "
+                         f"{job.site.given}")
     (total_chunks,) = work.db.execute("SELECT count(*) FROM chunks").fetchone()
     if total_chunks == 0:
         # A wrong file or namespace, most likely: never swap in an empty index.
@@ -503,8 +510,11 @@ def _start(work: BuildWork, old: Path | None, replaced: set[str]) -> None:
     def batches() -> Iterator[np.ndarray]:
         for start in range(0, len(kept), READ_BATCH):
             ids = kept[start : start + READ_BATCH]
-            first, last = int(ids[0]), int(ids[-1])
-            yield old_vectors.reconstruct_n(first, last - first + 1)[ids - first]
+            # Each run of consecutive ids on its own: a replaced source in the middle is a
+            # gap that one read from first to last would span (gigabytes at millions).
+            runs = np.split(ids, np.flatnonzero(np.diff(ids) != 1) + 1)
+            yield np.concatenate([old_vectors.reconstruct_n(int(run[0]), len(run))
+                                  for run in runs])
 
     work.commit(position, batches(), len(kept))
 

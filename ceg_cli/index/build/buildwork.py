@@ -233,7 +233,23 @@ class BuildWork:
 
 def _what_to_pass(recorded: dict[str, Any], manifest: dict[str, Any]) -> str:
     """The option that changed between an unfinished build and this run, where the
-    engine or the reading tells (``builder._manifest``): ``--engine``, ``--workers``."""
+    model, the engine or the reading tells (``builder._manifest``): ``--retrieval
+    lexical`` or ``--model``, ``--engine``, ``--workers``. The model first: a build
+    without vectors also reads with reader processes by default, so a resume without
+    ``--retrieval lexical`` differs in both, and only the model's advice leads on."""
+    from ..lexical.lexonly import NO_MODEL
+
+    model_was = (recorded.get("model") or {}).get("name")
+    model_now = (manifest.get("model") or {}).get("name")
+    if model_was != model_now and model_was is not None and model_now is not None:
+        if model_was == NO_MODEL:
+            return (": that build was --retrieval lexical (no model), this run embeds with "
+                    f"{model_now}: pass --retrieval lexical")
+        if model_now == NO_MODEL:
+            return (f": that build embedded with {model_was}, this run is --retrieval "
+                    "lexical: leave out --retrieval lexical")
+        return (f": that build embedded with {model_was}, this run with {model_now}: pass "
+                f"--model {model_was}")
     was, now = recorded.get("engine"), manifest.get("engine")
     if was != now:
         return (f": that build ran with --engine {was}, this run with --engine {now}: pass "

@@ -120,6 +120,14 @@ def unchanged(
     elif options.lexical is False and "lexical" in meta:
         relink(site, meta, lexical=False, skipped=skipped)
         warn(f"--no-lexical: removed the lexical (BM25) part of {target}; retrieval is dense")
+    elif "lexical" in meta and options.lexical_engine not in ("auto",
+                                                             meta["lexical"]["library"]):
+        # Asked for explicitly: applied, from the chunk store, nothing re-embedded.
+        was = meta["lexical"]["library"]
+        relink(site, meta, lexical=True, engine=options.lexical_engine)
+        warn(f"--lexical-engine {options.lexical_engine}: no source changed; rebuilt the "
+             f"lexical part of {target} with {options.lexical_engine} (it was {was}), "
+             "nothing re-embedded")
     current = None if is_lexical_only(meta) else describe(meta)["index_type"]
     if current is not None and options.index_type != "auto" and options.index_type != current:
         warn(

@@ -25,6 +25,7 @@ layout (``model.safetensors`` with ``embeddings``, ``tokenizer.json``,
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import UsageError
+from ...progress import PlainProgress, Progress
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,12 +53,19 @@ MAX_TOKENS = 512
 PROCEDURE = "ceg-static-1 mean-pool pca256 sif1e-4 zipf"
 STATIC_DIR = "static"
 STATIC_KIND = "static-model"
+#: What ``distill`` writes in a model folder; and in its temporary folder, first, a file
+#: naming the process that writes it: a killed run's folder is removed by the next run
+#: only with that file in it and that process gone (``_remove_stale``).
+STATIC_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+STATIC_TMP = ".ceg-static-tmp"
 
 
 def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSION,
-            sif: float = SIF, batch_size: int = 1024) -> Path:
+            sif: float = SIF, batch_size: int = 1024, progress: Progress | None = None) -> Path:
     """Distill the sentence-transformer (mean pooling) at ``source`` into a static
-    model at ``target`` (a new folder, written whole or not at all)."""
+    model at ``target`` (a new folder, written whole or not at all). ``progress`` counts
+    the vocabulary's tokens embedded (default: lines on stderr every 10 s, since a first
+    use takes minutes on 2 cores and would otherwise say nothing)."""
     import numpy as np
     import torch
     from safetensors.numpy import save_file
@@ -74,6 +83,9 @@ def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSI
     if cls_id is None or sep_id is None:
         raise UsageError(f"{source}: the static distillation needs a [CLS]/[SEP] tokenizer")
     vectors = np.zeros((vocab, model.config.hidden_size), dtype=np.float32)
+    shown = progress if progress is not None else _stderr_progress()
+    counter = shown.counter(f"distilling {STATIC_NAME} from {source.name} (first use, once)",
+                            "tokens", total=vocab)
     with torch.inference_mode():
         for start in range(0, vocab, batch_size):
             ids = torch.arange(start, min(vocab, start + batch_size))
@@ -83,6 +95,9 @@ def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSI
             out = model(input_ids=batch, attention_mask=torch.ones_like(batch),
                         token_type_ids=torch.zeros_like(batch)).last_hidden_state
             vectors[start : start + len(ids)] = out.mean(dim=1).numpy()
+            counter.update(len(ids))
+    if progress is None and isinstance(shown, PlainProgress):
+        shown.close()
     dimension = min(dimension, vectors.shape[1], vocab)
     centered = vectors - vectors.mean(axis=0, keepdims=True)
     _u, _s, components = np.linalg.svd(centered.astype(np.float64), full_matrices=False)
@@ -92,9 +107,10 @@ def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSI
     reduced *= (sif / (sif + proba)).astype(np.float32)[:, None]
 
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+    _remove_stale(target.parent, target.name, own=tmp)
     tmp.mkdir(parents=True)
     try:
+        (tmp / STATIC_TMP).write_text(f"{os.getpid()}\n", encoding="utf-8")
         save_file({"embeddings": np.ascontiguousarray(reduced)}, str(tmp / "model.safetensors"))
         shutil.copyfile(source / "tokenizer.json", tmp / "tokenizer.json")
         config = {"model_type": "model2vec", "architectures": ["StaticModel"],
@@ -110,6 +126,53 @@ def distill(source: str | Path, target: Path, *, dimension: int = STATIC_DIMENSI
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def _remove_stale(folder: Path, name: str, own: Path | None = None) -> list[Path]:
+    """Remove what killed distillations left in ``folder`` (``.NAME.PID.tmp``): only real
+    folders holding ``STATIC_TMP`` with their own PID, whose process is gone, and that
+    hold nothing but what ``distill`` writes; ``own`` (this process's) too. The removed."""
+    import re
+
+    pattern = re.compile(rf"\.{re.escape(name)}\.(\d+)\.tmp")
+    removed = []
+    try:
+        children = sorted(folder.iterdir()) if folder.is_dir() else []
+    except OSError:
+        return removed
+    for path in children:
+        match = pattern.fullmatch(path.name)
+        if match is None or path.is_symlink() or not path.is_dir():
+            continue
+        pid = int(match.group(1))
+        try:
+            marked = (path / STATIC_TMP).read_text(encoding="utf-8").strip() == str(pid)
+        except (OSError, UnicodeDecodeError):
+            marked = False
+        names = {p.name for p in path.iterdir()}
+        if not marked or not names <= {*STATIC_FILES, STATIC_TMP}:
+            continue  # not provably a distillation's: left alone
+        if path != own and _alive(pid):
+            continue  # another process distills now
+        shutil.rmtree(path)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stderr_progress() -> PlainProgress:
+    import sys
+
+    return PlainProgress(lambda line: print(line, file=sys.stderr, flush=True), interval=10)
 
 
 def default_source() -> Path:
@@ -137,10 +200,43 @@ def static_model_path() -> Path:
     folder = cache_root() / STATIC_DIR / digest.hexdigest()[:24]
     model = folder / "model"
     if not (model / "model.safetensors").exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        write_entry_marker(folder, STATIC_KIND)
-        distill(source, model)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            write_entry_marker(folder, STATIC_KIND)
+            distill(source, model)
+        except OSError as exc:
+            if exc.errno not in _CANNOT_WRITE:
+                raise
+            raise UsageError(
+                f"cache folder {folder.parent}: cannot write {exc.filename or folder} "
+                f"({exc.strerror}); {STATIC_NAME} is made there once, on first use: set "
+                "CEG_CACHE_DIR to a folder you can write"
+            ) from None
+    else:
+        try:
+            os.utime(folder)  # last used: what `ceg cache prune` dates it by
+            _remove_stale(folder, model.name)  # a killed distillation's, once another ended
+        except OSError:
+            pass  # a read-only cache is still read
     return model
+
+
+#: What a folder ceg must write to says when it cannot be written.
+_CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS}
+
+
+def remake_damaged(model: Path, problem: str) -> Path:
+    """The cached ``static-minilm`` at ``model`` made again when it cannot be read (a
+    copy cut short, a file replaced): removed only when it is provably ceg's (a real
+    folder in an entry with ceg's static-model marker), else refused in one line."""
+    from ...cachedir import read_entry_marker
+
+    entry = model.parent
+    if model.is_symlink() or not model.is_dir() or read_entry_marker(entry) != STATIC_KIND:
+        raise UsageError(f"cache entry {entry}: {STATIC_NAME}'s weights cannot be read "
+                         f"({problem}) and the entry is not one ceg made: remove it")
+    shutil.rmtree(model)
+    return static_model_path()
 
 
 def _tokenizer(path: Path) -> Any:
@@ -162,22 +258,36 @@ class StaticEmbedder:
 
     def __init__(self, path: str | Path | None = None, *, name: str = STATIC_NAME,
                  batch_size: int = 1024) -> None:
-        import numpy as np
-        from safetensors.numpy import load_file
-
         folder = Path(path) if path is not None else static_model_path()
         self.name = name
         self.batch_size = batch_size
-        self.vectors = np.ascontiguousarray(
-            load_file(str(folder / "model.safetensors"))["embeddings"], dtype=np.float32
-        )
-        self.dimension = int(self.vectors.shape[1])
-        self._tokenizer = _tokenizer(folder / "tokenizer.json")
+        try:
+            self._load(folder)
+        except UsageError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever safetensors, tokenizers or json raise
+            problem = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+            if path is not None:
+                raise UsageError(f"{folder}: not a readable static model ({problem})") from None
+            self._load(remake_damaged(folder, problem))  # the cache's own: made again
         unk = getattr(self._tokenizer.model, "unk_token", None)
         self._unk = self._tokenizer.token_to_id(unk) if unk else None
         lengths = sorted(len(t) for t in self._tokenizer.get_vocab())
         # model2vec cuts a text at 512 * the median token length before tokenizing.
         self._max_chars = MAX_TOKENS * lengths[len(lengths) // 2]
+
+    def _load(self, folder: Path) -> None:
+        import numpy as np
+        from safetensors.numpy import load_file
+
+        self.vectors = np.ascontiguousarray(
+            load_file(str(folder / "model.safetensors"))["embeddings"], dtype=np.float32
+        )
+        if self.vectors.ndim != 2 or not len(self.vectors):
+            raise ValueError(f"embeddings of shape {self.vectors.shape}")
+        self.dimension = int(self.vectors.shape[1])
+        self._tokenizer = _tokenizer(folder / "tokenizer.json")
+        json.loads((folder / "config.json").read_text(encoding="utf-8"))
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         import numpy as np

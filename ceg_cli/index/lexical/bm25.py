@@ -82,6 +82,16 @@ def lexical_engine(requested: str, passages: int) -> str:
     return "tantivy" if passages > LEXICAL_AUTO_MAX else "bm25s"
 
 
+def append_engine(requested: str, meta: dict[str, Any] | None) -> str:
+    """The engine an ``--append`` to the index of ``meta`` writes with: the one asked for,
+    else the index's own tantivy (``auto`` would fall back to bm25s below its bound and
+    change the index's rankings and memory); an index on bm25s stays on ``auto``'s rule."""
+    lexical = (meta or {}).get("lexical") or {}
+    if requested == "auto" and lexical.get("library") == "tantivy":
+        return "tantivy"
+    return requested
+
+
 def build_lexical(
     db: sqlite3.Connection, index_dir: Path, embed_mode: str, engine: str = "auto"
 ) -> dict[str, Any]:

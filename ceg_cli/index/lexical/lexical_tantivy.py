@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...errors import IndexLoadError
+from ...errors import BackendError, IndexLoadError
 from ...lang.codes import ENGLISH
 from ...types import Chunk
 from ..indexdir import write_json
@@ -125,26 +125,46 @@ def build(
         passages, last = 0, -1
     else:
         index, passages, last = resumed
-    writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
-    if resumed is not None:
-        writer.garbage_collect_files()  # the stopped writer's uncommitted segments
-    Document = tantivy.Document
-    pending = 0
-    for rows in _batches(db, last):
-        ids = [int(r[0]) for r in rows]
-        texts = [embed_text(Chunk("", r[1], 0, 0, 0, r[2]), embed_mode) for r in rows]
-        terms = passage_terms(texts, [r[3] or ENGLISH for r in rows], tokenizer)
-        for row_id, words in zip(ids, terms):
-            # The integer field takes a Python int: any other type panics the writer.
-            writer.add_document(Document(**{ID_FIELD: row_id, TERMS_FIELD: " ".join(words)}))
-        passages += len(ids)
-        pending += len(ids)
-        if pending >= COMMIT_EVERY:
-            writer.commit()
-            pending = 0
-        if on_batch is not None:
-            on_batch(len(ids))
-    writer.commit()
+    try:
+        writer = index.writer(heap_size=HEAP_BYTES, num_threads=1)
+    except ValueError as exc:  # tantivy's LockBusy, and its other refusals to open
+        raise BackendError(
+            f"{out}: tantivy cannot open its writer ({' '.join(str(exc).split())[:300]}); "
+            "another ceg build of this index may be running: wait for it, or retry"
+        ) from None
+    try:
+        if resumed is not None:
+            writer.garbage_collect_files()  # the stopped writer's uncommitted segments
+        Document = tantivy.Document
+        pending = 0
+        for rows in _batches(db, last):
+            ids = [int(r[0]) for r in rows]
+            texts = [embed_text(Chunk("", r[1], 0, 0, 0, r[2]), embed_mode) for r in rows]
+            terms = passage_terms(texts, [r[3] or ENGLISH for r in rows], tokenizer)
+            for row_id, words in zip(ids, terms):
+                # The integer field takes a Python int: any other type panics the writer.
+                writer.add_document(Document(**{ID_FIELD: row_id,
+                                                TERMS_FIELD: " ".join(words)}))
+            passages += len(ids)
+            pending += len(ids)
+            if pending >= COMMIT_EVERY:
+                writer.commit()
+                pending = 0
+            if on_batch is not None:
+                on_batch(len(ids))
+        writer.commit()
+    except BaseException as exc:
+        # The writer holds the part's lock until it is dropped, and a traceback keeps it
+        # alive: released now (its uncommitted documents dropped), so a retry in this
+        # process (a notebook, --resume after a caught error) can open one.
+        try:
+            writer.rollback()
+        finally:
+            writer.wait_merging_threads()  # consumes the writer: the lock goes with it
+        if isinstance(exc, ValueError):  # tantivy's own errors: one line, exit 3
+            raise BackendError(f"{out}: tantivy failed writing the lexical part "
+                               f"({' '.join(str(exc).split())[:300]})") from exc
+        raise
     writer.wait_merging_threads()
     (out / PROGRESS_FILE).unlink()
     _as_umask_says(out)

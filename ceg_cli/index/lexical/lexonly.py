@@ -53,6 +53,22 @@ def is_lexical_only(meta: Mapping[str, Any]) -> bool:
     return meta.get("retrieval") == LEXICAL_ONLY
 
 
+def kept_on_append(target: Any) -> str | None:
+    """``lexical`` where ``target`` holds an index built with ``--retrieval lexical``: an
+    ``--append`` that does not say ``--retrieval`` keeps the index's kind (the build
+    checks the index again under its lock); None otherwise."""
+    import json
+    from pathlib import Path
+
+    from ..layout import META_FILE
+
+    try:
+        meta = json.loads((Path(target) / META_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return LEXICAL_ONLY if isinstance(meta, dict) and is_lexical_only(meta) else None
+
+
 def refuse_method(path: Any, method: str) -> UsageError:
     """The one line for ``--retrieval dense|hybrid`` asked of a lexical-only index."""
     return UsageError(

@@ -85,4 +85,12 @@ def create(arg: str, options: Mapping[str, Any]) -> CascadeJudge:
                          "offline one, as cascade:nli:MODEL or cascade:llm:MODEL")
     inner = create_judge(inner_name, {k: v for k, v in options.items()
                                       if k not in (OPTION, SOURCE_OPTION)})
-    return CascadeJudge(offline("", options), inner)
+    try:
+        first = offline("", options)
+    except BaseException:
+        # JUDGE is loaded (a model, a server's client): nothing else would close it.
+        close = getattr(inner, "close", None)
+        if close is not None:
+            close()
+        raise
+    return CascadeJudge(first, inner)
