@@ -66,7 +66,7 @@ from .lexonly import (
 )
 from .local_engine import fill_here
 from .processes import available_cores
-from .static import is_static
+from .static import check_weights, is_static
 from .store import check_model, check_vectors_file, read_meta
 from .vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
 
@@ -181,6 +181,8 @@ def _build(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
+    if old_meta is not None and not is_lexical_only(old_meta):
+        check_weights(old_meta["model"], embedder, target)
     options = with_default_readers(options, embedder)
     plan = (
         plan_ranges(todo, follow_symlinks=options.follow_symlinks,
@@ -623,6 +625,10 @@ def _meta(
             "max_seq_length": getattr(embedder, "max_seq_length", None),
             "backend": getattr(embedder, "backend", "torch"),
             "precision": vector_precision(old_meta, embedder),
+            # A static model's weights are made on the user's machine: their digest is
+            # checked on open (``static.check_weights``).
+            **({"weights_digest": embedder.weights_digest}
+               if getattr(embedder, "weights_digest", None) else {}),
         },
         "embed_text": options.embed_text,
         "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},

@@ -48,6 +48,7 @@ from .lexical import (
 from .lexical import search as search_lexical
 from .lexonly import NO_MODEL, NoVectors, is_lexical_only, refuse_method
 from .metacheck import check_meta
+from .static import check_weights
 
 if TYPE_CHECKING:
     import numpy as np
@@ -195,6 +196,7 @@ class Index:
                     f"index at {self.path} has dimension {self.dimension} but model "
                     f"{self.model_name} gives {embedder.dimension}; rebuild the index"
                 )
+            check_weights(model, embedder, self.path)
             self._embedder = embedder
         return self._embedder
 
@@ -206,6 +208,8 @@ class Index:
                 f"(dimension {self.dimension}); the embedder given has dimension "
                 f"{embedder.dimension}"
             )
+        if not self.lexical_only:
+            check_weights(self.meta["model"], embedder, self.path)
         self._embedder = embedder
 
     @property
