@@ -1,9 +1,13 @@
 """The default judge: lexical support, offline, no language model.
 
 A segment is *supported* when every specific it states (each number, each
-capitalized name) occurs in one retrieved passage and at least
+capitalized name) occurs whole in a retrieved passage and at least
 ``MIN_COVERAGE`` of its content words occur in the passages; it cites the
-passages that hold them. Otherwise it is *not enough evidence*, and the reason
+passages that hold them. Against an index (``ONE_DOCUMENT``) the specifics and
+the words must be in the passages of one document: passages of different
+articles never add up to support (issue 60 item 4), while a sentence that runs
+across a passage boundary of one article still does; a record's own contexts,
+chosen for the answer, support it together. Otherwise it is *not enough evidence*, and the reason
 names what is missing: "'94' and 'reactors' not in the evidence".
 
 The rule comes from measurement; ``benchmarks/judge_design.py`` is the record.
@@ -505,7 +509,8 @@ class OfflineJudge:
     name = "offline"
     method = (
         "lexical support (offline): the segment's numbers and names, and a share of its "
-        "content words, must occur in the retrieved passages; no language model (against "
+        "content words, must occur in the retrieved passages (of one document, against an "
+        "index); no language model (against "
         "evidence in another language: its numbers and names, and a packaged multilingual "
         "embedder's cosine with the best evidence sentence)"
     )
