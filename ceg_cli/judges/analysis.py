@@ -14,7 +14,7 @@ class Analysis:
     """The measurements a verdict is made from."""
 
     content: tuple[Token, ...]  # distinct content words and numbers of the segment
-    covered: tuple[bool, ...]  # each found in some passage
+    covered: tuple[bool, ...]  # each found in some passage (of the one document: passage_docs)
     specifics: tuple[Specific, ...]
     found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
     hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
@@ -24,6 +24,12 @@ class Analysis:
     #: (found, total) units of coverage where they are not the content words: the
     #: characters of text read in pairs of them (``_units``).
     units: tuple[int, int] | None = None
+    #: The document of each passage where the specifics must be found in one document's
+    #: passages (the index setting); empty: anywhere in the evidence (a record's contexts).
+    passage_docs: tuple[str, ...] = ()
+    #: Content word keys in the evidence but not in the one document ``covered`` was
+    #: counted in (``passage_docs``: the document holding the most of the segment).
+    elsewhere: tuple[str, ...] = ()
 
     @property
     def coverage(self) -> float:
@@ -36,13 +42,6 @@ class Analysis:
     def specifics_found(self) -> float:
         """Share of the specifics found, each in one passage (1.0 if there are none)."""
         return sum(1 for f in self.found if f) / len(self.found) if self.found else 1.0
-
-    #: The document of each passage where the specifics must be found in one document's
-    #: passages (the index setting); empty: anywhere in the evidence (a record's contexts).
-    passage_docs: tuple[str, ...] = ()
-    #: Content word keys in the evidence but not in the one document ``covered`` was
-    #: counted in (``passage_docs``: the document holding the most of the segment).
-    elsewhere: tuple[str, ...] = ()
 
     @property
     def together(self) -> bool:

@@ -7,8 +7,9 @@ passages that hold them. Against an index (``ONE_DOCUMENT``) the specifics and
 the words must be in the passages of one document: passages of different
 articles never add up to support (issue 60 item 4), while a sentence that runs
 across a passage boundary of one article still does; a record's own contexts,
-chosen for the answer, support it together. Otherwise it is *not enough evidence*, and the reason
-names what is missing: "'94' and 'reactors' not in the evidence".
+chosen for the answer, support it together. Otherwise it is *not enough
+evidence*, and the reason names what is missing: "'94' and 'reactors' not in
+the evidence".
 
 The rule comes from measurement; ``benchmarks/judge_design.py`` is the record.
 The specifics of a segment that the evidence lacks carry most of the signal,
@@ -60,10 +61,11 @@ from .scriptrules import _checkable, _substitutions, _units
 #: Measured: 0.05 to 0.15 behave alike; 0.1 keeps a segment none of whose
 #: words appear from being "supported" (see benchmarks/judge_design.py).
 MIN_COVERAGE = 0.1
-#: Against an index, every number and name of a segment must be found in the passages
-#: of one document (issue 60 item 4: an error was "supported" by a name in one article
-#: and a number in another); False: each anywhere in the evidence, the rule before
-#: (kept for benchmarks/lexical_keep.py, which measured both).
+#: Against an index, every number and name of a segment, and the share of its content
+#: words, must be found in the passages of one document (issue 60 item 4: an error was
+#: "supported" by a name in one article, a number and words in others); False: each
+#: anywhere in the evidence, the rule before (kept for benchmarks/lexical_keep.py,
+#: which measured both on the dev sets).
 ONE_DOCUMENT = True
 #: The rule's own cut on the score: a segment whose specifics are all found (with
 #: ``MIN_COVERAGE`` of its words) scores at least 0.5 + MIN_COVERAGE / 2, any other
