@@ -1,6 +1,6 @@
 """What the benchmark scripts share: paths, the cache, tables, results files.
 
-The scripts run from a checkout (``.venv/bin/python benchmarks/NAME.py``);
+The scripts run from a checkout (``.venv/bin/python benchmarks/STAGE/NAME.py``);
 they import ``ceg_cli`` from the installed package and write small JSON
 results to ``benchmarks/results/``, meant to be committed next to the code
 that produced them.
@@ -40,6 +40,12 @@ RESULTS_DIR = BENCH_DIR / "results"
 CACHE_DIR = BENCH_DIR / ".cache"
 ENWIKI_SAMPLE = REPO / "sample_data" / "enwiki-sample.xml.bz2"
 SHARED_DATA = Path(os.environ.get("CEG_SHARED_DATA", "/work/shared/data"))
+#: The scripts' folders, one per stage (benchmarks/README.md). Each script puts
+#: ``benchmarks/`` on ``sys.path`` to import this module, which puts the stages'
+#: folders there too: a script may import another's functions whatever its stage.
+STAGES = ("build", "search", "judges", "check", "languages", "gpu")
+sys.path[1:1] = [str(BENCH_DIR / stage) for stage in STAGES
+                 if str(BENCH_DIR / stage) not in sys.path]
 
 
 def cache_dir() -> Path:
@@ -181,9 +187,9 @@ def ends_with_parent() -> None:
 
     SIGKILL from the kernel when its parent dies (and a watchdog where that is not
     to be had), Ctrl-C left to the parent, which stops it: the build's readers' own
-    rule (``ceg_cli.index.processes.reader_started``).
+    rule (``ceg_cli.index.build.processes.reader_started``).
     """
-    from ceg_cli.index.processes import reader_started
+    from ceg_cli.index.build.processes import reader_started
 
     reader_started(os.getppid())
 

@@ -64,12 +64,12 @@ class HashedWords:
 
 def install() -> None:
     """Make ``NAME`` load ``HashedWords`` wherever ceg loads a model by name: in
-    ``ceg_cli.index.embedding`` and in the modules that import ``load_embedder`` from it."""
-    import ceg_cli.index.builder
-    import ceg_cli.index.embedding
+    ``ceg_cli.index.dense.embedding`` and in the modules that import ``load_embedder`` from it."""
+    import ceg_cli.index.build.builder
+    import ceg_cli.index.dense.embedding
     import ceg_cli.index.store
 
-    for module in (ceg_cli.index.embedding, ceg_cli.index.store, ceg_cli.index.builder):
+    for module in (ceg_cli.index.dense.embedding, ceg_cli.index.store, ceg_cli.index.build.builder):
         real = module.load_embedder
 
         def load(name: str | None = None, *args: object, _real: object = real,

@@ -26,7 +26,7 @@ import sys
 def main() -> None:
     if len(sys.argv) < 3 or not sys.argv[1].isdigit():
         sys.exit(f"usage: {sys.argv[0]} PARENT_PID PROGRAM [ARG ...]")
-    from ceg_cli.index.processes import die_with_parent
+    from ceg_cli.index.build.processes import die_with_parent
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     die_with_parent()

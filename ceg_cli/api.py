@@ -21,7 +21,7 @@ from .check.responses import parse_line
 from .check.run import FedRun, RunSettings
 from .errors import UsageError
 from .report.records import SCHEMA_VERSION, to_record
-from .types import FACTUAL, CheckedResponse, CitationCheck, Evidence, ResponseInput
+from .types import FACTUAL, CheckedResponse, CitationCheck, Evidence, ResponseInput, Span
 
 #: Where an answer given from Python "is" in messages (the CLI says FILE:LINE).
 SOURCE = "<python>"
@@ -67,6 +67,11 @@ class CheckedSegment:
     #: None for a whole sentence; ``clause`` or ``length`` for a piece of a sentence
     #: too long to be one segment (the record's ``split``, docs/output.md).
     split: str | None = None
+    #: The stretches of the answer its judge found unsupported (empty unless it is
+    #: flagged): ``answer[span.start:span.end] == span.text``; ``span.kind`` is number,
+    #: name, word, date or segment; ``span.evidence`` the value a passage gives instead
+    #: (``value``, and ``passage``: an index into ``evidence``), or None.
+    spans: tuple[Span, ...] = ()
 
 
 class CheckResult:
@@ -81,7 +86,7 @@ class CheckResult:
                 score=float(r.verdict.score), reason=r.verdict.reason,
                 citations=tuple(r.evidence[i] for i in r.verdict.cited),
                 evidence=r.evidence, start=r.segment.start, end=r.segment.end,
-                citation_check=r.citation, split=r.segment.split,
+                citation_check=r.citation, split=r.segment.split, spans=r.spans,
             )
             for r in checked.segments
         )

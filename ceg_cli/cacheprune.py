@@ -49,10 +49,10 @@ from .eval.corpus import (
     corpus_lock_path,
     hold_corpus_lock,
 )
+from .index.dense.onnxexport import ONNX_DIR, ONNX_KIND
 from .index.indexdir import BUILT_NAMES, FOREIGN_OK
 from .index.layout import LEXICAL_DIR, SHARDS
 from .index.metacheck import file_problem
-from .index.onnxexport import ONNX_DIR, ONNX_KIND
 from .llm.cache import CACHE_FILE as LLM_FILE
 from .llm.cache import LLMCache, count_replies_readonly
 

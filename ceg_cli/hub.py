@@ -96,7 +96,7 @@ ALIASES: tuple[KnownModel, ...] = (
     ),
     # Multilingual embedders (the packaged ones, use-multilingual-v3 and
     # multilingual-e5-small-q4, need no pull). e5 takes "query: "/"passage: "
-    # prefixes, which ceg adds (index.embedding.model_prompts).
+    # prefixes, which ceg adds (index.dense.embedding.model_prompts).
     KnownModel(
         "multilingual-e5-small", "intfloat/multilingual-e5-small", "index build --model", "MIT"
     ),

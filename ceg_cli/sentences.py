@@ -22,7 +22,7 @@ question mark ``؟``, the Urdu full stop ``۔``, the Armenian, Ethiopic, Khmer,
 Burmese and Tibetan full stops, ...), with the closing quotes and brackets that
 follow it. Thai and Lao write no full stop: a space there ends a sentence
 when the text on each side of it is at least ``THAI_MIN_CHARS`` long (measured
-choice, docs/measurements.md). ``benchmarks/sentence_split.py`` compared these
+choice, docs/measurements.md). ``benchmarks/languages/sentence_split.py`` compared these
 rules with pysbd, sentencex and blingfire on XNLI paragraphs (figures in
 docs/measurements.md).
 
@@ -289,7 +289,7 @@ WIDE_RE = re.compile(
 def text_weight(text: str, start: int = 0, end: int | None = None) -> int:
     """What ``text[start:end]`` weighs against a length bound (a segment's,
     ``check.segment.MAX_SEGMENT_WEIGHT``; an embedding call's,
-    ``index.packaged.E5_CALL_WEIGHT``): its characters, a Han, kana or Hangul
+    ``index.dense.packaged.E5_CALL_WEIGHT``): its characters, a Han, kana or Hangul
     one counting ``WIDE_WEIGHT``."""
     end = len(text) if end is None else end
     wide = len(WIDE_RE.findall(text, start, end))

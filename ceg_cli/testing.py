@@ -52,8 +52,25 @@ def grounding_failures(result: Any, max_nonfactual: int = 0) -> str | None:
                      f"{s.get('verdict')}]: {_quote(s.get('text', ''))!r}")
         if s.get("reason"):
             lines.append(f"    reason: {s['reason']}")
+        unsupported = _unsupported(s.get("spans") or [])
+        if unsupported:
+            lines.append(f"    unsupported: {unsupported}")
         lines.append(f"    best evidence: {_best(s.get('evidence') or [])}")
     return "\n".join(lines)
+
+
+def _unsupported(spans: Sequence[Mapping[str, Any]]) -> str:
+    """The record's spans quoted: "'1812' (date; a passage has '1844')"; the whole
+    segment's span, which says nothing the sentence line does not, is left out."""
+    shown = []
+    for sp in spans:
+        if sp.get("kind") == "segment":
+            continue
+        ev = sp.get("evidence")
+        said = f"; a passage has '{ev['value']}'" if isinstance(ev, Mapping) and ev.get(
+            "value") is not None else ""
+        shown.append(f"'{sp.get('text')}' ({sp.get('kind')}{said})")
+    return ", ".join(shown)
 
 
 def _best(evidence: Sequence[Mapping[str, Any]]) -> str:

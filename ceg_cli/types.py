@@ -136,13 +136,47 @@ NO_CLAIM = "no_claim"
 JUDGE_ERROR = "judge_error"
 
 
+#: What a span says is unsupported (``Span.kind``): a number, a name, a content word,
+#: a date (a year, or a day and month), or the whole segment where a judge cannot
+#: point at words.
+SPAN_KINDS = ("number", "name", "word", "date", "segment")
+
+
+@dataclass(frozen=True)
+class SpanEvidence:
+    """What the evidence says where a span says otherwise: the value a passage gives
+    (the '1844' near 'Springfield' where the segment has '1812') and which passage,
+    ``passage`` being an index into the segment's evidence (``JudgeItem.evidence``)."""
+
+    value: str
+    passage: int
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a segment its judge found unsupported.
+
+    In a ``Verdict`` the offsets are into the judged segment's text
+    (``JudgeItem.segment.text[start:end] == text``); in a ``SegmentResult`` into the
+    response as given (``response[start:end] == text``): ``ceg_cli.spans`` maps the one
+    to the other.
+    """
+
+    start: int
+    end: int
+    text: str
+    kind: str
+    evidence: SpanEvidence | None = None
+
+
 @dataclass(frozen=True)
 class Verdict:
     """A judge's decision on one segment.
 
     ``score`` is the judge's confidence that the segment is supported, in
     [0, 1]; ``cited`` holds indices into ``JudgeItem.evidence`` of the passages
-    that support it; ``reason`` says why, in words a reviewer reads.
+    that support it; ``reason`` says why, in words a reviewer reads; ``spans`` which
+    words of the segment are unsupported.
     """
 
     label: str
@@ -150,6 +184,9 @@ class Verdict:
     score: float
     cited: tuple[int, ...] = ()
     reason: str = ""
+    #: The unsupported stretches of the segment (offsets into the segment's text);
+    #: empty on a supported segment.
+    spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -214,6 +251,8 @@ class SegmentResult:
     evidence: tuple[Evidence, ...]
     #: Set when the response carried citation markers and the record its contexts.
     citation: CitationCheck | None = None
+    #: The verdict's spans, with offsets into the response as given.
+    spans: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,10 @@ from pathlib import Path
 import numpy as np
 from sklearn.model_selection import GroupKFold
 
-from ceg_cli.index.embedding import load_embedder
-from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
-from ceg_cli.judges.features import FEATURES
-from ceg_cli.judges.verifier import COMBINER_FILE
+from ceg_cli.index.dense.embedding import load_embedder
+from ceg_cli.judges.checkers.crossenc import load_cross_encoder, score_pairs
+from ceg_cli.judges.checkers.features import FEATURES
+from ceg_cli.judges.checkers.verifier import COMBINER_FILE
 from ceg_cli.training.combiner import evaluate, featurize, fit, items_for
 from ceg_cli.training.dataset import VAL_CAPS, counts, held_out_pairs, load_pairs
 

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from ceg_cli.errors import UsageError
-from ceg_cli.index.embedding import resolve_device, resolve_model
+from ceg_cli.index.dense.embedding import resolve_device, resolve_model
 from ceg_cli.training.adapt import FINALISE, check_out, out_state
 from ceg_cli.training.crossenc import train_cross_encoder, write_atomically
 from ceg_cli.training.dataset import (

@@ -16,8 +16,8 @@ import pytest
 from ray_harness import cluster  # noqa: F401 - the two-node Ray cluster, for any module
 from typer.testing import CliRunner, Result
 
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.embedding import Embedder, load_embedder
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.dense.embedding import Embedder, load_embedder
 
 DATA = Path(__file__).parent / "data"
 WIKI = DATA / "wiki"
@@ -118,14 +118,14 @@ def fake_models(
     monkeypatch: pytest.MonkeyPatch, make_hash_embedder: Callable[..., HashEmbedder]
 ) -> None:
     """Every model name loads ``HashEmbedder``, for building, searching and checking."""
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
     import ceg_cli.index.store
 
     def load(name: str | None = None, **kwargs: object) -> Embedder:
         return make_hash_embedder()
 
     monkeypatch.setattr(ceg_cli.index.store, "load_embedder", load)
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", load)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder", load)
 
 
 @pytest.fixture

@@ -45,7 +45,7 @@ def _hash_model_here() -> None:
 
 def hashed(arg: str, options: Mapping[str, Any]) -> Any:
     """The offline judge, in a process whose index loads ``HashEmbedder``."""
-    from ceg_cli.judges.offline import create
+    from ceg_cli.judges.offline.offline import create
 
     _hash_model_here()
     return create(arg, options)

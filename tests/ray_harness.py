@@ -77,7 +77,7 @@ def short_ray_temp() -> Iterator[Path]:
     (``ray_session.short_temp_dir``): under pytest's temporary folder, or any ``TMPDIR``
     of some 40 characters, Ray's socket paths pass the 107 bytes a Unix socket may have.
     Removed with what Ray wrote in it."""
-    from ceg_cli.index.ray_session import short_temp_dir
+    from ceg_cli.index.build.ray_session import short_temp_dir
 
     temp = short_temp_dir()
     try:

@@ -12,7 +12,7 @@ size of a ranged build's ranges (``corpus.ranges.RANGE_BYTES``).
 ``kill_and_resume`` is the random-kill loop of ``ceg check``.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
-CI; ``benchmarks/reliability.py`` runs 50).
+CI; ``benchmarks/check/reliability.py`` runs 50).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ceg_cli.index import embed_text, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 
 TESTS = Path(__file__).resolve().parent
 #: Killed runs per command.
@@ -42,7 +42,7 @@ WRAPPER = '''\
 import os, signal, sys, time
 from pathlib import Path
 sys.path.insert(0, {tests!r})
-import ceg_cli.index.builder, ceg_cli.index, ceg_cli.index.indexdir
+import ceg_cli.index.build.builder, ceg_cli.index, ceg_cli.index.indexdir
 from conftest import HashEmbedder
 
 embed_gate = os.environ.get("CEG_TEST_EMBED_GATE")
@@ -59,7 +59,7 @@ def load(name=None, **kwargs):
     return GatedEmbedder() if embed_gate else HashEmbedder()
 
 ceg_cli.index.store.load_embedder = load
-ceg_cli.index.builder.load_embedder = load
+ceg_cli.index.build.builder.load_embedder = load
 
 def die(*args, **kwargs):
     os.kill(os.getpid(), signal.SIGKILL)
@@ -78,12 +78,12 @@ if range_bytes:  # small ranges, so that a short --workers build has work for ev
 
 shard = os.environ.get("CEG_TEST_SHARD")
 if shard:  # small shards and embedding calls, so that a short build commits many shards
-    ceg_cli.index.builder.SHARD_PASSAGES = int(shard)
-    ceg_cli.index.builder.EMBED_CALL_SIZE = max(1, int(shard) // 4)
+    ceg_cli.index.build.builder.SHARD_PASSAGES = int(shard)
+    ceg_cli.index.build.builder.EMBED_CALL_SIZE = max(1, int(shard) // 4)
 
 kill_at = os.environ.get("CEG_TEST_KILL_AT", "")
 if kill_at == "before-swap":
-    ceg_cli.index.builder.swap_into_place = die
+    ceg_cli.index.indexdir.swap_into_place = die
 elif kill_at == "after-fsync":
     then_die(ceg_cli.index.indexdir, "_fsync_tree")
 elif kill_at == "after-exchange":
@@ -100,7 +100,7 @@ elif kill_at == "between-renames":
 gate = os.environ.get("CEG_TEST_JUDGE_GATE")
 if gate:
     from ceg_cli.judges import register
-    from ceg_cli.judges.offline import create
+    from ceg_cli.judges.offline.offline import create
 
     class Gated:
         """The offline judge, waiting at its second batch until GATE/go exists."""

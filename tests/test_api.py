@@ -260,10 +260,10 @@ def test_the_public_shape_is_pinned_with_the_output_schema() -> None:
     import ceg_cli
     from ceg_cli import SCHEMA_VERSION, CheckedSegment, Checker, CheckResult
 
-    assert SCHEMA_VERSION == 6
+    assert SCHEMA_VERSION == 7
     assert [f.name for f in dataclasses.fields(CheckedSegment)] == [
         "text", "label", "verdict", "score", "reason", "citations", "evidence", "start",
-        "end", "citation_check", "split"]
+        "end", "citation_check", "split", "spans"]
     public = {n for n in dir(CheckResult) if not n.startswith("_")}
     assert public == {"label", "error", "response", "question", "flagged", "annotated",
                       "language", "to_dict"}

@@ -22,7 +22,7 @@ from ceg_cli.check.pipeline import CheckOptions, check_batch
 from ceg_cli.check.regenerate import regenerate_batch
 from ceg_cli.check.retrieve import RetrievalOptions
 from ceg_cli.index import open_index
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 from ceg_cli.types import (
     FACTUAL,
     NONFACTUAL,

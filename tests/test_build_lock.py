@@ -18,7 +18,7 @@ import pytest
 
 import ceg_cli.index.indexdir as indexdir
 from ceg_cli.errors import IndexBusyError
-from ceg_cli.index.builder import build_index
+from ceg_cli.index.build.builder import build_index
 
 TRUNCATED = Path(__file__).parent / "data" / "hostile" / "truncated.xml.bz2"
 

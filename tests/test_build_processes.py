@@ -28,11 +28,11 @@ from ranged_builds import meta_of
 from reliability_harness import ceg_command, documents
 
 import ceg_cli.corpus.ranges
-import ceg_cli.index.builder
-import ceg_cli.index.pool_engine
+import ceg_cli.index.build.builder
+import ceg_cli.index.build.pool_engine
 from ceg_cli.errors import UsageError
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.pool_engine import reader_count
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.build.pool_engine import reader_count
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 
@@ -52,7 +52,7 @@ def held_reader_build(
     gate.mkdir()
     env = {**os.environ, "CEG_TEST_EMBED_GATE": str(gate), "CEG_TEST_RANGE_BYTES": "2000"}
     stderr_path = tmp_path / "stderr"
-    readers = min(2, ceg_cli.index.pool_engine.available_cores())
+    readers = min(2, ceg_cli.index.build.pool_engine.available_cores())
     found: dict[int, int] = {}
     with open(stderr_path, "wb") as stderr:
         proc = subprocess.Popen(
@@ -109,7 +109,7 @@ def test_readers_are_no_more_than_the_ranges_nor_the_cores(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     said: list[str] = []
-    monkeypatch.setattr(ceg_cli.index.pool_engine, "available_cores", lambda: 4)
+    monkeypatch.setattr(ceg_cli.index.build.pool_engine, "available_cores", lambda: 4)
     assert reader_count(2, 12, said.append) == 2
     assert reader_count(999, 3, said.append) == 3  # past the ranges: trimmed, silently
     assert reader_count(3, 0, said.append) == 1
@@ -123,7 +123,7 @@ def test_readers_are_no_more_than_the_ranges_nor_the_cores(
 def small(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ranges of about 1 KB, embedding calls of about 8 passages."""
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_BYTES", 1000)
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 8)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 8)
 
 
 def test_workers_999_starts_what_the_machine_has_and_says_so(
@@ -131,14 +131,14 @@ def test_workers_999_starts_what_the_machine_has_and_says_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     started: list[int] = []
-    real = ceg_cli.index.pool_engine.ProcessPoolExecutor
+    real = ceg_cli.index.build.pool_engine.ProcessPoolExecutor
 
     def counted(*args: Any, max_workers: int, **kwargs: Any) -> Any:
         started.append(max_workers)
         return real(*args, max_workers=max_workers, **kwargs)
 
-    monkeypatch.setattr(ceg_cli.index.pool_engine, "ProcessPoolExecutor", counted)
-    monkeypatch.setattr(ceg_cli.index.pool_engine, "available_cores", lambda: 2)
+    monkeypatch.setattr(ceg_cli.index.build.pool_engine, "ProcessPoolExecutor", counted)
+    monkeypatch.setattr(ceg_cli.index.build.pool_engine, "available_cores", lambda: 2)
     docs = documents(tmp_path / "docs.jsonl", 60, "W")  # about 9 ranges
     result = run_cli("index", "build", docs, "--index", tmp_path / "idx", "--workers", "999",
                      "--quiet")
@@ -235,7 +235,11 @@ def test_the_onnx_export_says_nothing_and_leaves_logging_as_it_was(
     import warnings
 
     need_extra("onnxruntime", "fast")
-    from ceg_cli.index.embedding import OnnxEmbedder, _load_sentence_transformer, resolve_model
+    from ceg_cli.index.dense.embedding import (
+        OnnxEmbedder,
+        _load_sentence_transformer,
+        resolve_model,
+    )
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))  # a fresh export
     spec = resolve_model(None)

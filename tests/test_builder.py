@@ -20,9 +20,9 @@ from ceg_cli import __version__
 from ceg_cli.corpus import iter_documents
 from ceg_cli.errors import InputError, UsageError
 from ceg_cli.index import FORMAT_VERSION, embed_text, open_index
-from ceg_cli.index.builder import BuildOptions, build_index, source_digest
-from ceg_cli.index.chunking import chunk_document
-from ceg_cli.index.embedding import DEFAULT_MODEL, Embedder
+from ceg_cli.index.build.builder import BuildOptions, build_index, source_digest
+from ceg_cli.index.build.chunking import chunk_document
+from ceg_cli.index.dense.embedding import DEFAULT_MODEL, Embedder
 
 DATA = Path(__file__).parent / "data"
 BGWIKI = DATA / "wiki" / "bgwiki-utf16-sample.xml.bz2"
@@ -263,6 +263,7 @@ def test_stale_temporary_directory_of_a_dead_build_is_removed(
                           capture_output=True, text=True, check=True)  # fmt: skip
     stale = tmp_path / f".index.building-{int(dead.stdout)}"
     stale.mkdir()
+    (stale / "owner").write_text(dead.stdout, encoding="ascii")  # the mark every build leaves
     (stale / "vectors.faiss").write_bytes(b"half")
     docs = _write_jsonl(tmp_path / "d.jsonl", [{"id": "1", "title": "T", "text": "Some text."}])
     build_index([docs], tmp_path / "index", embedder=hash_embedder)

@@ -1,4 +1,4 @@
-"""benchmarks/checker_speed.py: the stated workload and the interleaved timing.
+"""benchmarks/check/checker_speed.py: the stated workload and the interleaved timing.
 
 The benchmark's figures are only as honest as its workload and its schedule: the
 ``evidence`` workload must be what the docstring states (1-5 passages of at most
@@ -23,7 +23,8 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 @pytest.fixture
 def bench(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location("checker_speed", BENCH / "checker_speed.py")
+    spec = importlib.util.spec_from_file_location("checker_speed",
+                                                  BENCH / "check" / "checker_speed.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ceg_cli.index.chunking import chunk_document, iter_chunks
+from ceg_cli.index.build.chunking import chunk_document, iter_chunks
 from ceg_cli.sentences import sentence_spans
 from ceg_cli.types import Chunk, Document
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import unicodedata
 
-from ceg_cli.index.chunking import CHARS_PER_WORD, chunk_document
+from ceg_cli.index.build.chunking import CHARS_PER_WORD, chunk_document
 from ceg_cli.types import Document
 
 SENTENCES_ZH = [

@@ -227,7 +227,7 @@ def test_reusing_an_onnx_export_marks_it_used(
 
     onnxruntime: Any = need_extra("onnxruntime", "fast")
 
-    from ceg_cli.index import onnxexport
+    from ceg_cli.index.dense import onnxexport
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
     weights = tmp_path / "model"

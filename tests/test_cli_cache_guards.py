@@ -23,7 +23,7 @@ from conftest import CliRun
 from ceg_cli.cachedir import ENTRY_MARKER, write_entry_marker
 from ceg_cli.eval.corpus import EVAL_KIND, ensure_corpus_index
 from ceg_cli.eval.datasets import load_dataset
-from ceg_cli.index.onnxexport import ONNX_KIND
+from ceg_cli.index.dense.onnxexport import ONNX_KIND
 from ceg_cli.llm.cache import LLMCache
 
 DAY = 86400.0

@@ -15,8 +15,8 @@ from typer.testing import CliRunner, Result
 
 from ceg_cli import judges
 from ceg_cli.cli.eval_cmd import eval_command
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.embedding import Embedder
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.dense.embedding import Embedder
 from ceg_cli.types import FACTUAL, NONFACTUAL, NOT_ENOUGH_EVIDENCE, SUPPORTED, JudgeItem, Verdict
 
 # The command wired the way main.py wires it, so the test does not depend on

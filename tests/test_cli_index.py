@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ceg_cli.index.embedding import DEFAULT_MODEL
+from ceg_cli.index.dense.embedding import DEFAULT_MODEL
 
 BGWIKI = Path(__file__).parent / "data" / "wiki" / "bgwiki-utf16-sample.xml.bz2"
 QUESTION = "Who tutored Alexander the Great?"
@@ -49,8 +49,8 @@ def test_help(run_cli) -> None:
 def test_cli_import_leaves_heavy_libraries_out() -> None:
     # `ceg --help` must answer at once: no model or vector library at import.
     code = (
-        "import sys, ceg_cli.cli.main, ceg_cli.index.builder, ceg_cli.index, "
-        "ceg_cli.index.embedding; "
+        "import sys, ceg_cli.cli.main, ceg_cli.index.build.builder, ceg_cli.index, "
+        "ceg_cli.index.dense.embedding; "
         "heavy = ('torch', 'sentence_transformers', 'faiss', 'transformers'); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
     )
@@ -90,7 +90,7 @@ def test_build_namespace_option_is_repeatable(
     run_cli, tmp_path: Path, hash_embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The fake model keeps this cheap: what is tested is that -n reaches the reader.
-    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", lambda *a, **k: hash_embedder)
+    monkeypatch.setattr("ceg_cli.index.build.builder.load_embedder", lambda *a, **k: hash_embedder)
     target = tmp_path / "index"
     result = run_cli("index", "build", BGWIKI, "--index", target, "-n", "0", "-n", "4", "-q")
     assert result.exit_code == 0, result.stderr

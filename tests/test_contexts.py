@@ -281,7 +281,7 @@ def test_dense_ranking_over_contexts_is_brute_force_cosine(embedder: Any) -> Non
 def test_lexical_ranking_over_contexts_is_bm25s_over_the_record() -> None:
     import bm25s
 
-    from ceg_cli.index.lexical import BM25_PARAMS, TOKENIZER
+    from ceg_cli.index.lexical.bm25 import BM25_PARAMS, TOKENIZER
 
     model = CountingEmbedder()
     search = ContextSearch(lambda: model, mode="text")  # lexical: the default

@@ -22,8 +22,8 @@ from ceg_cli.corpus.wikilocal import (
     redirect_pattern,
 )
 from ceg_cli.corpus.wikitext import clean_wikitext
-from ceg_cli.index import chunking
-from ceg_cli.index.chunking import chunk_or_skip
+from ceg_cli.index.build import chunking
+from ceg_cli.index.build.chunking import chunk_or_skip
 
 WIKI = Path(__file__).parent / "data" / "wiki"
 MARKUP = ("{{", "}}", "[[", "]]", "{|", "|}", "<ref", "</", "thumb|", "'''", "-{", "}-", "__")

@@ -21,8 +21,8 @@ import pytest
 from conftest import need_extra
 
 from ceg_cli.errors import UsageError
-from ceg_cli.judges.crossrule import CrossCut, CrossRule, load_cross_cut
-from ceg_cli.judges.offline import OfflineJudge, shipped_cross_cut
+from ceg_cli.judges.offline.crossrule import CrossCut, CrossRule, load_cross_cut, without_numbers
+from ceg_cli.judges.offline.offline import OfflineJudge, shipped_cross_cut
 from ceg_cli.types import FACTUAL, NONFACTUAL, SUPPORTED, Evidence, JudgeItem, Segment
 
 EVIDENCE = ("The Eiffel Tower in Paris was completed in 1889. It is 330 metres tall and "
@@ -42,13 +42,14 @@ def item(segment: str, language: str | None, evidence: str = EVIDENCE,
 
 
 class Table:
-    """A fake embedder: the vector each text is given (``vectors``), else one of its own
-    orthogonal to every given one."""
+    """A fake embedder: the vector each text is given (``vectors``, the text as written or
+    as the rule embeds it, without its numbers), else one of its own orthogonal to every
+    given one."""
 
     name = "use-multilingual-v3"
 
     def __init__(self, vectors: dict[str, list[float]]) -> None:
-        self.vectors = vectors
+        self.vectors = {**vectors, **{without_numbers(k): v for k, v in vectors.items()}}
         self.calls = 0
         self.others: dict[str, int] = {}
 
@@ -168,7 +169,7 @@ def test_without_the_embedder_the_verdicts_are_the_lexical_rules_and_the_warning
 
 
 def test_the_shipped_cut_names_a_packaged_embedder() -> None:
-    from ceg_cli.index.packaged import PACKAGED
+    from ceg_cli.index.dense.packaged import PACKAGED
 
     cut = shipped_cross_cut()
     assert cut is not None and cut.model in {m.name for m in PACKAGED} and 0 < cut.value < 1
@@ -238,3 +239,149 @@ def test_a_chinese_segment_quoting_english_names_is_asked_for_them(segment: str,
     assert v.label == label and v.reason.startswith(
         "across languages (zh segment, en evidence): "), v.reason
     assert said in v.reason
+
+
+# --- numbers and names are checked, not counted; the rule decides every cross-language
+# segment; negation and months before the cosine (issue 60 item 2, issue 58 item 3) -------
+
+#: The English Eiffel Tower paragraph of issue 60 item 2, and the issue's sentence in English
+#: and translated: two numbers the paragraph holds, and two words it does not.
+CATS = {"en": "In 1930, 330 cats lived there.",
+        "de": "1930 lebten dort 330 Katzen.",
+        "ar": "في عام 1930 عاشت هناك 330 قطة.",
+        "ru": "В 1930 году там жили 330 кошек.",
+        "tr": "1930 yılında orada 330 kedi yaşıyordu."}
+DE_EVIDENCE = ("Der Eiffelturm ist ein Gitterturm aus Schmiedeeisen auf dem Marsfeld in Paris. "
+               "Er wurde 1889 als Eingangsportal der Weltausstellung fertiggestellt. Der Turm "
+               "ist 330 Meter hoch und war bis 1930 das höchste Bauwerk der Welt.")
+
+
+def test_numbers_are_checked_not_counted_as_words_in_the_segments_own_language() -> None:
+    """Against German evidence, the two numbers of "1930 lebten dort 330 Katzen." were two
+    of its four content words: 0.75, over the German cut (0.7). They are checked (found),
+    and its words counted: none of the two is in the evidence."""
+    judge = OfflineJudge(on_warning=[].append, cross_rule=CrossRule(None))
+    v = judge.judge([item(CATS["de"], "de", DE_EVIDENCE, "Eiffelturm")])[0]
+    assert (v.label, v.score) == (NONFACTUAL, 0.25)
+    assert v.reason == "'lebten' and 'Katzen' not in the evidence (only 0 of 2 content words found)"
+    true = judge.judge([item("Der Eiffelturm wurde 1889 fertiggestellt.", "de", DE_EVIDENCE,
+                             "Eiffelturm")])[0]
+    assert (true.label, true.score) == (FACTUAL, 1.0)
+    assert true.reason == "'1889' and 3 of 3 content words found in the cited passage"
+    # English is read as it always was: its numbers count as words (its cut was fitted so).
+    en = judge.judge([item(CATS["en"], "en")])[0]
+    assert (en.label, en.score) == (NONFACTUAL, 0.75)
+
+
+COGNATES = "Das Internet und der Computer sind moderne Erfindungen."
+COGNATES_EN = ("The internet and the computer are modern inventions that changed the way "
+               "people work and live.")
+
+
+@pytest.mark.parametrize("cosine, label", [(0.5, NONFACTUAL), (0.8, FACTUAL)])
+def test_evidence_in_another_language_always_goes_through_the_rule(cosine: float,
+                                                                   label: str) -> None:
+    """A German sentence whose words are English cognates reaches the German cut (0.7) on
+    its words alone; across languages that proves nothing, so the rule decides it."""
+    lexical = OfflineJudge(on_warning=[].append, cross_rule=CrossRule(None)).judge(
+        [item(COGNATES, "de", COGNATES_EN, "")])[0]
+    assert lexical.label == FACTUAL and lexical.score >= 0.7
+    table = Table({COGNATES: [1, 0], COGNATES_EN: [cosine, np.sqrt(1 - cosine ** 2)]})
+    v = judge_with(Loader(table)).judge([item(COGNATES, "de", COGNATES_EN, "")])[0]
+    assert v.label == label
+    assert v.reason.startswith("across languages (de segment, en evidence): no number or name "
+                               "to find, ")
+    if label == NONFACTUAL:
+        # Under the German cut it was decided at, with every number and name found (0.5 or
+        # more: a cascade hands it on).
+        assert v.verdict == "not_enough_evidence" and 0.5 <= v.score < 0.7 and v.cited == ()
+        assert "cosine 0.500, under the cut 0.6" in v.reason
+
+
+@pytest.mark.parametrize("segment, language, evidence, said", [
+    ("Der Eiffelturm in Paris wurde im Jahr 1889 nicht fertiggestellt.", "de", EVIDENCE,
+     "the segment says a negation its closest evidence sentence does not"),
+    ("Эйфелева башня в Париже не была достроена в 1889 году.", "ru", EVIDENCE,
+     "the segment says a negation its closest evidence sentence does not"),
+    ("لم يكتمل برج إيفل في باريس عام 1889.", "ar", EVIDENCE,
+     "the segment says a negation its closest evidence sentence does not"),
+    ("Paris'teki kule 1889 yılında tamamlanmış değildi.", "tr", EVIDENCE,
+     "the segment says a negation its closest evidence sentence does not"),
+    ("The tower in Paris was completed in 1889.", "en",
+     "Der Turm in Paris wurde im Jahr 1889 nicht fertiggestellt, weil das Geld für die "
+     "Arbeiten fehlte.",
+     "its closest evidence sentence says a negation the segment does not"),
+])  # fmt: skip
+def test_a_negation_one_side_says_is_flagged_whatever_the_cosine(
+        segment: str, language: str, evidence: str, said: str) -> None:
+    """Issue 58 item 3: a contradiction that keeps the topic is at cosine 0.90; the cosine
+    reads the topic, so the negation words of both languages are compared first."""
+    sentence = evidence.split(". ")[0].rstrip(".") + "."
+    table = Table({segment: [1, 0], sentence: [1, 0]})  # cosine 1
+    v = judge_with(Loader(table)).judge([item(segment, language, evidence, "")])[0]
+    assert v.label == NONFACTUAL, v.reason
+    assert said in v.reason and "cosine 1.000" in v.reason
+
+
+def test_not_only_is_no_negation_and_the_same_negation_on_both_sides_passes() -> None:
+    segment = "Der Eiffelturm in Paris wurde nicht nur im Jahr 1889 fertiggestellt."
+    table = Table({segment: [1, 0], FIRST: [1, 0]})
+    assert judge_with(Loader(table)).judge([item(segment, "de")])[0].label == FACTUAL
+    negated = "Der Eiffelturm wurde 1889 nicht abgerissen."
+    evidence = ("The Eiffel Tower was not demolished in 1889, when the fair it had been built "
+                "for came to an end.")
+    table = Table({negated: [1, 0], evidence: [1, 0]})
+    v = judge_with(Loader(table)).judge([item(negated, "de", evidence, "")])[0]
+    assert v.label == FACTUAL, v.reason
+
+
+@pytest.mark.parametrize("segment, language, label", [
+    ("Der Eiffelturm in Paris wurde im Mai 1889 fertiggestellt.", "de", NONFACTUAL),
+    ("Эйфелева башня в Париже была достроена 31 марта 1889 года.", "ru", FACTUAL),
+    ("Paris'teki kule 31 Mart 1889'da tamamlandı.", "tr", FACTUAL),
+    ("埃菲尔铁塔于1889年5月在巴黎建成。", "zh", NONFACTUAL),
+    ("埃菲尔铁塔于1889年3月31日在巴黎建成。", "zh", FACTUAL),
+])  # fmt: skip
+def test_a_month_beside_a_number_must_be_a_month_the_evidence_names(
+        segment: str, language: str, label: str) -> None:
+    evidence = ("The Eiffel Tower in Paris was completed on 31 March 1889. It is 330 metres "
+                "tall and was the tallest structure in the world until 1930.")
+    sentence = "The Eiffel Tower in Paris was completed on 31 March 1889."
+    table = Table({segment: [1, 0], sentence: [1, 0]})
+    v = judge_with(Loader(table)).judge([item(segment, language, evidence, "")])[0]
+    assert v.label == label, v.reason
+    if label == NONFACTUAL:
+        assert "the month May is not in the evidence" in v.reason
+
+
+@pytest.mark.parametrize("language", ["de", "ar", "ru", "tr"])
+def test_the_cats_of_issue_60_are_flagged_in_every_language(real: OfflineJudge,
+                                                            language: str) -> None:
+    """Issue 60 item 2 with the real embedder: flagged in English for its words, and in each
+    translation across languages, its numbers found but its meaning not the evidence's."""
+    english = real.judge([item(CATS["en"], "en")])[0]
+    assert english.label == NONFACTUAL and "'cats' and 'lived' not in the evidence" in \
+        english.reason
+    v = real.judge([item(CATS[language], language)])[0]
+    assert v.label == NONFACTUAL, v.reason
+    assert v.reason.startswith(f"across languages ({language} segment, en evidence): "
+                               "'1930', '330' found, but the closest evidence sentence is at ")
+    # Every number found, the meaning not shown: 0.5, the band a cascade hands on.
+    assert v.score == 0.5
+
+
+def test_at_a_cut_of_one_half_the_lexical_rules_support_stands() -> None:
+    """--judge-threshold 0.5 (or below) decides on names and numbers (and a tenth of the
+    words) alone: a segment the lexical rule supports there is not sent to the cosine; one
+    it flags (a number missing) still gets the rule's reason."""
+    from ceg_cli.judges.cuts import Cuts
+
+    table = Table({COGNATES: [1, 0], COGNATES_EN: [0, 1]})  # cosine 0
+    judge = OfflineJudge(Cuts.same(0.5, "--judge-threshold"), on_warning=[].append,
+                         cross_rule=CrossRule(CUT, Loader(table)))
+    v = judge.judge([item(COGNATES, "de", COGNATES_EN, "")])[0]
+    assert (v.label, v.verdict) == (FACTUAL, SUPPORTED) and "across" not in v.reason, v
+    at_the_cut = judge_with(Loader(table)).judge([item(COGNATES, "de", COGNATES_EN, "")])[0]
+    assert at_the_cut.label == NONFACTUAL and "cosine 0.000" in at_the_cut.reason
+    wrong = judge.judge([item(DE_WRONG_YEAR, "de")])[0]
+    assert wrong.label == NONFACTUAL and "'1899' not in the evidence" in wrong.reason

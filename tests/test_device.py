@@ -34,7 +34,7 @@ def no_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     from conftest import HashEmbedder
 
     import ceg_cli.index.store
-    from ceg_cli.index.devices import resolve_device
+    from ceg_cli.index.dense.devices import resolve_device
 
     def load(name: str | None = None, *, device: str = "cpu", **kwargs: Any) -> HashEmbedder:
         resolve_device(device)
@@ -111,9 +111,9 @@ def test_check_with_cuda_loads_both_models_there(
     from conftest import HashEmbedder
 
     import ceg_cli.index.store
-    import ceg_cli.judges.crossenc
-    from ceg_cli.judges.crossenc import load_cross_encoder
-    from ceg_cli.judges.verifier import _cross_encoder
+    import ceg_cli.judges.checkers.crossenc
+    from ceg_cli.judges.checkers.crossenc import load_cross_encoder
+    from ceg_cli.judges.checkers.verifier import _cross_encoder
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     asked: dict[str, str] = {}
@@ -127,7 +127,7 @@ def test_check_with_cuda_loads_both_models_there(
         return load_cross_encoder(path, quantize=quantize, device="cpu")  # no CUDA here
 
     monkeypatch.setattr(ceg_cli.index.store, "load_embedder", embedder)
-    monkeypatch.setattr(ceg_cli.judges.crossenc, "load_cross_encoder", cross_encoder)
+    monkeypatch.setattr(ceg_cli.judges.checkers.crossenc, "load_cross_encoder", cross_encoder)
     _cross_encoder.cache_clear()
     try:
         result = run_cli("check", responses, "--index", hash_index, "--judge", "verifier",
@@ -162,8 +162,8 @@ def test_judge_train_refuses_cuda_without_it_before_writing(
 
 
 def test_the_cross_encoder_scores_the_same_when_told_cpu() -> None:
-    from ceg_cli.judges.crossenc import load_cross_encoder, score_pairs
-    from ceg_cli.judges.verifier import SHIPPED
+    from ceg_cli.judges.checkers.crossenc import load_cross_encoder, score_pairs
+    from ceg_cli.judges.checkers.verifier import SHIPPED
 
     pairs = [("Aristotle was a philosopher.", "Aristotle was an Ancient Greek philosopher."),
              ("Aristotle was a sailor.", "Aristotle was an Ancient Greek philosopher.")]

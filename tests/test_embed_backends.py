@@ -17,10 +17,11 @@ import pytest
 from conftest import need_extra
 
 from ceg_cli.errors import UsageError
-from ceg_cli.index import embedding, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.devices import DEVICES, resolve_device
-from ceg_cli.index.embedding import (
+from ceg_cli.index import open_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.dense import embedding
+from ceg_cli.index.dense.devices import DEVICES, resolve_device
+from ceg_cli.index.dense.embedding import (
     BACKENDS,
     choose_backend,
     load_embedder,
@@ -222,8 +223,8 @@ def test_an_onnx_export_leaves_the_shared_torch_model_as_it_was(
     an index built after it in the same process got other vectors (cosine 0.96 with a
     build before it): every later torch build and embedder shares that model."""
     need_extra("onnxruntime", "fast")
-    from ceg_cli.index.embedding import _load_sentence_transformer, resolve_model
-    from ceg_cli.index.onnxexport import onnx_export
+    from ceg_cli.index.dense.embedding import _load_sentence_transformer, resolve_model
+    from ceg_cli.index.dense.onnxexport import onnx_export
 
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))  # a fresh export
     spec = resolve_model(None)

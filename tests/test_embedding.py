@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ceg_cli.errors import BackendError, UsageError
-from ceg_cli.index.embedding import DEFAULT_MODEL, Embedder, load_embedder, resolve_model
+from ceg_cli.index.dense.embedding import DEFAULT_MODEL, Embedder, load_embedder, resolve_model
 
 TEXTS = [
     "Aristotle tutored Alexander the Great from 343 BC.",
@@ -133,7 +133,7 @@ def test_a_model_in_the_local_hub_cache_loads_by_name(tmp_path: Path) -> None:
         "import socket\n"
         "def refuse(*a, **k): raise AssertionError('network')\n"
         "socket.getaddrinfo = refuse\n"
-        "from ceg_cli.index.embedding import load_embedder\n"
+        "from ceg_cli.index.dense.embedding import load_embedder\n"
         "e = load_embedder('org/cached-minilm')\n"
         "print(e.name, e.dimension, e.embed(['Aristotle taught Alexander.']).shape)\n"
     )

@@ -22,14 +22,14 @@ from ceg_cli.types import Context
 @pytest.fixture
 def offline_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No index anywhere, a private cache, the fake judge and the free model."""
-    import ceg_cli.index.embedding
+    import ceg_cli.index.dense.embedding
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("CEG_INDEX", raising=False)
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(judges, "_REGISTRY", dict(judges._REGISTRY))
     judges.register("fake", lambda _arg, _opts: SubstringJudge())
-    monkeypatch.setattr(ceg_cli.index.embedding, "load_embedder",
+    monkeypatch.setattr(ceg_cli.index.dense.embedding, "load_embedder",
                         lambda *_a, **_k: HashEmbedder())
     return tmp_path
 

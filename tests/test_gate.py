@@ -380,3 +380,54 @@ def test_ci_modules_import_no_cli_or_model_libraries() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# -- spans: the unsupported words, quoted ---------------------------------------
+
+
+def spanned() -> CheckedResponse:
+    """A flagged segment with a name and a date unsupported (the date's passage says 1809),
+    in a response whose segment carried a citation marker: "[1]" inside the response."""
+    from ceg_cli.types import Span, SpanEvidence
+
+    response = "Lincoln was born in  Springfield [1] in 1812."
+    text = "Lincoln was born in  Springfield in 1812."
+    at = response.index("Springfield")
+    spans = (Span(at, at + 11, "Springfield", "name"),
+             Span(response.index("1812"), response.index("1812") + 4, "1812", "date",
+                  SpanEvidence("1809", 0)))
+    result = SegmentResult(Segment(0, 0, len(response), text),
+                           Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.2, (), "missing"), (),
+                           spans=spans)
+    return CheckedResponse(ResponseInput("lincoln", 1, response), (result,), NONFACTUAL)
+
+
+def test_junit_and_the_step_summary_quote_the_spans(tmp_path: Path) -> None:
+    checked = [spanned()]
+    s = summarize(*checked)
+    seg, = s.examples[0].flagged
+    # Offsets into the shortened one-line text (the double blank is one now).
+    assert seg.marked() == "Lincoln was born in [[Springfield]] in [[1812]]."
+    assert seg.quoted() == "'Springfield' (name), '1812' (date; a passage has '1809')"
+    path = tmp_path / "junit.xml"
+    write_junit(path, iter(checked), s)
+    failure = ET.parse(path).getroot().find(".//failure")
+    assert failure is not None
+    assert failure.get("message") == (
+        "1 of 1 segments flagged: [0] not_enough_evidence (unsupported: 'Springfield' (name), "
+        "'1812' (date; a passage has '1809')): missing")
+    assert failure.text == (
+        "[0] nonfactual (not_enough_evidence): missing\n"
+        "    Lincoln was born in [[Springfield]] in [[1812]].\n"
+        "    unsupported: 'Springfield' (name), '1812' (date; a passage has '1809')")
+    md = render_markdown(s, evaluate_gate(s))
+    assert ("| lincoln | 0 | Lincoln was born in **Springfield** in **1812**. | "
+            "not_enough_evidence | missing |") in md.splitlines()
+
+
+def test_a_span_the_shortened_text_cuts_off_is_not_shown() -> None:
+    from ceg_cli.report.gate import shorten_spans
+
+    text = "word " * 100 + "1812"
+    short, spans = shorten_spans(text, [(text.index("1812"), len(text)), (0, 4), None])
+    assert short.endswith("…") and spans == [(None, None), (0, 4), (None, None)]

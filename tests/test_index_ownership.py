@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import Result
 
-from ceg_cli.index.embedding import Embedder
+from ceg_cli.index.dense.embedding import Embedder
 
 WORDS = ("harbour lantern orchard meadow granite falcon willow copper ember thistle "
          "saffron glacier juniper quartz beacon").split()
@@ -116,8 +116,11 @@ def test_a_leftover_build_folder_loses_only_what_a_build_wrote(
 ) -> None:
     index = tmp_path / "idx"
     # A dead build's folder (no process has this id), into which someone put a file.
+    # A build marks its folder the moment it makes it (the owner file): that mark is
+    # what lets a later build clean it up (issue 60, item 1).
     stale = tmp_path / f".idx.building-{2**22 + 17}"
     stale.mkdir()
+    (stale / "owner").write_text(f"{2**22 + 17}\n", encoding="ascii")
     (stale / "chunks.sqlite").write_bytes(b"half a build")
     (stale / "notes.txt").write_text("mine\n", encoding="utf-8")
 
@@ -235,12 +238,12 @@ def test_resume_puts_a_complete_build_in_place_without_embedding(
     os.rename(elsewhere, tmp_path / ".idx.building")
     finished = tree(tmp_path / ".idx.building")
 
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
 
     def no_model(*args: object, **kwargs: object) -> Embedder:
         raise AssertionError("the model was loaded: the build embedded again")
 
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", no_model)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder", no_model)
     result = build(run_cli, c150, "--resume", "--index", index)
 
     assert result.exit_code == 0, result.stderr

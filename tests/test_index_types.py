@@ -16,9 +16,9 @@ from conftest import HashEmbedder
 from ceg_cli import judges
 from ceg_cli.cli.index_cmd import IndexType
 from ceg_cli.index import VECTORS_FILE, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.dense.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 from ceg_cli.index.indexdir import sampled_digest
-from ceg_cli.index.vectors import AUTO_THRESHOLD, INDEX_TYPES, read_vectors
 from ceg_cli.types import FACTUAL, SUPPORTED, JudgeItem, Verdict
 
 APPROXIMATE = ("hnsw", "ivfpq", "ivfpqfs")
@@ -196,8 +196,8 @@ def test_mmap_leaves_the_flat_vectors_in_the_file(
 
 
 def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ceg_cli.index.tuning as tuning
-    import ceg_cli.index.vectors as vectors
+    import ceg_cli.index.dense.tuning as tuning
+    import ceg_cli.index.dense.vectors as vectors
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 384)).astype(np.float32)
@@ -217,8 +217,8 @@ def test_latency_sampling_stops_at_its_time_budget(monkeypatch: pytest.MonkeyPat
 def test_search_is_widened_until_the_target_recall(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import ceg_cli.index.tuning as tuning
-    import ceg_cli.index.vectors as vectors
+    import ceg_cli.index.dense.tuning as tuning
+    import ceg_cli.index.dense.vectors as vectors
 
     rng = np.random.default_rng(0)
     x = rng.standard_normal((300, 384)).astype(np.float32)
@@ -248,7 +248,7 @@ def test_a_streamed_vectors_file_is_the_file_faiss_itself_writes(
     tmp_path: Path, kind: str
 ) -> None:
     """Written a batch at a time, the file has FAISS's own bytes for the same index."""
-    import ceg_cli.index.vectors as vectors
+    import ceg_cli.index.dense.vectors as vectors
 
     x = _unit_vectors(3000)
     entry = vectors.write_vectors(vectors.ArraySource(x, batch=700), tmp_path / "s.faiss", kind)
@@ -267,8 +267,8 @@ def test_writing_the_vectors_holds_a_batch_not_all_of_them(
 ) -> None:
     import tracemalloc
 
-    import ceg_cli.index.tuning as tuning
-    import ceg_cli.index.vectors as vectors
+    import ceg_cli.index.dense.tuning as tuning
+    import ceg_cli.index.dense.vectors as vectors
 
     monkeypatch.setattr(tuning, "LATENCY_BUDGET_S", 0.0)
     x = _unit_vectors(100_000)  # 147 MiB
@@ -297,7 +297,7 @@ class Recorded:
 @pytest.mark.parametrize("kind", ["flat", *APPROXIMATE])
 def test_writing_the_index_file_shows_progress(tmp_path: Path, kind: str) -> None:
     """At Wikipedia's size the index file takes an hour: the build says how far it is."""
-    import ceg_cli.index.vectors as vectors
+    import ceg_cli.index.dense.vectors as vectors
 
     progress = Recorded()
     source = vectors.ArraySource(_unit_vectors(1000), batch=300)

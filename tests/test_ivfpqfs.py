@@ -3,7 +3,7 @@
 The same type at a few thousand vectors: the lists, the two-level k-means,
 the fast-scan codes, the calibration on held-out passages and the settings
 written into the file are the code a 30 M build runs. Figures at scale are in
-docs/measurements.md ("Search at scale", ``benchmarks/search_scale.py``).
+docs/measurements.md ("Search at scale", ``benchmarks/search/search_scale.py``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import pytest
 from conftest import HashEmbedder
 
 from ceg_cli.errors import IndexLoadError, UsageError
-from ceg_cli.index import VECTORS_FILE, fastscan, open_index, twolevel
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index import VECTORS_FILE, open_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.dense import fastscan, twolevel
+from ceg_cli.index.dense.vectors import INDEX_TYPES, choose_type, read_vectors, write_vectors
+from ceg_cli.index.dense.vectorsource import ArraySource
 from ceg_cli.index.metacheck import meta_problem
-from ceg_cli.index.vectors import INDEX_TYPES, choose_type, read_vectors, write_vectors
-from ceg_cli.index.vectorsource import ArraySource
 
 OLD_INDEX = Path(__file__).parent / "data" / "index-ivfpq-0c2f9e6"
 
@@ -122,7 +123,7 @@ def test_calibration_queries_are_held_out_of_training_and_not_their_own_neighbou
 def test_a_target_the_widest_search_misses_is_reported_at_build_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ceg_cli.index.tuning as tuning
+    import ceg_cli.index.dense.tuning as tuning
 
     monkeypatch.setattr(tuning, "TARGET_RECALL", 1.01)  # never reached
     docs = tmp_path / "docs.jsonl"
@@ -189,9 +190,9 @@ def test_a_stopped_ivfpqfs_build_resumes_to_the_file_an_unstopped_build_writes(
 ) -> None:
     """--resume: the shards the stopped run committed are kept, and the vectors file is
     written from all of them, byte for byte the one a build that never stopped writes."""
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
 
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 25)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 25)
     docs = tmp_path / "docs.jsonl"
     docs.write_text("".join(json.dumps({"id": f"d{i}", "title": f"T{i}", "text": f"Passage {i}."})
                             + "\n" for i in range(300)), encoding="utf-8")
@@ -237,7 +238,7 @@ def test_an_index_built_before_ivfpqfs_opens_and_searches_as_before(
 def test_search_width_overrides_the_build_s_settings(
     written: tuple[Path, np.ndarray, dict[str, Any]],
 ) -> None:
-    from ceg_cli.index.searchwidth import apply, parse
+    from ceg_cli.index.dense.searchwidth import apply, parse
 
     path, x, _ = written
     index = read_vectors(path)
@@ -261,7 +262,7 @@ def test_search_width_overrides_the_build_s_settings(
 def test_a_bad_search_width_is_one_usage_line(
     written: tuple[Path, np.ndarray, dict[str, Any]], text: str, kind: str, message: str
 ) -> None:
-    from ceg_cli.index.searchwidth import apply, parse
+    from ceg_cli.index.dense.searchwidth import apply, parse
 
     path, _, _ = written
     with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -1,4 +1,4 @@
-"""The checkers' one batching loop (ceg_cli/judges/batching.py): sorted, token-budgeted.
+"""The checkers' one batching loop (ceg_cli/judges/checkers/batching.py): sorted, token-budgeted.
 
 MiniCheck, HHEM and the NLI judge all run their pairs through ``run_batches``:
 batches sorted by length, at most ``batch_size`` pairs and, on a CPU, at most
@@ -16,8 +16,9 @@ import pytest
 from tiny_checkers import build, sentences
 
 from ceg_cli.errors import UsageError
-from ceg_cli.judges import batching, create_judge
-from ceg_cli.judges.batching import CPU_BATCH_TOKENS, length_batches, run_batches
+from ceg_cli.judges import create_judge
+from ceg_cli.judges.checkers import batching
+from ceg_cli.judges.checkers.batching import CPU_BATCH_TOKENS, length_batches, run_batches
 from ceg_cli.types import Evidence, JudgeItem, Segment
 
 # --- the schedule --------------------------------------------------------------

@@ -14,7 +14,7 @@ from test_judge_nli import save_model
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import cpus_needed, create_judge
-from ceg_cli.judges.offline import shipped_cuts
+from ceg_cli.judges.offline.offline import shipped_cuts
 from ceg_cli.types import (
     CONTRADICTED,
     FACTUAL,

@@ -23,7 +23,7 @@ from tiny_checkers import build, sentences
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.hhem import DEFAULT_PROMPT
+from ceg_cli.judges.checkers.hhem import DEFAULT_PROMPT
 from ceg_cli.types import Evidence, JudgeItem, Segment
 
 

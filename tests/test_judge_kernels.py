@@ -1,4 +1,4 @@
-"""oneDNN linear layers for model checkers on a CPU (ceg_cli/judges/kernels.py).
+"""oneDNN linear layers for model checkers on a CPU (ceg_cli/judges/checkers/kernels.py).
 
 The judges' parity with the authors' code is pinned in test_judge_minicheck.py,
 test_judge_hhem.py and test_judge_nli_checkers.py, whose references load plain
@@ -18,7 +18,7 @@ from tiny_checkers import build, sentences
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.kernels import OneDnnLinear, onednn_available, use_kernels
+from ceg_cli.judges.checkers.kernels import OneDnnLinear, onednn_available, use_kernels
 from ceg_cli.types import Evidence, JudgeItem, Segment
 
 
@@ -75,7 +75,7 @@ def test_encoders_linear_layers_are_swapped_and_scores_stay(
     plain: Any = create_judge(f"{kind}:{folders[family]}", {"kernels": "torch"})
     assert fast.model is not plain.model
     swapped, left = linears(fast.model)
-    if family == "t5" or kind == "hhem":  # T5 keeps PyTorch's layers (judges/kernels.py)
+    if family == "t5" or kind == "hhem":  # T5 keeps PyTorch's layers (judges/checkers/kernels.py)
         assert swapped == 0 and left > 0
     else:
         assert swapped > 0 and left == 0
@@ -135,7 +135,7 @@ def test_a_bfloat16_judge_keeps_torch_linears(folders: dict[str, Path]) -> None:
 
 
 def test_without_onednn_nothing_is_swapped(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ceg_cli.judges.kernels as kernels
+    import ceg_cli.judges.checkers.kernels as kernels
 
     monkeypatch.setattr(kernels, "onednn_available", lambda: False)
     model = torch.nn.Sequential(torch.nn.Linear(8, 4))

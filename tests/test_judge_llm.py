@@ -18,7 +18,7 @@ from llm_fakes import Action, FakeOpenAI, free_port
 
 from ceg_cli.errors import BackendError, ExitStatus, UsageError
 from ceg_cli.judges import create_judge, judge_names
-from ceg_cli.judges.llm import LlmJudge
+from ceg_cli.judges.llm_judges.llm import LlmJudge
 from ceg_cli.llm.prompts import JUDGE_SCHEMA, parse_judge_reply
 from ceg_cli.types import (
     CONTRADICTED,
@@ -420,7 +420,62 @@ def test_importing_the_judge_does_not_import_openai() -> None:
     import subprocess
     import sys
 
-    code = "import sys, ceg_cli.judges.llm, ceg_cli.llm; print('openai' in sys.modules)"
+    code = "import sys, ceg_cli.judges.llm_judges.llm, ceg_cli.llm; print('openai' in sys.modules)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert done.stdout.strip() == "False"
+
+
+# --- spans: the words the model names as unsupported ---------------------------------
+
+
+def test_the_words_the_model_names_become_spans_and_words_not_in_the_segment_are_dropped(
+    fake: FakeOpenAI, tmp_path: Path
+) -> None:
+    import unicodedata
+
+    from ceg_cli.check.pipeline import CheckOptions, check_batch
+    from ceg_cli.types import Context, ResponseInput
+
+    segment = unicodedata.normalize("NFD", "Aristotle tutored Cäsar in 1812.")
+    fake.respond = lambda body: json.dumps({
+        "label": "Nonfactual", "supporting_passages": [], "contradicting_passages": [1],
+        "unsupported_words": ["cäsar", "1812", "Napoleon"], "reason": "wrong pupil"})
+    judge = make_judge(fake, tmp_path)
+    verdict, = judge.judge([item(segment)])
+    assert verdict.label == NONFACTUAL and verdict.verdict == CONTRADICTED
+    # Found as written or case-folded, in NFD text too; "Napoleon" is not in it: dropped.
+    assert [(s.kind, unicodedata.normalize("NFC", s.text)) for s in verdict.spans] == [
+        ("word", "Cäsar"), ("word", "1812")]
+    for s in verdict.spans:
+        assert segment[s.start:s.end] == s.text
+    assert judge.spans_dropped == 1
+    assert "1 word the LLM named as unsupported not in the segment: dropped" in verdict.reason
+    # The schema asks for them; a Factual reply gives none.
+    assert "unsupported_words" in JUDGE_SCHEMA["required"]
+    assert parse_judge_reply(reply("Factual", [1])).unsupported == ()
+
+    # Through the check: the spans point into the response, and a reply that names no
+    # word in the segment leaves the spans every judge gets (here the whole segment).
+    fake.respond = lambda body: json.dumps({
+        "label": "Nonfactual", "supporting_passages": [], "contradicting_passages": [],
+        "unsupported_words": ["Caesar"], "reason": "no"})
+    response = "Aristotle was a student of Plato. Aristotle tutored Napoleon's tutor."
+    line = ResponseInput("r", 1, response, None,
+                         contexts=(Context(1, "Aristotle was a student of Plato."),))
+    from ceg_cli.check.ctxsearch import ContextSearch
+
+    search = ContextSearch(lambda: None)  # type: ignore[arg-type,return-value]
+    out, = check_batch([line], None, judge, CheckOptions(evidence="contexts"), search)
+    flagged = [r for r in out.segments if r.verdict.label == NONFACTUAL]
+    assert len(flagged) == 2
+    # The offline judge finds the first supported (whole segment), the second not.
+    assert [(s.kind, s.text) for s in flagged[0].spans] == [
+        ("segment", "Aristotle was a student of Plato.")]
+    # The second: the offline judge's spans (the LLM's "Caesar" is not in it).
+    assert [(s.kind, s.text) for s in flagged[1].spans] == [
+        ("word", "tutored"), ("name", "Napoleon's")]
+    for r in out.segments:
+        for s in r.spans:
+            assert response[s.start:s.end] == s.text
+    judge.close()

@@ -26,7 +26,7 @@ import pytest
 from llm_fakes import Action, FakeOpenAI
 
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.llm_minicheck import LlmMiniCheckJudge
+from ceg_cli.judges.llm_judges.llm_minicheck import LlmMiniCheckJudge
 from ceg_cli.llm.cache import LLMCache
 from ceg_cli.llm.client import ClientSettings, LLMClient
 from ceg_cli.llm.minicheck import minicheck_messages, support_from_logprobs
@@ -326,10 +326,10 @@ def test_ceg_check_with_the_minicheck_prompt(
 ) -> None:
     from conftest import HashEmbedder
 
-    import ceg_cli.index.embedding
+    import ceg_cli.index.dense.embedding
 
     # The record's one context is its evidence whatever the vectors: no model needed.
-    monkeypatch.setattr(ceg_cli.index.embedding, "load_embedder",
+    monkeypatch.setattr(ceg_cli.index.dense.embedding, "load_embedder",
                         lambda *_a, **_k: HashEmbedder())
     monkeypatch.delenv("CEG_INDEX", raising=False)
     fake.respond = lambda body: answer("No", None)

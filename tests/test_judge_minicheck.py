@@ -19,7 +19,7 @@ test (tests/tiny_checkers.py); parity does not depend on the weights. The
 reference loads its own copy of the model as the authors do
 (``AutoModelForSequenceClassification`` / ``AutoModelForSeq2SeqLM``), so it
 computes with PyTorch's own linear layers while the judge computes with oneDNN's
-(ceg_cli/judges/kernels.py).
+(ceg_cli/judges/checkers/kernels.py).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import pytest
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.nli import (
+from ceg_cli.judges.checkers.nli import (
     LabelMap,
     NliJudge,
     PassageScore,
@@ -450,7 +450,7 @@ def test_threshold_option_is_used(models: dict[str, Path]) -> None:
 
 def test_importing_the_judge_loads_no_model_library() -> None:
     code = (
-        "import sys, ceg_cli.judges.nli; "
+        "import sys, ceg_cli.judges.checkers.nli; "
         "print(sorted({'torch', 'transformers'} & set(sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

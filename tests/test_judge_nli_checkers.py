@@ -18,7 +18,7 @@ from tiny_checkers import build
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.nli import label_map
+from ceg_cli.judges.checkers.nli import label_map
 from ceg_cli.types import Evidence, JudgeItem, Segment
 
 

@@ -11,7 +11,7 @@ import pytest
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
 from ceg_cli.judges.cuts import Cuts
-from ceg_cli.judges.offline import (
+from ceg_cli.judges.offline.offline import (
     MIN_COVERAGE,
     RULE_CUT,
     OfflineJudge,
@@ -307,7 +307,7 @@ def test_registry_creates_the_offline_judge() -> None:
 
 def test_importing_the_judge_loads_no_model_library() -> None:
     code = (
-        "import sys, ceg_cli.judges.offline\n"
+        "import sys, ceg_cli.judges.offline.offline\n"
         "heavy = {'torch', 'sentence_transformers', 'faiss', 'transformers', 'nltk'}\n"
         "print(sorted(heavy & set(sys.modules)))"
     )
@@ -332,7 +332,7 @@ def test_evidence_in_another_language_is_said_once_with_what_to_do() -> None:
     to use instead."""
     from dataclasses import replace
 
-    from ceg_cli.judges.crossrule import CrossRule
+    from ceg_cli.judges.offline.crossrule import CrossRule
 
     said: list[str] = []
     # Without the cross-language rule (issue 50 item 3: tests/test_crosslang_rule.py).
@@ -399,7 +399,7 @@ def test_a_language_s_first_segments_are_read_however_many_came_before() -> None
     answer after hundreds of English segments is still caught at its first segment."""
     from dataclasses import replace
 
-    from ceg_cli.judges.crosslang import FIRST_READ, SAMPLE_EVERY
+    from ceg_cli.judges.offline.crosslang import FIRST_READ, SAMPLE_EVERY
 
     said: list[str] = []
     judge = OfflineJudge(on_warning=said.append)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ceg_cli.judges import offline
-from ceg_cli.judges.langwords import reader, reading_language
+from ceg_cli.judges.offline import offline
+from ceg_cli.judges.offline.langwords import reader, reading_language
 from ceg_cli.types import FACTUAL, NONFACTUAL, Evidence, JudgeItem, Segment
 
 SLICE = Path(__file__).resolve().parent / "data" / "multilingual"

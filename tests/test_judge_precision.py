@@ -16,7 +16,7 @@ from tiny_checkers import build, sentences
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.precision import precision_option, to_precision
+from ceg_cli.judges.checkers.precision import precision_option, to_precision
 from ceg_cli.types import Evidence, JudgeItem, Segment
 
 #: bfloat16 keeps 8 bits of mantissa: a probability moves by a few hundredths at

@@ -9,8 +9,8 @@ import pytest
 
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.features import FEATURES
-from ceg_cli.judges.verifier import COMBINER_FILE, Combiner, load_combiner
+from ceg_cli.judges.checkers.features import FEATURES
+from ceg_cli.judges.checkers.verifier import COMBINER_FILE, Combiner, load_combiner
 from ceg_cli.training.crossenc import ID2LABEL, train_cross_encoder
 from ceg_cli.types import (
     CONTRADICTED,

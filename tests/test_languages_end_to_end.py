@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from ceg_cli.index.packaged import MULTILINGUAL
-from ceg_cli.judges.offline import shipped_cross_cut
+from ceg_cli.index.dense.packaged import MULTILINGUAL
+from ceg_cli.judges.offline.offline import shipped_cross_cut
 
 pytestmark = pytest.mark.slow
 

@@ -18,10 +18,11 @@ import pytest
 from conftest import HashEmbedder
 from reliability_harness import leftovers
 
+import ceg_cli.index.lexical.bm25 as lexical
 from ceg_cli.errors import IndexLoadError, UsageError
-from ceg_cli.index import CHUNKS_FILE, META_FILE, VECTORS_FILE, lexical, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.lexical import LEXICAL_DIR, fuse, min_max, resolve_method
+from ceg_cli.index import CHUNKS_FILE, META_FILE, VECTORS_FILE, open_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.lexical.bm25 import LEXICAL_DIR, fuse, min_max, resolve_method
 
 #: Filler documents that share no word with the query below.
 FILLER = [
@@ -337,7 +338,7 @@ def test_a_build_beyond_bm25s_s_limit_builds_the_lexical_part_on_tantivy(
 
 def test_top_selects_only_among_scores_at_or_above_a_cut(monkeypatch: pytest.MonkeyPatch) -> None:
     # Most passages hold no query word (score 0); choosing among all N of them
-    # was the slow part of a query at 1 M passages (benchmarks/lexical_scale.py).
+    # was the slow part of a query at 1 M passages (benchmarks/search/lexical_scale.py).
     rng = np.random.default_rng(16)
     scores = np.zeros(100_000, dtype=np.float32)
     scores[rng.choice(len(scores), 300, replace=False)] = rng.random(300).astype(np.float32)

@@ -13,9 +13,9 @@ import pytest
 from conftest import HashEmbedder
 
 from ceg_cli.index import CHUNKS_FILE, META_FILE, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.lexical import BM25_PARAMS, LEXICAL_DIR, LexicalIndex
-from ceg_cli.index.lexlang import TOKENIZER, is_legacy, query_tokens
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.lexical.bm25 import BM25_PARAMS, LEXICAL_DIR, LexicalIndex
+from ceg_cli.index.lexical.lexlang import TOKENIZER, is_legacy, query_tokens
 
 DOCS = [
     {"id": "de", "title": "Aristoteles",

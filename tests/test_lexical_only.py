@@ -18,12 +18,12 @@ import pytest
 from conftest import MINI_WIKI
 from multistream_fixture import make_multistream
 
-import ceg_cli.index.builder
+import ceg_cli.index.build.builder
 import ceg_cli.index.store
 from ceg_cli.errors import UsageError
 from ceg_cli.index import open_index
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.buildwork import BuildWork
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.build.buildwork import BuildWork
 from ceg_cli.index.indexdir import work_path
 
 LEXICAL = BuildOptions(retrieval="lexical")
@@ -36,7 +36,7 @@ def _never(*_args: Any, **_kwargs: Any) -> Any:
 @pytest.fixture
 def no_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """Any attempt to load an embedding model fails the test."""
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", _never)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder", _never)
     monkeypatch.setattr(ceg_cli.index.store, "load_embedder", _never)
 
 
@@ -205,8 +205,8 @@ def test_append_keeps_its_kind(no_model: None, tmp_path: Path, monkeypatch: pyte
 def test_a_stopped_lexical_build_resumed_equals_an_uninterrupted_one(
     no_model: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
-    monkeypatch.setattr(ceg_cli.index.builder, "SHARD_PASSAGES", 10)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "SHARD_PASSAGES", 10)
     whole = tmp_path / "whole"
     one_thread = BuildOptions(retrieval="lexical", workers=1)  # commits every 10 passages
     build_index([MINI_WIKI], whole, one_thread)
@@ -246,7 +246,7 @@ def test_reader_processes_give_the_same_index(
     build_index([dump], one, BuildOptions(retrieval="lexical", workers=1))
     report = build_index([dump], two, BuildOptions(retrieval="lexical"))
     assert _rows(one) == _rows(two)
-    from ceg_cli.index.processes import available_cores
+    from ceg_cli.index.build.processes import available_cores
 
     assert report.workers == min(available_cores(), 4)  # no more than its 4 ranges
 
@@ -254,7 +254,7 @@ def test_reader_processes_give_the_same_index(
 def test_lexical_max_terms_reaches_a_tantivy_part_and_is_said_ignored_on_bm25s(
     no_model: None, lexical_index: Path, tmp_path: Path, run_cli: Any
 ) -> None:
-    from ceg_cli.index.lexical_tantivy import TantivyLexical
+    from ceg_cli.index.lexical.lexical_tantivy import TantivyLexical
 
     target = tmp_path / "tantivy"
     build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical", lexical_engine="tantivy"))
@@ -282,7 +282,7 @@ def test_a_large_tantivy_part_is_searched_with_its_rarest_terms_unless_told(
     """Past AUTO_MAX_TERMS_PASSAGES (2,000,000; made 1 here) the default search takes
     each query's AUTO_MAX_TERMS rarest terms and says so; 0 searches every term."""
     import ceg_cli.index.store
-    from ceg_cli.index.lexical_tantivy import TantivyLexical
+    from ceg_cli.index.lexical.lexical_tantivy import TantivyLexical
 
     target = tmp_path / "tantivy"
     build_index([MINI_WIKI], target, BuildOptions(retrieval="lexical", lexical_engine="tantivy"))

@@ -19,12 +19,14 @@ import numpy as np
 import pytest
 from conftest import HashEmbedder
 
+import ceg_cli.index.lexical.bm25 as lexical  # noqa: F401
 from ceg_cli.errors import IndexLoadError
-from ceg_cli.index import META_FILE, lexical, lexical_tantivy, open_index  # noqa: F401
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index import META_FILE, open_index  # noqa: F401
+from ceg_cli.index.build.builder import BuildOptions, build_index
 from ceg_cli.index.indexdir import work_path
-from ceg_cli.index.lexical import LEXICAL_DIR, lexical_engine, lexical_problem
-from ceg_cli.index.lexlang import import_bm25s, queries_tokens
+from ceg_cli.index.lexical import lexical_tantivy  # noqa: F401
+from ceg_cli.index.lexical.bm25 import LEXICAL_DIR, lexical_engine, lexical_problem
+from ceg_cli.index.lexical.lexlang import import_bm25s, queries_tokens
 
 WORDS = ("harbour lantern orchard meadow granite falcon willow copper ember thistle "
          "saffron glacier juniper quartz beacon river castle bridge tower market").split()

@@ -25,7 +25,7 @@ from test_prompt_injection import INJECTIONS
 
 from ceg_cli.errors import BackendError
 from ceg_cli.judges import create_judge
-from ceg_cli.judges.llm import LlmJudge
+from ceg_cli.judges.llm_judges.llm import LlmJudge
 from ceg_cli.llm import regenerate_response
 from ceg_cli.llm.minicheck import minicheck_messages, support_from_logprobs
 from ceg_cli.llm.prompts import JUDGE_SCHEMA, judge_messages, judge_response_format
@@ -189,7 +189,7 @@ def test_hostile_responses_go_through_the_real_model(
     llama_server: str, record_property: pytest.RecordProperty
 ) -> None:
     # What the tiny model does with them is reported, not asserted: it is a
-    # property of the model (benchmarks/llm_throughput.py --injection measures it).
+    # property of the model (benchmarks/check/llm_throughput.py --injection measures it).
     judge = create_judge(f"llm:{MODEL}", options(llama_server, None, concurrency=2))
     verdicts = judge.judge(items(INJECTIONS))
     labels = [v.label for v in verdicts]
@@ -291,10 +291,10 @@ def test_ceg_check_with_the_minicheck_prompt_against_the_real_server(
 ) -> None:
     from conftest import HashEmbedder
 
-    import ceg_cli.index.embedding
+    import ceg_cli.index.dense.embedding
 
     # The record's one context is its evidence whatever the vectors: no model needed.
-    monkeypatch.setattr(ceg_cli.index.embedding, "load_embedder",
+    monkeypatch.setattr(ceg_cli.index.dense.embedding, "load_embedder",
                         lambda *_a, **_k: HashEmbedder())
     monkeypatch.delenv("CEG_INDEX", raising=False)
     responses = tmp_path / "r.jsonl"

@@ -1,4 +1,5 @@
-"""benchmarks/multilingual.py and multilingual_set.py: the metrics, and how the set is made.
+"""benchmarks/languages/multilingual.py and multilingual_set.py: the metrics, and how the set
+is made.
 
 The figures in docs/measurements.md are only as good as these: a balanced accuracy
 that swaps its classes, a boundary counted twice, a planted error that leaves the
@@ -23,7 +24,8 @@ SLICE = Path(__file__).resolve().parent / "data" / "multilingual"
 
 def load(name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    monkeypatch.syspath_prepend(str(BENCH / "languages"))  # multilingual_set, beside them
+    spec = importlib.util.spec_from_file_location(name, BENCH / "languages" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -340,7 +342,7 @@ def test_the_builder_is_deterministic_and_reads_the_sources_shape(
 def test_speed_variants_name_the_model_its_batch_and_its_threads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """benchmarks/multilingual_speed.py: ``MODEL[:batch=N][:threads=T]``; anything else
+    """benchmarks/languages/multilingual_speed.py: ``MODEL[:batch=N][:threads=T]``; anything else
     is a usage error (exit 2), not a silently ignored part."""
     speed = load("multilingual_speed", monkeypatch)
     assert speed.parse_variant("multilingual-e5-small-q4:batch=256:threads=1") == {

@@ -15,8 +15,8 @@ import pytest
 
 from ceg_cli import hub
 from ceg_cli.errors import UsageError
-from ceg_cli.index import packaged
-from ceg_cli.index.embedding import (
+from ceg_cli.index.dense import packaged
+from ceg_cli.index.dense.embedding import (
     load_embedder,
     model_prompts,
     query_vectors,
@@ -282,7 +282,7 @@ def _documents(path: Path, texts: list[str]) -> Path:
 def test_a_build_without_model_takes_the_multilingual_one_for_other_languages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, texts: list[str], multilingual: bool
 ) -> None:
-    from ceg_cli.index.builder import build_index
+    from ceg_cli.index.build.builder import build_index
 
     asked: list[Any] = []
 
@@ -293,7 +293,7 @@ def test_a_build_without_model_takes_the_multilingual_one_for_other_languages(
         asked.append(model["name"])
         raise Stop
 
-    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", fake_load)
+    monkeypatch.setattr("ceg_cli.index.build.builder.load_embedder", fake_load)
     said: list[str] = []
     with pytest.raises(Stop):
         build_index([_documents(tmp_path / "docs.jsonl", texts)], tmp_path / "index",
@@ -308,8 +308,8 @@ def test_a_build_without_model_takes_the_multilingual_one_for_other_languages(
 def test_language_names_the_documents_language_without_reading_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ceg_cli.index.builder import build_index
-    from ceg_cli.index.buildopts import BuildOptions
+    from ceg_cli.index.build.builder import build_index
+    from ceg_cli.index.build.buildopts import BuildOptions
 
     asked: list[Any] = []
 
@@ -317,7 +317,7 @@ def test_language_names_the_documents_language_without_reading_them(
         asked.append(model["name"])
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", fake_load)
+    monkeypatch.setattr("ceg_cli.index.build.builder.load_embedder", fake_load)
     docs = _documents(tmp_path / "docs.jsonl", ["Aristotle was a Greek philosopher."])
     with pytest.raises(KeyboardInterrupt):
         build_index([docs], tmp_path / "index", BuildOptions(language="de"))
@@ -331,8 +331,8 @@ def test_the_model_is_chosen_by_the_rule_that_names_each_passages_language(
     passages, for meta.json and for the default model: an Amharic document, which the
     detector names by its script alone (und-Ethi), used to be left out of the model's
     choice (an English model for it) while its passages recorded und-Ethi."""
-    from ceg_cli.index.builder import build_index
-    from ceg_cli.index.chunking import document_language
+    from ceg_cli.index.build.builder import build_index
+    from ceg_cli.index.build.chunking import document_language
     from ceg_cli.types import Document
 
     text = "አሪስጣጣሊስ የግሪክ ፈላስፋ ነበር። በስታጊራ ተወለደ።"
@@ -346,7 +346,7 @@ def test_the_model_is_chosen_by_the_rule_that_names_each_passages_language(
         asked.append(model["name"])
         raise Stop
 
-    monkeypatch.setattr("ceg_cli.index.builder.load_embedder", fake_load)
+    monkeypatch.setattr("ceg_cli.index.build.builder.load_embedder", fake_load)
     with pytest.raises(Stop):
         build_index([_documents(tmp_path / "docs.jsonl", [text, "42"])], tmp_path / "index")
     assert asked == [packaged.MULTILINGUAL.name]
@@ -356,8 +356,8 @@ def test_the_model_is_chosen_by_the_rule_that_names_each_passages_language(
 def test_a_build_says_when_documents_after_the_sample_call_for_the_multilingual_model(
     tmp_path: Path,
 ) -> None:
-    from ceg_cli.index.builder import build_index
-    from ceg_cli.index.doclang import LANGUAGE_SAMPLE
+    from ceg_cli.index.build.builder import build_index
+    from ceg_cli.index.build.doclang import LANGUAGE_SAMPLE
     from ceg_cli.index.store import read_meta
 
     english = [f"Document number {i} is about the city of Paris and its long history."

@@ -20,15 +20,15 @@ from ranged_builds import meta_of, mixed_sources, rows_of, same_index
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
-import ceg_cli.index.builder
-import ceg_cli.index.pool_engine
-from ceg_cli.index.builder import BuildOptions, build_index
+import ceg_cli.index.build.builder
+import ceg_cli.index.build.pool_engine
+from ceg_cli.index.build.builder import BuildOptions, build_index
 
 
 @pytest.fixture(autouse=True)
 def cores(monkeypatch: pytest.MonkeyPatch) -> None:
     """Four cores, whatever the machine: readers are capped at its cores (issue 34)."""
-    monkeypatch.setattr(ceg_cli.index.pool_engine, "available_cores", lambda: 4)
+    monkeypatch.setattr(ceg_cli.index.build.pool_engine, "available_cores", lambda: 4)
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_BYTES", 1000)
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_PAGES", 2)
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_FILES", 2)
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 8)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 8)
 
 
 @pytest.fixture
@@ -94,7 +94,8 @@ def test_a_stopped_reader_build_resumes_to_the_same_index(
 def test_the_command_builds_with_reader_processes(
     small: None, run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", lambda *a, **k: HashEmbedder())
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder",
+                        lambda *a, **k: HashEmbedder())
     docs = documents(tmp_path / "docs.jsonl", 30, "C")
     result = run_cli("index", "build", docs, "--index", tmp_path / "idx", "--workers", "2",
                      "--quiet")
@@ -120,15 +121,15 @@ def test_readers_default_to_the_cores_beside_a_gpu_model(
     monkeypatch: pytest.MonkeyPatch, model: type[HashEmbedder], asked: int | None, engine: str,
     readers: int | None,
 ) -> None:
-    monkeypatch.setattr(ceg_cli.index.builder, "available_cores", lambda: 4)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "available_cores", lambda: 4)
     options = BuildOptions(workers=asked, engine=engine)
-    assert ceg_cli.index.builder.with_default_readers(options, model()).workers == readers
+    assert ceg_cli.index.build.builder.with_default_readers(options, model()).workers == readers
 
 
 def test_a_gpu_build_reads_with_processes_unless_told(
     small: None, sources: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ceg_cli.index.builder, "available_cores", lambda: 3)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "available_cores", lambda: 3)
     build_index(sources, tmp_path / "one", embedder=HashEmbedder())
     report = build_index(sources, tmp_path / "gpu", embedder=OnCuda())
     assert report.workers == 2

@@ -17,10 +17,10 @@ from ranged_builds import meta_of
 
 from ceg_cli.corpus import iter_positioned
 from ceg_cli.errors import UsageError
-from ceg_cli.index.builder import BuildOptions, build_index, vector_precision
-from ceg_cli.index.chunking import chunk_or_skip
-from ceg_cli.index.devices import resolve_precision
-from ceg_cli.index.embedding import SentenceTransformerEmbedder, resolve_model
+from ceg_cli.index.build.builder import BuildOptions, build_index, vector_precision
+from ceg_cli.index.build.chunking import chunk_or_skip
+from ceg_cli.index.dense.devices import resolve_precision
+from ceg_cli.index.dense.embedding import SentenceTransformerEmbedder, resolve_model
 from ceg_cli.index.layout import embed_text
 
 
@@ -50,7 +50,7 @@ def test_float16_vectors_agree_with_float32(embedder: Any) -> None:
     assert half.precision == "float16"
     state = half.tokenizer_state()
     assert state is not None
-    from ceg_cli.index.pretokenized import tokenize
+    from ceg_cli.index.dense.pretokenized import tokenize
 
     reference = embedder.embed(texts)
     for vectors in (half.embed(texts), half.embed_tokens(tokenize(state, texts))):

@@ -18,13 +18,13 @@ from conftest import MINI_WIKI
 from ranged_builds import rows_of, vectors_of
 
 import ceg_cli.corpus.ranges
-import ceg_cli.index.builder
+import ceg_cli.index.build.builder
 from ceg_cli.corpus import iter_positioned
-from ceg_cli.index.builder import BuildOptions, build_index
-from ceg_cli.index.chunking import chunk_or_skip
-from ceg_cli.index.embedding import Embedder
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.build.chunking import chunk_or_skip
+from ceg_cli.index.dense.embedding import Embedder
+from ceg_cli.index.dense.pretokenized import tokenize, tokenizer_state
 from ceg_cli.index.layout import embed_text
-from ceg_cli.index.pretokenized import tokenize, tokenizer_state
 
 
 def passages(limit: int) -> list[str]:
@@ -95,7 +95,7 @@ def test_a_reader_build_that_tokenized_equals_the_one_process_index(
 ) -> None:
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_BYTES", 4000)
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_PAGES", 3)
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 16)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 16)
     report = build_index([MINI_WIKI], tmp_path / "two", BuildOptions(workers=2),
                          embedder=embedder)
     # A single-stream .bz2 is one range: one reader process reads it (readers past the

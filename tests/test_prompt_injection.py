@@ -12,7 +12,7 @@ What can be tested without a capable model:
   same test with defusing switched off shows the forgery working.
 
 Whether a given model obeys an instruction hidden in the data is a property
-of that model; ``benchmarks/llm_throughput.py --injection`` measures it for
+of that model; ``benchmarks/check/llm_throughput.py --injection`` measures it for
 the real tiny model, and ``tests/test_llm_server.py`` runs this suite
 through it.
 """

@@ -41,7 +41,7 @@ PROPERTY = settings(
 
 @pytest.fixture
 def row(record_property: Callable[[str, object], None]) -> Callable[[str, int, str], None]:
-    """Record one row of the reliability table (``benchmarks/reliability.py``)."""
+    """Record one row of the reliability table (``benchmarks/check/reliability.py``)."""
 
     def record(what: str, tries: int, outcome: str) -> None:
         record_property("reliability", {"what": what, "tries": tries, "outcome": outcome})

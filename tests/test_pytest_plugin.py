@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-import ceg_cli.index.embedding as _embedding
+import ceg_cli.index.dense.embedding as _embedding
 import ceg_cli.index.store as _store
 
 
@@ -105,6 +105,8 @@ def _assert_flagged(text: str) -> None:
     assert "1 of 2 sentences are not supported by the evidence (allowed: 0):" in text
     assert "- sentence 2 [nonfactual, not_enough_evidence]: 'It was completed in 1925.'" in text
     assert "reason: '1925' not in the evidence" in text
+    # The wrong words, as the record's spans give them.
+    assert "unsupported: '1925' (date" in text
     # The offline judge reads no similarity: the contexts are ranked by BM25 alone.
     assert "best evidence: context 1, ranked first by BM25 (no similarity computed)" in text
     assert "similarity 0.00" not in text
@@ -187,7 +189,7 @@ def bow_built(tmp_path_factory: pytest.TempPathFactory, mini_wiki: Path) -> Path
     test, dropping the modules first imported during it, and an extension module
     (faiss, numpy.fft) imported again in the same process crashes or fails: a build
     inside the test broke every later test that built an index (a segfault in faiss)."""
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     space: dict[str, Any] = {}
     exec(BOW, space)  # the same embedder the generated conftest loads by its name

@@ -31,7 +31,7 @@ from ceg_cli import Checker
 from ceg_cli.check.run import CheckRun, RunSettings
 from ceg_cli.check.settings import EngineOptions
 from ceg_cli.errors import IndexLoadError, UsageError
-from ceg_cli.index.ray_pool import INSTALL_HINT
+from ceg_cli.index.build.ray_pool import INSTALL_HINT
 
 ray: Any = need_extra("ray", "ray")
 #: ``--judge hashed``, ``crashing`` and ``killing:MARKER`` (``ray_check_harness``).
@@ -192,7 +192,7 @@ def test_responses_on_standard_input_reach_the_workers_as_lines(
             import ceg_cli.check.ray_run
             ceg_cli.check.ray_run.RANGE_BATCHES = 2
             import shutil
-            from ceg_cli.index.ray_session import short_temp_dir
+            from ceg_cli.index.build.ray_session import short_temp_dir
             temp = short_temp_dir()
             try:
                 if {engine == "ray"}:

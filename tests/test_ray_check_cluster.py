@@ -24,7 +24,7 @@ from ray_check_harness import BOOM, mixed_responses, ray_judges, without  # noqa
 from ray_harness import TESTS_DIR, by_value
 
 import ceg_cli.check.ray_run
-import ceg_cli.index.ray_pool
+import ceg_cli.index.build.ray_pool
 
 ray: Any = need_extra("ray", "ray")
 pytestmark = pytest.mark.usefixtures("ray_judges")
@@ -193,13 +193,13 @@ def test_an_index_missing_on_a_worker_is_one_line_naming_its_node(
     they look: as on a node that has no copy of it."""
     index = tmp_path / "index"
     shutil.copytree(hash_index, index)
-    real = ceg_cli.index.ray_pool.launch
+    real = ceg_cli.index.build.ray_pool.launch
 
     def launch(*args: Any, **kwargs: Any) -> Any:
         index.rename(tmp_path / "elsewhere")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ceg_cli.index.ray_pool, "launch", launch)
+    monkeypatch.setattr(ceg_cli.index.build.ray_pool, "launch", launch)
     out = tmp_path / "out.jsonl"
     result = run_cli("check", responses, "--index", index, "--judge", "hashed", "--out", out,
                      "-q", "--engine", "ray", "--ray-address", cluster[0], "--workers", "2")

@@ -21,8 +21,8 @@ from ranged_builds import same_index
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
-import ceg_cli.index.builder
-from ceg_cli.index.builder import BuildOptions, build_index
+import ceg_cli.index.build.builder
+from ceg_cli.index.build.builder import BuildOptions, build_index
 
 ray: Any = need_extra("ray", "ray")
 
@@ -31,7 +31,7 @@ ray: Any = need_extra("ray", "ray")
 def sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_BYTES", 1500)
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_PAGES", 2)
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 8)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 8)
     dump, _ = make_multistream(MINI_WIKI, tmp_path / "ms", per_stream=2)
     return [documents(tmp_path / "docs.jsonl", 80, "C"), dump]
 

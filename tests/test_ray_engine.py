@@ -33,12 +33,12 @@ from ray_harness import TESTS_DIR, by_value, no_ray_auth, session_folders_of, sh
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.ranges
-import ceg_cli.index.builder
+import ceg_cli.index.build.builder
 from ceg_cli.errors import InputError, UsageError
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
+from ceg_cli.index.build.ray_engine import INSTALL_HINT, _placements
+from ceg_cli.index.build.ray_session import check_reachable
 from ceg_cli.index.indexdir import work_path
-from ceg_cli.index.ray_engine import INSTALL_HINT, _placements
-from ceg_cli.index.ray_session import check_reachable
 
 ray: Any = need_extra("ray", "ray")
 
@@ -59,7 +59,7 @@ def small(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_BYTES", 1000)
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_PAGES", 2)
     monkeypatch.setattr(ceg_cli.corpus.ranges, "RANGE_FILES", 2)
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 8)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 8)
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_append_on_ray_is_the_single_machine_append(small: None, tmp_path: Path)
 
 
 def test_importing_the_builder_and_the_cli_leaves_ray_out() -> None:
-    code = ("import sys, ceg_cli.cli.main, ceg_cli.index.builder, ceg_cli.corpus.ranges; "
+    code = ("import sys, ceg_cli.cli.main, ceg_cli.index.build.builder, ceg_cli.corpus.ranges; "
             "print('ray' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
@@ -244,7 +244,7 @@ def test_an_address_where_no_cluster_listens_is_one_line(
     def no_model(*args: object, **kwargs: object) -> None:
         raise AssertionError("the model was loaded before the address was checked")
 
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", no_model)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder", no_model)
     docs = documents(tmp_path / "docs.jsonl", 3, "D")
     with pytest.raises(UsageError, match=rf"^--ray-address 127.0.0.1:{port}: nothing answers"):
         build_index([docs], tmp_path / "index",
@@ -273,8 +273,8 @@ import sys, time
 sys.path.insert(0, {tests!r})
 from pathlib import Path
 import numpy as np
-import ceg_cli.corpus.ranges, ceg_cli.index.builder
-from ceg_cli.index.builder import BuildOptions, build_index
+import ceg_cli.corpus.ranges, ceg_cli.index.build.builder
+from ceg_cli.index.build.builder import BuildOptions, build_index
 from conftest import HashEmbedder
 from ray_harness import by_value
 
@@ -287,7 +287,7 @@ by_value()
 ceg_cli.corpus.ranges.RANGE_BYTES = 1000  # as the fixture small: the same plan
 ceg_cli.corpus.ranges.RANGE_PAGES = 2
 ceg_cli.corpus.ranges.RANGE_FILES = 2
-ceg_cli.index.builder.EMBED_CALL_SIZE = 8
+ceg_cli.index.build.builder.EMBED_CALL_SIZE = 8
 sources = [Path(p) for p in sys.argv[2:]]
 build_index(sources, Path(sys.argv[1]), BuildOptions(engine="ray", workers=2, shard_passages=20,
             resume=True), embedder=Slow())
@@ -389,10 +389,10 @@ class RecordedProgress:
 def test_passages_embedded_inside_a_range_are_shown_as_it_goes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ceg_cli.index.ray_engine
+    import ceg_cli.index.build.ray_engine
 
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
-    monkeypatch.setattr(ceg_cli.index.ray_engine, "PROGRESS_EVERY_S", 0.1)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(ceg_cli.index.build.ray_engine, "PROGRESS_EVERY_S", 0.1)
     docs = documents(tmp_path / "docs.jsonl", 60, "P")  # one range: far below RANGE_BYTES
     progress = RecordedProgress()
     report = build_index([docs], tmp_path / "ray", BuildOptions(engine="ray", workers=1),

@@ -25,7 +25,7 @@ from ray_harness import by_value, no_ray_auth, session_folders_of, short_ray_tem
 from reliability_harness import documents
 
 import ceg_cli.corpus.ranges
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 
 ray: Any = need_extra("ray", "ray")
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
@@ -63,7 +63,7 @@ def test_ceg_starts_ray_under_a_long_tmpdir_in_a_short_folder_it_then_removes(
     start keeps the session in a short folder it makes, and removes it afterwards."""
     import tempfile
 
-    import ceg_cli.index.ray_session as ray_session
+    import ceg_cli.index.build.ray_session as ray_session
 
     long_tmp = tmp_path / ("t" * max(1, 99 - len(str(tmp_path))))
     long_tmp.mkdir()

@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
-PAGES = [README, *sorted((REPO / "docs").glob("*.md"))]
+PAGES = [README, *sorted((REPO / "docs").rglob("*.md")), REPO / "benchmarks" / "README.md"]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")

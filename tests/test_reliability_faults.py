@@ -12,7 +12,7 @@ them at stratified random moments of a measured uninterrupted run:
   the next build must clean up after the killed one.
 
 ``CEG_RELIABILITY_KILLS`` sets the killed runs per command (default 3, as in
-CI; ``benchmarks/reliability.py`` runs 50). Each test records its row of the
+CI; ``benchmarks/check/reliability.py`` runs 50). Each test records its row of the
 reliability table.
 """
 
@@ -58,7 +58,7 @@ from reliability_harness import (
 from ceg_cli import judges
 from ceg_cli.errors import BackendError
 from ceg_cli.index import embed_text, open_index
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 from ceg_cli.types import FACTUAL, JUDGE_ERROR, NOT_JUDGED, JudgeItem, Verdict
 
 Row = Callable[[str, int, str], None]
@@ -512,9 +512,10 @@ def build_cli(run_cli: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``ceg index build`` in-process with the free fake model for every model name."""
     from conftest import HashEmbedder
 
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
 
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", lambda *a, **k: HashEmbedder())
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder",
+                        lambda *a, **k: HashEmbedder())
     return lambda *args: run_cli("index", "build", *args, "-q")
 
 
@@ -604,13 +605,16 @@ def test_index_build_with_no_room_for_an_ordinary_write(
     monkeypatch: pytest.MonkeyPatch, where: str,
 ) -> None:
     """ENOSPC from a plain file write or a mkdir is reported the same way."""
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
+    import ceg_cli.index.indexdir
 
     def full(path: Path, *args: object) -> None:
         name = path.name if where == "write_json" else f".{path.name}.building"
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path.parent / name))
 
-    monkeypatch.setattr(ceg_cli.index.builder, where, full)
+    # The work folder is made where the index directory's life is (indexdir.BuildTarget).
+    module = ceg_cli.index.indexdir if where == "temp_dir" else ceg_cli.index.build.builder
+    monkeypatch.setattr(module, where, full)
     corpus = documents(tmp_path / "docs.jsonl", 20, "B")
     result = build_cli(corpus, "--index", old_index)
     assert result.exit_code == 3
@@ -920,17 +924,17 @@ def test_a_build_that_fills_the_disk_at_its_index_file_keeps_its_shards_for_resu
     """Days of embedding are not lost to a full disk: the shards stay, --resume finishes."""
     from conftest import HashEmbedder
 
-    import ceg_cli.index.builder
+    import ceg_cli.index.build.builder
     from ceg_cli.errors import DiskFullError
 
     corpus = documents(tmp_path / "docs.jsonl", 300, "B")
     target = tmp_path / "index"
-    real_write = ceg_cli.index.builder.write_vectors
+    real_write = ceg_cli.index.build.builder.write_vectors
 
     def full(source: Any, path: Path, *args: Any, **kwargs: Any) -> Any:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
 
-    monkeypatch.setattr(ceg_cli.index.builder, "write_vectors", full)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "write_vectors", full)
     warnings: list[str] = []
     options = BuildOptions(shard_passages=100)
     with pytest.raises(DiskFullError) as failed:
@@ -943,7 +947,7 @@ def test_a_build_that_fills_the_disk_at_its_index_file_keeps_its_shards_for_resu
     assert any("committed passages" in w for w in warnings), warnings
     assert list((tmp_path / ".index.building" / "shards").glob("*.npy"))
 
-    monkeypatch.setattr(ceg_cli.index.builder, "write_vectors", real_write)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "write_vectors", real_write)
     report = build_index([corpus], target, BuildOptions(shard_passages=100, resume=True),
                          embedder=HashEmbedder())
     assert report.resumed_chunks >= 300 - 100

@@ -5,7 +5,7 @@ output naming the input), ``--resume`` into an output made from another file,
 lines that carry huge fields, numbers and text JSON cannot hold, and a closed
 standard input. Each runs the real CLI on real files (in-process with the fake
 model, or in a real subprocess where the case is about the process), and
-records its row of the reliability table (``benchmarks/reliability.py``).
+records its row of the reliability table (``benchmarks/check/reliability.py``).
 """
 
 from __future__ import annotations

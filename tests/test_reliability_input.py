@@ -8,7 +8,7 @@ corpus files go through ``ceg index build`` over an existing index, which must
 survive untouched; broken index directories through ``ceg check``, which must
 stop before it writes anything.
 
-Each test records its row of the reliability table (``benchmarks/reliability.py``).
+Each test records its row of the reliability table (``benchmarks/check/reliability.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typer.testing import Result
 
 from ceg_cli import textio
 from ceg_cli.check import responses as responses_module
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 
 DATA = Path(__file__).parent / "data"
 BAD = DATA / "bad"
@@ -491,9 +491,9 @@ def test_a_document_that_cannot_be_split_is_skipped_by_name(
     run_cli: Any, fake_models: None, tmp_path: Path, row: Row, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A document that still trips NLTK's time limit costs only itself, with a warning."""
-    import ceg_cli.index.chunking
+    import ceg_cli.index.build.chunking
 
-    real = ceg_cli.index.chunking.sentence_spans
+    real = ceg_cli.index.build.chunking.sentence_spans
 
     def spans(text: str, language: str | None = None) -> list[tuple[int, int]]:
         if text.startswith("Pathological"):
@@ -501,7 +501,7 @@ def test_a_document_that_cannot_be_split_is_skipped_by_name(
             raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
         return real(text, language)
 
-    monkeypatch.setattr(ceg_cli.index.chunking, "sentence_spans", spans)
+    monkeypatch.setattr(ceg_cli.index.build.chunking, "sentence_spans", spans)
     src = jsonl_documents(tmp_path / "docs.jsonl", GOOD_DOCUMENTS[0],
                           {"id": "bad", "title": "Bad", "text": "Pathological. Text."},
                           GOOD_DOCUMENTS[1])

@@ -31,6 +31,8 @@ from ceg_cli.types import (
     Context,
     Evidence,
     Segment,
+    Span,
+    SpanEvidence,
     Verdict,
 )
 
@@ -73,7 +75,12 @@ def checked(**fields: Any) -> CheckedResponse:
                P20, P10),
         result(2, "Plato taught him.", Verdict(FACTUAL, SUPPORTED, 0.5, (0, 1), ""), P30, P10),
         result(3, "Is that so?", Verdict(FACTUAL, NO_CLAIM, 1.0, (), "a question"), P30),
-        result(4, "He never slept.", Verdict(NONFACTUAL, CONTRADICTED, 0.05, (), "no"), P20),
+        SegmentResult(seg(4, "He never slept."),
+                      Verdict(NONFACTUAL, CONTRADICTED, 0.05, (), "no",
+                              (Span(3, 8, "never", "word", SpanEvidence("tutored", 0)),)),
+                      (P20,),
+                      spans=(Span(RESPONSE.index("never"), RESPONSE.index("never") + 5, "never",
+                                  "word", SpanEvidence("tutored", 0)),)),
         result(5, "He wrote on logic.", Verdict(NOT_JUDGED, JUDGE_ERROR, 0.0, (), "timeout"),
                P10),
     )
@@ -128,7 +135,12 @@ SEGMENT_KEYS = {
     "citations": list,
     "evidence": list,
     "citation_check": (dict, type(None)),
+    "spans": list,
 }
+SPAN_KEYS = {"start": int, "end": int, "text": str, "kind": str, "evidence": (dict, type(None))}
+SPAN_EVIDENCE_KEYS = {"value": str, "source": (str, type(None)),
+                      "passage_id": (int, type(None)), "context": (int, type(None)),
+                      "title": (str, type(None))}
 EVIDENCE_KEYS = {
     "source": str,
     "context": (int, type(None)),
@@ -159,10 +171,10 @@ def as_json(record: dict[str, Any]) -> dict[str, Any]:
 # -- the contract --------------------------------------------------------------
 
 
-def test_schema_version_is_6() -> None:
-    assert SCHEMA_VERSION == 6
-    assert to_record(checked(), JUDGE)["schema_version"] == 6
-    assert to_record(error_response(), JUDGE)["schema_version"] == 6
+def test_schema_version_is_7() -> None:
+    assert SCHEMA_VERSION == 7
+    assert to_record(checked(), JUDGE)["schema_version"] == 7
+    assert to_record(error_response(), JUDGE)["schema_version"] == 7
 
 
 def test_the_judge_block_gives_the_cut_of_the_records_setting() -> None:
@@ -208,6 +220,17 @@ def test_record_keys_and_types() -> None:
             assert_shape(citation, CITATION_KEYS)
         for evidence in segment["evidence"]:
             assert_shape(evidence, EVIDENCE_KEYS)
+        for span in segment["spans"]:
+            assert_shape(span, SPAN_KEYS)
+            assert RESPONSE[span["start"]:span["end"]] == span["text"]
+            if span["evidence"] is not None:
+                assert_shape(span["evidence"], SPAN_EVIDENCE_KEYS)
+    # Spans only on a flagged segment; the one here names the passage its evidence is in.
+    assert [bool(s["spans"]) for s in record["segments"]] == [False] * 4 + [True, False]
+    assert record["segments"][4]["spans"] == [
+        {"start": RESPONSE.index("never"), "end": RESPONSE.index("never") + 5, "text": "never",
+         "kind": "word", "evidence": {"value": "tutored", "source": "index", "passage_id": 20,
+                                      "context": None, "title": "Aristotle"}}]
 
 
 def test_segment_values() -> None:
@@ -238,6 +261,7 @@ def test_segment_values() -> None:
              "context": None, "start": None, "end": None},
         ],
         "citation_check": None,
+        "spans": [],
     }
     # Citations follow the judge's order; markers follow first citation in the response.
     assert [(c["passage_id"], c["marker"]) for c in second["citations"]] == [(20, 2), (10, 1)]

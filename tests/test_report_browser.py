@@ -511,3 +511,70 @@ def test_cjk_and_arabic_glyphs_render(open_report: Callable[..., Opened]) -> Non
     assert widths["zh"] > 0 and widths["ar"] > 0
     assert abs(widths["zh"] * 3 / 4 - widths["missing"]) > 1, widths
     report.assert_clean()
+
+
+def spans_records() -> list[dict[str, Any]]:
+    """A flagged segment with a name and a date unsupported, after an emoji (two UTF-16
+    units in JavaScript, one character in Python), and an Arabic one."""
+    from ceg_cli.check.pipeline import CheckedResponse, ResponseInput, SegmentResult
+    from ceg_cli.types import Segment, Span, SpanEvidence
+
+    lincoln = Evidence(7, "d7", "Abraham Lincoln", "Lincoln was born in 1809 in Kentucky.", 0.7)
+    text = "🚀 Lincoln was born in Springfield in 1812."
+    seg_start = text.index("Lincoln")
+    at = text.index("Springfield")
+    year = text.index("1812")
+    result = SegmentResult(
+        Segment(0, seg_start, len(text), text[seg_start:]),
+        Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.2, (), "'Springfield' and '1812' missing"),
+        (lincoln,),
+        spans=(Span(at, at + 11, "Springfield", "name"),
+               Span(year, year + 4, "1812", "date", SpanEvidence("1809", 0))))
+    arabic = "ولد لينكولن في بوسطن عام 1812."
+    where = arabic.index("بوسطن")
+    ar = SegmentResult(
+        Segment(0, 0, len(arabic), arabic),
+        Verdict(NONFACTUAL, NOT_ENOUGH_EVIDENCE, 0.2, (), "'بوسطن' missing"), (lincoln,),
+        spans=(Span(where, where + 5, "بوسطن", "word"),))
+    return [
+        to_record(CheckedResponse(ResponseInput("lincoln", 1, text), (result,), NONFACTUAL),
+                  {"name": "offline", "method": "m"}),
+        to_record(CheckedResponse(ResponseInput("ar", 2, arabic), (ar,), NONFACTUAL),
+                  {"name": "offline", "method": "m"}),
+    ]
+
+
+def test_spans_are_marked_with_the_evidence_on_hover_and_for_screen_readers(
+    open_report: Callable[..., Opened]
+) -> None:
+    report = open_report(spans_records())
+    card = report.page.locator("#r0")
+    marks = card.locator(".text mark.unsup")
+    assert marks.count() == 2
+    # Each mark holds exactly its span, after the astral-plane emoji too.
+    shown = marks.evaluate_all("ms => ms.map(m => m.firstChild.textContent)")
+    assert shown == ["Springfield", "1812"]
+    assert marks.nth(1).get_attribute("title") == (
+        "unsupported date; the evidence has '1809' (Abraham Lincoln)")
+    assert marks.nth(0).get_attribute("title") == "unsupported name"
+    # The hover text is also text a screen reader reads, though not seen.
+    hidden = marks.nth(1).locator(".vh")
+    assert hidden.text_content() == " (unsupported date; the evidence has '1809' (Abraham Lincoln))"
+    box = hidden.bounding_box()
+    assert box is not None and box["width"] <= 1 and box["height"] <= 1
+    assert report.page.evaluate(
+        "getComputedStyle(document.querySelector('#r0 mark.unsup')).textDecorationLine"
+    ) == "underline"
+    # The segment reads as before apart from the hidden words: nothing lost or doubled.
+    segment = card.locator(".text .seg").first
+    visible = segment.evaluate(
+        "s => [...s.childNodes].map(n => n.nodeType === 3 ? n.textContent"
+        " : n.firstChild.textContent).join('')")
+    assert visible == "Lincoln was born in Springfield in 1812."
+    # The flagged list quotes the segment with the same marks.
+    assert card.locator(".flagged q mark.unsup").count() == 2
+    # Right to left: the mark holds the Arabic word, inside a dir="auto" block.
+    ar = report.page.locator("#r1 .text mark.unsup")
+    assert ar.evaluate("m => m.firstChild.textContent") == "بوسطن"
+    assert report.page.locator("#r1 .text").get_attribute("dir") == "auto"
+    report.assert_clean()

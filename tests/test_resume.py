@@ -22,11 +22,11 @@ from multistream_fixture import make_multistream
 from reliability_harness import documents, leftovers
 
 import ceg_cli.corpus.sources
-import ceg_cli.index.builder
+import ceg_cli.index.build.builder
 from ceg_cli.corpus import iter_documents, iter_positioned
 from ceg_cli.corpus.multistream import index_beside, read_from_page, read_index, read_range
 from ceg_cli.errors import InputError, UsageError
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 from ceg_cli.index.indexdir import work_path
 from ceg_cli.progress import PlainProgress
 
@@ -92,7 +92,8 @@ def test_a_bad_index_line_is_named(tmp_path: Path) -> None:
 def test_index_build_reads_a_multistream_dump(
     multistream: tuple[Path, Path], tmp_path: Path, run_cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", lambda *a, **k: HashEmbedder())
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder",
+                        lambda *a, **k: HashEmbedder())
     dump, _ = multistream
     result = run_cli("index", "build", dump, "--index", tmp_path / "ms", "-q")
     assert result.exit_code == 0, result.stderr
@@ -134,8 +135,8 @@ def _vectors(index: Path) -> np.ndarray:
 @pytest.fixture
 def small_shards(monkeypatch: pytest.MonkeyPatch) -> None:
     """Embedding calls of about 4 passages, shards of 10: many shards in a small build."""
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
-    monkeypatch.setattr(ceg_cli.index.builder, "SHARD_PASSAGES", 10)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "SHARD_PASSAGES", 10)
 
 
 @pytest.fixture
@@ -223,7 +224,7 @@ def test_a_stopped_append_resumed_keeps_the_old_passages(
 def test_a_build_that_committed_nothing_leaves_nothing(
     sources: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(ceg_cli.index.builder, "EMBED_CALL_SIZE", 4)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "EMBED_CALL_SIZE", 4)
     # Default shards (8192 passages) are larger than this build: nothing to keep.
     with pytest.raises(RuntimeError):
         build_index(sources, tmp_path / "index", embedder=StopsAfter(5))
@@ -264,12 +265,12 @@ def test_a_build_stopped_after_its_last_rows_redoes_only_its_last_shard(
 ) -> None:
     """Stopped while the index is assembled: the last rows were committed, not their vectors."""
     build_index(sources, tmp_path / "reference", embedder=HashEmbedder())
-    real = ceg_cli.index.builder.build_lexical
+    real = ceg_cli.index.build.builder.build_lexical
 
     def broken(*args: object) -> None:
         raise RuntimeError("lexical index failed")
 
-    monkeypatch.setattr(ceg_cli.index.builder, "build_lexical", broken)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "build_lexical", broken)
     target = tmp_path / "index"
     with pytest.raises(RuntimeError, match="lexical index failed"):
         build_index(sources, target, embedder=HashEmbedder())
@@ -278,7 +279,7 @@ def test_a_build_stopped_after_its_last_rows_redoes_only_its_last_shard(
     committed = json.loads(last[0])["next_id"]
     # Every row is in the store, more than the last shard's record says.
     assert len(_rows(work)) == len(_rows(tmp_path / "reference")) > committed
-    monkeypatch.setattr(ceg_cli.index.builder, "build_lexical", real)
+    monkeypatch.setattr(ceg_cli.index.build.builder, "build_lexical", real)
     spy = StopsAfter(10_000)
     report = build_index(sources, target, BuildOptions(resume=True), embedder=spy)
     assert report.resumed_chunks == committed
@@ -321,7 +322,7 @@ def test_the_command_says_what_it_resumed_and_what_it_replaced(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     models = iter([StopsAfter(7), HashEmbedder(), StopsAfter(7), HashEmbedder()])
-    monkeypatch.setattr(ceg_cli.index.builder, "load_embedder", lambda *a, **k: next(models))
+    monkeypatch.setattr(ceg_cli.index.build.builder, "load_embedder", lambda *a, **k: next(models))
     target = tmp_path / "index"
     args = ["index", "build", *sources, "--index", target, "-q"]
     stopped = run_cli(*args)

@@ -299,7 +299,8 @@ def test_gpu_build_refuses_before_any_work(tmp_path: Path, how: str) -> None:
     before = snapshot(tmp_path)
     option = ["--results", str(mine / "mynotes")] if how == "results" else ["--workdir", str(mine)]
     proc = subprocess.run(
-        [sys.executable, str(BENCH / "gpu_build.py"), "--passages", "60", "--no-sample", *option],
+        [sys.executable, str(BENCH / "gpu" / "gpu_build.py"), "--passages", "60", "--no-sample",
+         *option],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
     )
     refused(proc, f"--{how}")
@@ -316,7 +317,7 @@ def test_benchmarks_make_their_temporary_folders_with_work_dir() -> None:
     import ast
 
     offenders = []
-    for path in sorted(BENCH.glob("*.py")):
+    for path in sorted([*BENCH.glob("*.py"), *BENCH.glob("[!.]*/*.py")]):
         if path.name == "_common.py":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -328,7 +329,8 @@ def test_benchmarks_make_their_temporary_folders_with_work_dir() -> None:
     assert offenders == []
     for name in ("check_speed", "quality", "report_open", "rerank_recall", "retrieval_recall",
                  "embed_speed", "index_types"):
-        assert "work_dir(" in (BENCH / f"{name}.py").read_text(encoding="utf-8"), name
+        script = next(BENCH.glob(f"*/{name}.py"))
+        assert "work_dir(" in script.read_text(encoding="utf-8"), name
 
 
 def test_a_sigtermed_benchmark_leaves_nothing(tmp_path: Path) -> None:
@@ -347,8 +349,9 @@ def test_a_sigtermed_benchmark_leaves_nothing(tmp_path: Path) -> None:
         "check_speed.one_run = held\n"
         "check_speed.main()\n"
     )
-    proc = subprocess.Popen([sys.executable, "-c", child, str(BENCH)], stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "TMPDIR": str(temp)})
+    proc = subprocess.Popen([sys.executable, "-c", child, str(BENCH / "check")],
+                            stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(temp)})
     try:
         assert proc.stdout is not None
         responses = Path(proc.stdout.readline().strip())

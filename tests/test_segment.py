@@ -178,7 +178,7 @@ HEAVY = {"torch", "numpy", "sentence_transformers", "faiss", "nltk"}
 
 def test_importing_segment_loads_no_heavy_module() -> None:
     loaded = _modules_after(
-        "import ceg_cli.check.segment, ceg_cli.sentences, ceg_cli.index.chunking"
+        "import ceg_cli.check.segment, ceg_cli.sentences, ceg_cli.index.build.chunking"
     )
     assert "ceg_cli.check.segment" in loaded
     assert loaded.isdisjoint(HEAVY), loaded & HEAVY

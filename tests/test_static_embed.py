@@ -1,4 +1,4 @@
-"""``static-minilm`` (index/static.py): the distillation, and the run-time encoder against
+"""``static-minilm`` (index/dense/static.py): the distillation, and the run-time encoder against
 model2vec's ``StaticModel.encode`` on the same weights. Tiny random models, no network."""
 
 from __future__ import annotations
@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 
 from ceg_cli.errors import UsageError
-from ceg_cli.index import static
-from ceg_cli.index.embedding import choose_backend, load_embedder, query_backend, resolve_model
+from ceg_cli.index.dense import static
+from ceg_cli.index.dense.embedding import (
+    choose_backend,
+    load_embedder,
+    query_backend,
+    resolve_model,
+)
 
 WORDS = ["aristotle", "plato", "was", "a", "student", "of", "the", "teacher", "athens",
          "##s", "born", "in", "stagira"]  # fmt: skip

@@ -19,10 +19,10 @@ import pytest
 from ceg_cli import judges
 from ceg_cli.errors import UsageError
 from ceg_cli.judges import create_judge
+from ceg_cli.judges.checkers.verifier import SHIPPED as VERIFIER_DIR
 from ceg_cli.judges.cuts import OVERRIDE, Cut, Cuts, check_threshold, load_cuts, setting_of
-from ceg_cli.judges.offline import RULE_CUT, OfflineJudge
-from ceg_cli.judges.offline import SHIPPED as OFFLINE_DIR
-from ceg_cli.judges.verifier import SHIPPED as VERIFIER_DIR
+from ceg_cli.judges.offline.offline import RULE_CUT, OfflineJudge
+from ceg_cli.judges.offline.offline import SHIPPED as OFFLINE_DIR
 from ceg_cli.types import FACTUAL, NONFACTUAL, Evidence, JudgeItem, Segment
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +45,7 @@ def one_passage_index(tmp_path: Path) -> Path:
     """An index (fake vectors: ``hash_model``) whose one passage is ``EVIDENCE``."""
     from conftest import HashEmbedder
 
-    from ceg_cli.index.builder import BuildOptions, build_index
+    from ceg_cli.index.build.builder import BuildOptions, build_index
 
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps({"id": "d1", "title": "Stagira", "text": EVIDENCE}) + "\n",
@@ -413,7 +413,9 @@ def test_eval_reports_the_cut_of_each_setting_it_judged_in(run_cli: Any, tmp_pat
 
 def _contexts_eval(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.syspath_prepend(str(BENCH))
-    spec = importlib.util.spec_from_file_location("contexts_eval", BENCH / "contexts_eval.py")
+    monkeypatch.syspath_prepend(str(BENCH / "judges"))  # transfer.py, beside it
+    spec = importlib.util.spec_from_file_location("contexts_eval",
+                                                  BENCH / "judges" / "contexts_eval.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -423,9 +425,9 @@ def _contexts_eval(monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_the_shipped_cuts_are_the_protocols_fit_of_the_committed_scores(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Re-runs ``fit_threshold`` (benchmarks/transfer.py) on the per-item scores
+    """Re-runs ``fit_threshold`` (benchmarks/judges/transfer.py) on the per-item scores
     contexts_eval.py committed. A change to a judge's scores means running
-    ``benchmarks/contexts_eval.py --per-source 100 --seed 1 --ship`` again."""
+    ``benchmarks/judges/contexts_eval.py --per-source 100 --seed 1 --ship`` again."""
     bench = _contexts_eval(monkeypatch)
     scores = json.loads((BENCH / "results" / "contexts_eval_scores.json").read_text())
     assert (scores["per_source"], scores["seed"]) == (100, 1)
@@ -443,7 +445,7 @@ def test_the_shipped_cuts_are_the_protocols_fit_of_the_committed_scores(
     # The verifier whose scores these are is the one that ships.
     assert scores["verifier_model"] == bench.verifier_digest(), (
         "the shipped verifier changed since its scores were committed: run "
-        "benchmarks/contexts_eval.py --per-source 100 --seed 1 --ship")
+        "benchmarks/judges/contexts_eval.py --per-source 100 --seed 1 --ship")
 
 
 def test_the_fit_is_the_protocols_own(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ceg_cli.judges.window import select_window
+from ceg_cli.judges.checkers.window import select_window
 from ceg_cli.training.dataset import HELD_OUT, load_pairs
 from ceg_cli.training.sources import SOURCES, read_source, split_of
 from ceg_cli.training.synthetic import KINDS, NEGATIVE_KINDS, Passage, make_pairs

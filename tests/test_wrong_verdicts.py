@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ceg_cli.index import Hit
-from ceg_cli.index.builder import BuildOptions, build_index
+from ceg_cli.index.build.builder import BuildOptions, build_index
 from ceg_cli.types import Chunk
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,8 +62,8 @@ def test_max_terms_skips_terms_that_no_passage_holds(
 ) -> None:
     """With 10 terms the misspellings (document frequency 0) took the budget and the
     search found nothing; now they are skipped and the article is found."""
-    from ceg_cli.index.lexical_tantivy import TantivyLexical
-    from ceg_cli.index.lexlang import queries_tokens
+    from ceg_cli.index.lexical.lexical_tantivy import TantivyLexical
+    from ceg_cli.index.lexical.lexlang import queries_tokens
 
     tokenizer = json.loads((sample_tantivy / "meta.json").read_text())["lexical"].get(
         "tokenizer")
@@ -201,7 +201,7 @@ def test_a_static_index_refuses_other_weights_in_the_cache(
     from safetensors.numpy import load_file, save_file
     from test_static_embed import _tiny_sentence_transformer
 
-    from ceg_cli.index import static
+    from ceg_cli.index.dense import static
 
     source = _tiny_sentence_transformer(tmp_path / "st")
     monkeypatch.setenv("CEG_CACHE_DIR", str(tmp_path / "cache"))

@@ -5,7 +5,7 @@ feed-forward, untied output layer), with tokenizers trained here with the
 ``tokenizers`` library and wrapped as ``PreTrainedTokenizerFast``. Weights are
 random (seeded): parity with a reference procedure does not depend on them, and
 speed depends only on the sizes. Used by the judge tests and by
-benchmarks/checker_speed.py.
+benchmarks/check/checker_speed.py.
 """
 
 from __future__ import annotations

@@ -11,11 +11,11 @@ top ``k`` of its record's passages (``--contexts-retrieval``):
   search of a whole corpus brings in by chance. Nothing is embedded, so a
   passage's ``similarity`` is null, unless the judge reads similarities (the
   verifier), when the cosine of each passage kept is computed and reported.
-  Measured (``benchmarks/contexts_speed.py``): embedding every record's
+  Measured (``benchmarks/check/contexts_speed.py``): embedding every record's
   passages cost most of a run, 6.4 segments/s against 51.6 for an index on 2
   cores.
 - ``dense`` and ``hybrid``: exactly as an index ranks (cosine, or its fusion with
-  BM25: ``ceg_cli.index.lexical.search`` runs unchanged over a record's
+  BM25: ``ceg_cli.index.lexical.bm25.search`` runs unchanged over a record's
   passages), with the same threshold rule. Passages are embedded with the same
   model as the queries, in one batch across the records of a batch, and a
   passage seen before in the run (the same retrieved text for many questions)
@@ -31,11 +31,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..index.chunking import DEFAULT_MAX_WORDS, chunk_document
+from ..index.build.chunking import DEFAULT_MAX_WORDS, chunk_document
 from ..index.layout import Hit, embed_text
-from ..index.lexical import BM25_PARAMS
-from ..index.lexical import search as search_lexical
-from ..index.lexlang import (
+from ..index.lexical.bm25 import BM25_PARAMS
+from ..index.lexical.bm25 import search as search_lexical
+from ..index.lexical.lexlang import (
     TOKENIZER,
     corpus_tokens,
     import_bm25s,
@@ -52,7 +52,7 @@ from .retrieve import RetrievalOptions, apply_threshold
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..index.embedding import Embedder
+    from ..index.dense.embedding import Embedder
 
 #: Passage vectors kept for the rest of a run (about 1.5 KB each at 384
 #: dimensions: 30 MB); past it the least recently used are embedded again.
@@ -97,7 +97,7 @@ class VectorCache:
 
 class _Bm25:
     """BM25 over one record's passages, with the index's parameters and, as an index
-    reads them (``index.lexlang``), each passage in its context's language and the
+    reads them (``index.lexical.lexlang``), each passage in its context's language and the
     query in the union of theirs; all English, exactly as before languages."""
 
     def __init__(self, texts: Sequence[str], languages: Sequence[str | None] = ()) -> None:
@@ -136,7 +136,7 @@ class _Bm25:
 
 class RecordPassages:
     """One record's contexts cut into passages, searchable like an index
-    (``ceg_cli.index.lexical.SearchedIndex``)."""
+    (``ceg_cli.index.lexical.bm25.SearchedIndex``)."""
 
     path = Path("contexts")
     meta: dict[str, Any] = {}
@@ -315,7 +315,7 @@ class ContextSearch:
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray | None:
         """The queries' vectors, or None where nothing is embedded."""
-        from ..index.embedding import query_vectors
+        from ..index.dense.embedding import query_vectors
 
         return query_vectors(self.embedder, list(queries)) if self.embeds else None
 
@@ -374,7 +374,7 @@ def context_search(
     if index is not None:
         chunker = index.meta.get("chunker") or {}
         if getattr(index, "lexical_only", False):  # no model of its own: the default one
-            from ..index.embedding import load_embedder
+            from ..index.dense.embedding import load_embedder
 
             def model() -> Any:
                 return load_embedder(None, device=device)
@@ -387,7 +387,7 @@ def context_search(
             max_words=int(chunker.get("max_words", DEFAULT_MAX_WORDS)),
             method=method, similarity=similarity, language=language,
         )
-    from ..index.embedding import load_embedder
+    from ..index.dense.embedding import load_embedder
 
     return ContextSearch(lambda: load_embedder(None, device=device), method=method,
                          similarity=similarity, language=language)

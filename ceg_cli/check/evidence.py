@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CegError, UsageError
-from ..index.lexical import resolve_method
+from ..index.lexical.bm25 import resolve_method
 from ..lang.codes import UNDETERMINED
 from ..types import ResponseInput
 from .pipeline import CheckOptions, evidence_source, response_language

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..index.devices import DEVICES
-from ..index.lexical import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
-from ..judges.llm import PROMPTS, UNPARSABLE_CHOICES
-from ..judges.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION
-from ..judges.precision import PRECISIONS as JUDGE_PRECISIONS
+from ..index.dense.devices import DEVICES
+from ..index.lexical.bm25 import DEFAULT_RETRIEVAL, RETRIEVAL_MODES
+from ..judges.checkers.precision import DEFAULT_PRECISION as DEFAULT_JUDGE_PRECISION
+from ..judges.checkers.precision import PRECISIONS as JUDGE_PRECISIONS
+from ..judges.llm_judges.llm import PROMPTS, UNPARSABLE_CHOICES
 from .ctxsearch import CONTEXT_RETRIEVAL_MODES, DEFAULT_CONTEXT_RETRIEVAL
 from .pipeline import DEFAULT_EVIDENCE, DEFAULT_QUERY, EVIDENCE_MODES, QUERY_MODES
 from .retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K
@@ -194,7 +194,7 @@ def _pattern(value: str) -> None:
 
 
 def _search_width(value: str) -> None:
-    from ..index.searchwidth import parse
+    from ..index.dense.searchwidth import parse
 
     parse(value)
 

@@ -17,8 +17,10 @@ from ..corpus.contexts import CONTEXT_FIELDS
 from ..errors import UsageError
 from ..judges import Judge
 from ..judges.cuts import setting_of
+from ..judges.offline.spanfill import fill_spans
 from ..lang.codes import AUTO
 from ..lang.detect import Detection, detect
+from ..spans import in_response
 from ..types import (
     CITE_NO_CLAIM,
     FACTUAL,
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
     from .ctxsearch import ContextSearch, RecordPassages
 
 QUERY_MODES = ("segment", "question+segment")
-#: Measured (benchmarks/judge_design.py): with the question, recall@5 of a
+#: Measured (benchmarks/judges/judge_design.py): with the question, recall@5 of a
 #: case's own reference rises from 0.74 to 0.86 on FELM and from 0.77 to 0.99
 #: on HaluEval, where answers are often a bare name. Without a question the
 #: segment alone is the query either way.
@@ -251,6 +253,8 @@ def check_batch(
         raise RuntimeError(
             f"judge {judge.name} returned {len(verdicts)} verdicts for {len(items)} segments"
         )
+    # Every flagged segment says which of its words are unsupported (judges/spans.py).
+    verdicts = fill_spans(items, verdicts)
     citations = _citations(batch, segmented, sources, marked, cited_refs, items, verdicts,
                            queries, vectors, prepared, judge, contexts)
     out = []
@@ -266,7 +270,9 @@ def check_batch(
                 results.append(_reference(seg, n, item, cites))
             else:
                 results.append(SegmentResult(seg, verdicts[at], evidence[at],
-                                             citations.get(at)))
+                                             citations.get(at),
+                                             in_response(item.response, seg,
+                                                         verdicts[at].spans)))
                 at += 1
         label = response_label([r.verdict for r in results])
         out.append(CheckedResponse(item, tuple(results), label, source, item.language))

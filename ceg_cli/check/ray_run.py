@@ -237,8 +237,8 @@ class RayChecks:
 
     def __init__(self, settings: RunSettings, use_index: bool, make_run: Any,
                  on_warning: Callable[[str], None] | None = None) -> None:
-        from ..index.ray_pool import require_ray
-        from ..index.ray_session import connect
+        from ..index.build.ray_pool import require_ray
+        from ..index.build.ray_session import connect
 
         self.ray = require_ray()
         self.warn = on_warning or (lambda _message: None)
@@ -260,7 +260,7 @@ class RayChecks:
             raise
 
     def _start(self, settings: RunSettings, use_index: bool, make_run: Any) -> None:
-        from ..index.ray_pool import launch, wait_started
+        from ..index.build.ray_pool import launch, wait_started
         from ..judges import registered_here
 
         ray = self.ray
@@ -268,7 +268,7 @@ class RayChecks:
         index = settings.index.absolute()
         if use_index:
             from ..index import open_index
-            from ..index.lexical import resolve_method
+            from ..index.lexical.bm25 import resolve_method
 
             opened = open_index(settings.index)  # as a local run: missing, unreadable...
             try:
@@ -319,7 +319,7 @@ class RayChecks:
                 progress: Progress | None = None) -> Iterator[Pair]:
         """(result, regeneration attempts) of each response, in input order; ``run``'s
         regeneration counts grow as results come back."""
-        from ..index.ray_pool import in_order
+        from ..index.build.ray_pool import in_order
 
         ray = self.ray
         size = RANGE_BATCHES * self.settings.check.batch_size
@@ -434,7 +434,7 @@ def _placements(ray: Any, settings: RunSettings, resources: dict[str, float],
     most one node's), and no more workers than the cluster has CPUs, or GPUs for
     G each, or, for an LLM judge, --concurrency (saying so).
     """
-    from ..index.ray_pool import _share, cap_workers
+    from ..index.build.ray_pool import _share, cap_workers
     from ..judges import cpus_needed
 
     engine: EngineOptions = settings.engine
@@ -491,7 +491,7 @@ def _reply_cache(settings: RunSettings) -> Path | None:
     """The LLM reply cache's file on the driver's machine, where an LLM judges with one."""
     if not _uses_llm(settings):
         return None
-    from ..judges.llm import cache_path
+    from ..judges.llm_judges.llm import cache_path
 
     path = cache_path(settings.judge_options)
     return None if path is None else path.expanduser().absolute()

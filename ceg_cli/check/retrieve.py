@@ -1,7 +1,7 @@
 """Evidence retrieval with the CEG threshold rule.
 
 For each query the top ``k`` passages are retrieved (dense, lexical or hybrid:
-``ceg_cli.index.lexical``); the top-1 passage is always kept, any other only if its
+``ceg_cli.index.lexical.bm25``); the top-1 passage is always kept, any other only if its
 cosine similarity to the query is at least ``threshold`` (the paper: k in 4..6,
 t = 0.5 for SimCSE), or, in an index without vectors (no cosine), if its BM25 score
 is at least ``LEXICAL_KEEP`` of the top-1's. Queries are embedded and searched in
@@ -15,14 +15,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..index import Hit, Index
-from ..index.lexical import DEFAULT_RETRIEVAL
+from ..index.lexical.bm25 import DEFAULT_RETRIEVAL
 from ..types import Evidence
 
 if TYPE_CHECKING:
     import numpy as np
 
 #: Calibrated for the default model (all-MiniLM-L6-v2) on FELM and HaluEval
-#: (benchmarks/judge_design.py, "calibrate"): passages from a case's own
+#: (benchmarks/judges/judge_design.py, "calibrate"): passages from a case's own
 #: reference have median similarity 0.50-0.68, others ~0.28 with the 90th
 #: percentile at 0.36-0.42; at 0.35 the rule keeps 78-90 % of own passages at
 #: ranks 2-5 and 16-28 % of the others. The paper's 0.5 was for SimCSE.
@@ -33,7 +33,7 @@ DEFAULT_TOP_K = 5
 #: under this share of the top-1's is dropped, so that a passage sharing one or two
 #: common words with a long query does not join the evidence (issue 60 item 4: with
 #: every top-k passage kept, unrelated passages together "supported" an error).
-#: Chosen on the dev sets (benchmarks/lexical_keep.py; docs/measurements.md).
+#: Chosen on the dev sets (benchmarks/judges/lexical_keep.py; docs/measurements/build.md).
 LEXICAL_KEEP = 0.5
 
 
@@ -41,7 +41,7 @@ LEXICAL_KEEP = 0.5
 class RetrievalOptions:
     top_k: int = DEFAULT_TOP_K
     threshold: float = DEFAULT_THRESHOLD
-    #: dense, lexical or hybrid (``ceg_cli.index.lexical.RETRIEVAL_MODES``).
+    #: dense, lexical or hybrid (``ceg_cli.index.lexical.bm25.RETRIEVAL_MODES``).
     method: str = DEFAULT_RETRIEVAL
     #: Whether ``method`` was asked for (False: the default, which an index without
     #: vectors replaces by ``lexical``; asked for, ``dense`` and ``hybrid`` are refused).
@@ -99,7 +99,7 @@ def retrieve_vectors(
     """``retrieve`` with the queries already embedded by the index's model."""
     if not queries:
         return []
-    from ..index.lexical import search as search_lexical
+    from ..index.lexical.bm25 import search as search_lexical
 
     method = options.method
     if method == "dense" or (method == "hybrid" and not index.has_lexical):

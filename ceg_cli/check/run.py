@@ -12,7 +12,7 @@ from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
-from ..index.lexonly import searched_by_bm25
+from ..index.lexical.lexonly import searched_by_bm25
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SETTINGS, Cuts, setting_of
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION

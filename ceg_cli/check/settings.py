@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..index.lexical import DEFAULT_RETRIEVAL
-from ..index.searchwidth import parse as parse_search_width
+from ..index.dense.searchwidth import parse as parse_search_width
+from ..index.lexical.bm25 import DEFAULT_RETRIEVAL
 from ..judges.cuts import OPTION as CUT_OPTION
 from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
 from ..lang.codes import AUTO, check_language
@@ -137,7 +137,7 @@ class RunSettings:
         if device == "cuda":
             # Refused wherever given, even where no model would load (offline judge,
             # contexts ranked by BM25): a run never says it used what it could not.
-            from ..index.devices import resolve_device
+            from ..index.dense.devices import resolve_device
 
             resolve_device(device)
         evidence = evidence or DEFAULT_EVIDENCE
@@ -213,8 +213,8 @@ def _engine(
         raise UsageError(f"--gpus-per-worker {gpus_per_worker}: a number of GPUs, 0 or more "
                          "(a share of one, as 0.5, or several)")
     if name == "ray":
-        from ..index.ray_pool import require_ray
-        from ..index.ray_session import check_reachable
+        from ..index.build.ray_pool import require_ray
+        from ..index.build.ray_session import check_reachable
 
         require_ray()
         if ray_address:

@@ -121,7 +121,7 @@ def check_command(
     from ..check.options import ignored_options, judge_options, judge_values
     from ..check.run import CheckRun, RunSettings, lexical_only_note
     from ..errors import UsageError
-    from ..index.processes import terminate_as_interrupt
+    from ..index.build.processes import terminate_as_interrupt
     from ..report.html import ReportBuilder, write_report
     from ..report.output import records_only_on_stdout, refuse_index_files, refuse_same_files
 
@@ -182,11 +182,15 @@ def check_command(
     # with --out the file is read back, resumed records included.
     builder = ReportBuilder() if report is not None and out is None else None
 
+    undecided: Any = None
+
     def on_record(record: dict[str, Any]) -> None:
         checked.update(1)
         segments.update(len(record.get("segments") or ()))
         if builder is not None:
             builder.add(record)
+        if undecided is not None:
+            undecided.add(record)
 
     # On Ray, SIGTERM stops the run as Ctrl-C does: its workers stopped, one line, 130;
     # and standard output holds the records alone (Ray writes its own lines to fd 1).
@@ -194,6 +198,9 @@ def check_command(
     with terminate_as_interrupt() if on_ray else nullcontext(), \
             records_only_on_stdout(quiet) if on_ray else nullcontext():
         run = CheckRun(settings, on_bad_line=warn, on_warning=warn)
+        from ..judges.offline.undecided import for_judge
+
+        undecided = for_judge(run.judge_info["name"])
         if not quiet:
             err_console.print(f"judge {run.judge_info['name']}, threshold "
                               f"{run.describe_cuts()}{lexical_only_note(run)}", markup=False)
@@ -216,8 +223,48 @@ def check_command(
             builder.write(report, run.summary, result, index=used)
     if run.resumed:
         err_console.print(f"resumed: {run.resumed} responses were already in {out}")
+    advice = undecided.advice() if undecided is not None else None
+    if advice is not None:
+        warn(advice)
     _render(run, result)
+    _flagged(run.summary.examples, err_console)
     raise typer.Exit(int(result.exit_status))
+
+
+#: Flagged segments listed after the summary.
+SHOWN_FLAGGED = 10
+
+
+def _flagged(examples, console) -> None:  # type: ignore[no-untyped-def]
+    """The first flagged segments, their unsupported words underlined on a terminal and
+    between ``[[`` and ``]]`` elsewhere (a CI log, a file), then quoted on a line."""
+    from rich.text import Text
+
+    rows = [(e, seg) for e in examples for seg in e.flagged]
+    if not rows:
+        return
+    total = sum(e.flagged_total for e in examples)
+    more = f" (first {min(len(rows), SHOWN_FLAGGED)} of {total} in the responses shown)" \
+        if total > SHOWN_FLAGGED else ""
+    console.print(f"flagged segments{more}:", markup=False)
+    for outcome, seg in rows[:SHOWN_FLAGGED]:
+        line = Text(f"  {outcome.id} [{seg.index}] {seg.verdict}: ")
+        if console.is_terminal:
+            at = 0
+            for sp in seg.spans:
+                if sp.kind == "segment":
+                    continue
+                line.append(seg.text[at:sp.start])
+                line.append(seg.text[sp.start:sp.end], style="bold underline red")
+                at = sp.end
+            line.append(seg.text[at:])
+        else:
+            line.append(seg.marked() if any(sp.kind != "segment" for sp in seg.spans)
+                        else seg.text)
+        console.print(line)
+        quoted = seg.quoted()
+        if quoted:
+            console.print(Text(f"      unsupported: {quoted}"))
 
 
 def _render(run, result) -> None:  # type: ignore[no-untyped-def]
@@ -256,6 +303,10 @@ def _render(run, result) -> None:  # type: ignore[no-untyped-def]
         table.add_row(
             "  tokens", f"{usage['prompt_tokens']} in, {usage['completion_tokens']} out"
         )
+        # Words the model named as unsupported that its segment lacks (judges/llm.py).
+        dropped = getattr(getattr(run, "judge", None), "spans_dropped", 0)
+        if dropped:
+            table.add_row("  words not in their segment", f"{dropped} (dropped)")
     if run.settings.regenerate:
         table.add_row("regenerated", str(run.regenerated))
         table.add_row("  repaired", str(run.repaired))

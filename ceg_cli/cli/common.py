@@ -17,7 +17,7 @@ from rich.text import Text
 
 from ..check.options import OPTIONS, OptionSpec
 from ..errors import CegError, ExitStatus, exit_code_for
-from ..index.devices import DEVICES, PRECISIONS
+from ..index.dense.devices import DEVICES, PRECISIONS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -170,8 +170,8 @@ def eval_command(
     from ..eval.datasets import load_dataset
     from ..eval.evaluate import prediction_record, run_evaluation
     from ..index import open_index
-    from ..index.lexical import resolve_method
-    from ..index.searchwidth import parse
+    from ..index.dense.searchwidth import parse
+    from ..index.lexical.bm25 import resolve_method
     from ..judges import create_judge
     from ..judges.cuts import OPTION as CUT_OPTION
     from ..judges.cuts import SOURCE_OPTION as CUT_SOURCE_OPTION
@@ -189,7 +189,7 @@ def eval_command(
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     refuse_index_files(outputs, index)
     if device == "cuda":  # refused before any work, whether or not a model loads
-        from ..index.devices import resolve_device
+        from ..index.dense.devices import resolve_device
 
         resolve_device(device)
     # What the judge reads (as ceg check's), and whether this run reads it.
@@ -242,7 +242,7 @@ def eval_command(
         if idx is not None:
             if idx.lexical_only:
                 from ..check.evidence import refuse_on_lexical_only
-                from ..index.lexonly import searched_by_bm25
+                from ..index.lexical.lexonly import searched_by_bm25
 
                 refuse_on_lexical_only(idx, checker)
                 if not quiet:

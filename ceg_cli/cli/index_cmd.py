@@ -12,9 +12,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..index.embedding import BACKENDS
+from ..index.dense.embedding import BACKENDS
 from ..index.layout import ENGINES, LEXICAL_ENGINES
-from ..index.lexonly import BUILD_RETRIEVALS
+from ..index.lexical.lexonly import BUILD_RETRIEVALS
 from .commands import CegTyper, given_or_none
 from .common import (
     EmbedDevice,
@@ -34,7 +34,7 @@ from .progress import cli_progress
 
 
 class IndexType(str, Enum):
-    """The names in ``ceg_cli.index.vectors.INDEX_TYPES`` (kept in step by a test)."""
+    """The names in ``ceg_cli.index.dense.vectors.INDEX_TYPES`` (kept in step by a test)."""
 
     auto = "auto"
     flat = "flat"
@@ -178,9 +178,9 @@ def build(
     quiet: bool = QuietOption,
 ) -> None:
     """Build an index from corpus SOURCEs (replacing the index unless --append)."""
-    from ..index.builder import BuildOptions, build_index
-    from ..index.embedding import BACKEND_WARNINGS
-    from ..index.processes import terminate_as_interrupt
+    from ..index.build.builder import BuildOptions, build_index
+    from ..index.build.processes import terminate_as_interrupt
+    from ..index.dense.embedding import BACKEND_WARNINGS
 
     if backend and backend.value in BACKEND_WARNINGS:
         warn(BACKEND_WARNINGS[backend.value])
@@ -298,7 +298,7 @@ def info(
 
 
 def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
-    from ..index.vectors import describe
+    from ..index.dense.vectors import describe
 
     kind = describe(meta)
     line = f"{kind['index_type']} ({kind['chosen']})"
@@ -318,7 +318,7 @@ def _type_line(meta: dict) -> str:  # type: ignore[type-arg]
 
 
 def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
-    from ..index.lexical import add_lexical_hint, lexical_problem, skipped_reason
+    from ..index.lexical.bm25 import add_lexical_hint, lexical_problem, skipped_reason
 
     lexical = meta.get("lexical")
     if lexical is None:
@@ -333,7 +333,7 @@ def _lexical_line(index: Path, meta: dict) -> str:  # type: ignore[type-arg]
             f"{add_lexical_hint(index, meta)}"
         )
     params = ", ".join(f"{k} {v}" for k, v in lexical["parameters"].items())
-    from ..index.lexlang import is_legacy
+    from ..index.lexical.lexlang import is_legacy
 
     read = ("English tokenizer" if is_legacy(lexical.get("tokenizer"))
             else "each passage in its language")
@@ -358,8 +358,8 @@ def search(
     """Print the passages found for QUERY, best first, with their cosine score (none on an
     index built without vectors, which is searched by BM25 alone)."""
     from ..index import open_index
-    from ..index.lexical import resolve_method
-    from ..index.searchwidth import parse
+    from ..index.dense.searchwidth import parse
+    from ..index.lexical.bm25 import resolve_method
 
     width = parse(search_width)
     with open_index(index) as idx:

@@ -51,8 +51,8 @@ def train_command(
     an interruption to continue. Use the result with --judge verifier:OUT.
     """
     from ..errors import UsageError
-    from ..index.devices import resolve_device
-    from ..judges.verifier import SHIPPED
+    from ..index.dense.devices import resolve_device
+    from ..judges.checkers.verifier import SHIPPED
     from ..training.adapt import adapt
 
     if math.isnan(minutes) or minutes <= 0:  # nan compares false: it was "no limit"

@@ -57,7 +57,7 @@ def main(
     ),
 ) -> None:
     """ceg: Citation-Enhanced Generation as a batch fact-checker."""
-    from ..index.processes import terminate_as_interrupt
+    from ..index.build.processes import terminate_as_interrupt
 
     set_debug(debug)
     # ceg draws its own progress bars; the model libraries' "Loading weights"

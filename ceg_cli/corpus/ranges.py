@@ -1,6 +1,6 @@
 """Sources split into ranges that can be read apart, on other machines, and put back in order.
 
-A distributed build (``ceg_cli.index.ray_engine``) shares the reading out as
+A distributed build (``ceg_cli.index.build.ray_engine``) shares the reading out as
 ranges: groups of whole bz2 streams of a Wikimedia multistream dump (read
 with the dump's header, ``multistream.read_range``), byte ranges of an
 uncompressed JSONL file cut at line boundaries (each knowing the number of its

@@ -22,7 +22,7 @@ from ..progress import NO_PROGRESS, Progress
 from .datasets import Dataset
 
 if TYPE_CHECKING:
-    from ..index.embedding import Embedder
+    from ..index.dense.embedding import Embedder
 
 #: Bumped whenever the documents built from a dataset change, so that cached
 #: corpus indexes built the old way are not reused.
@@ -45,7 +45,7 @@ def corpus_cache_dir(dataset: Dataset, root: Path | None = None) -> Path:
     The key also covers the format and ``CORPUS_VERSION``, so a change to how
     documents are made from a dataset never reuses a stale index.
     """
-    from ..index.builder import source_digest
+    from ..index.build.builder import source_digest
 
     key = hashlib.sha256(
         f"{source_digest(dataset.path)}|{dataset.format}|{CORPUS_VERSION}".encode()
@@ -79,7 +79,7 @@ def ensure_corpus_index(
     when None), never silently.
     """
     from ..index import META_FILE, read_meta
-    from ..index.builder import BuildOptions, build_index, source_digest
+    from ..index.build.builder import BuildOptions, build_index, source_digest
 
     if not dataset.has_corpus:
         raise UsageError(f"{dataset.path}: the {dataset.format} format carries no corpus")

@@ -1,5 +1,11 @@
 """The life of an index directory on disk: digests, temporary build, atomic swap.
 
+Every build, append and update goes through ``build_target``: it resolves
+``--index`` once (a symbolic link builds into its target: the link stays a
+link, and everything below happens beside the real directory), takes the
+build lock, and hands out a ``BuildTarget`` that owns the work folders and
+puts the new index in place.
+
 An index is built in ``.NAME.building`` beside its target (a directory that
 survives a killed build, so that ``--resume`` can continue it; other rebuilds
 use ``.NAME.building-PID``) and put in place only when complete. On Linux the
@@ -9,6 +15,12 @@ or new, even if the build is killed at that instant; elsewhere
 the previous index moves aside to ``.NAME.old-PID`` for the moment between two
 renames. A later build cleans up what a killed build left behind, and restores
 the old index if a build died between the renames.
+
+What ceg removes it must prove it made: a leftover is touched only when it is a
+real directory (never a symbolic link, never followed) that carries ceg's mark
+(``made_by_ceg``: the ``owner`` file every work folder gets when it is made, or
+a ceg index's ``meta.json``), and within it only the names a build writes
+(``BUILT_NAMES``).
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ import json
 import os
 import shutil
 import sqlite3
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -27,6 +40,7 @@ from typing import Any
 
 from ..errors import IndexBusyError, UsageError
 from .layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, SHARDS, VECTORS_FILE
+from .metacheck import file_problem
 
 #: Files that may sit in an index directory without being part of the index
 #: (the checkout's ``index/README.md``); they are carried over on rebuild.
@@ -47,17 +61,17 @@ def remove_built(path: Path) -> list[str]:
 
     Returns the names of what was left because no build writes such a name
     (the directory then stays, holding them); a missing ``path`` is no error.
+    Anything at ``path`` but a real directory (a symbolic link above all: ceg
+    never removes through one) is left as it is, and its own name returned.
     """
-    try:
-        entries = list(path.iterdir())
-    except FileNotFoundError:
-        return []
+    if not _is_real_dir(path):
+        return [path.name] if os.path.lexists(path) else []
     left = []
-    for entry in entries:
+    for entry in list(path.iterdir()):
         if entry.name not in BUILT_NAMES:
             left.append(entry.name)
-        elif entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry, ignore_errors=True)
+        elif _is_real_dir(entry):
+            shutil.rmtree(entry, ignore_errors=True)  # rmtree unlinks links, never follows
         else:
             entry.unlink(missing_ok=True)
     if not left:
@@ -66,6 +80,54 @@ def remove_built(path: Path) -> list[str]:
         except OSError:  # something appeared meanwhile: it stays
             return sorted(p.name for p in path.iterdir())
     return sorted(left)
+
+
+def _is_real_dir(path: Path) -> bool:
+    """A directory itself, not a symbolic link to one (``lstat``)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_real_file(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def holds_index(path: Path) -> bool:
+    """A real directory holding a ceg index's ``meta.json`` (a real file, valid)."""
+    meta = path / META_FILE
+    return _is_real_dir(path) and _is_real_file(meta) and file_problem(meta) is None
+
+
+def made_by_ceg(path: Path) -> bool:
+    """Whether ``path`` is a real directory that carries ceg's mark.
+
+    The mark is the ``owner`` file (a process id) that every work folder gets
+    the moment it is made (``temp_dir``), or, once a build has finished, the
+    ``meta.json`` of a ceg index (a whole index not yet in place, or the
+    previous index moved aside by a swap).
+    """
+    if not _is_real_dir(path):
+        return False
+    if _is_real_file(path / OWNER_FILE) and _owner_of(path) is not None:
+        return True
+    return holds_index(path)
+
+
+def sqlite_uri(path: Path, query: str = "") -> str:
+    """An SQLite ``file:`` URI of ``path``, absolute and percent-encoded, with ``query``.
+
+    Encoded because a folder named with ``#``, ``?`` or ``%`` would otherwise end the
+    path early or be decoded into another name ("unable to open database"). Open it
+    with ``uri=True``: a connection so opened also reads URIs in ``ATTACH``, whatever
+    this SQLite was compiled with.
+    """
+    uri = Path(path).resolve().as_uri()
+    return f"{uri}?{query}" if query else uri
 
 
 def source_digest(path: Path) -> str:
@@ -226,7 +288,7 @@ def _drop_lock(fd: int, path: Path) -> None:
 
 
 def _busy(target: Path, path: Path) -> IndexBusyError:
-    pids = [_pid_of(p) for p in target.parent.glob(f".{target.name}.building-*")]
+    pids: list[int | None] = [pid for _, kind, pid in leftovers(target) if kind == "building"]
     pids.append(_owner_of(work_path(target)))
     live = [pid for pid in pids if pid is not None and _pid_alive(pid)]
     holder = f" (process {live[0]})" if live else ""
@@ -260,38 +322,74 @@ def work_path(target: Path) -> Path:
     return target.parent / f".{target.name}.building"
 
 
+def leftovers(target: Path) -> list[tuple[Path, str, int]]:
+    """``(path, "building" or "old", pid)`` of each ``.NAME.building-PID`` and
+    ``.NAME.old-PID`` entry beside ``target``, whatever it is (checked by the caller).
+
+    Matched by exact prefix, not a glob: a name such as ``idx[12]`` must not
+    take ``.idx1.old-7`` for its own.
+    """
+    prefix = f".{target.name}."
+    try:
+        entries = list(target.parent.iterdir())
+    except FileNotFoundError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.name.startswith(prefix):
+            continue
+        kind, dash, pid = entry.name[len(prefix):].rpartition("-")
+        if dash and kind in ("building", "old") and pid.isdigit():
+            found.append((entry, kind, int(pid)))
+    return sorted(found)
+
+
+def clean_leftovers(target: Path) -> None:
+    """Clean up what dead builds of ``target`` left beside it, touching only what
+    ceg provably made (``made_by_ceg``): links, files and unmarked folders stay.
+
+    A ``.NAME.old-PID`` holding a whole index while ``NAME`` is missing is a build
+    that died between its two renames: that index goes back in place.
+    """
+    for stale, kind, pid in leftovers(target):
+        if _pid_alive(pid) or not made_by_ceg(stale):
+            continue
+        if kind == "old" and not os.path.lexists(target) and holds_index(stale):
+            os.rename(stale, target)
+        else:
+            remove_built(stale)  # anything else in it stays, and so does the folder
+
+
 def temp_dir(target: Path, resumable: bool = False) -> Path:
-    """A new, empty directory beside ``target`` to build it in.
+    """A new, empty directory beside ``target`` to build it in, marked as ceg's (``claim``).
 
     ``resumable``: the build's stable ``work_path`` (anything an unfinished
     build left there is removed), else ``.NAME.building-PID``. Leftovers of
     dead builds are cleaned up first.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
-    stale_dirs = [
-        *target.parent.glob(f".{target.name}.building-*"),
-        *target.parent.glob(f".{target.name}.old-*"),
-    ]
-    for stale in stale_dirs:
-        pid = _pid_of(stale)
-        if pid is None or _pid_alive(pid):
-            continue
-        if ".old-" in stale.name and not target.exists():
-            # A build died between its two renames: the old index is whole; restore it.
-            os.rename(stale, target)
-        else:
-            remove_built(stale)  # anything else in it stays, and so does the folder
+    clean_leftovers(target)
     if resumable:
         tmp = work_path(target)
     else:
         tmp = target.parent / f".{target.name}.building-{os.getpid()}"
-    left = remove_built(tmp)
-    if left:
+    if os.path.lexists(tmp) and not _is_real_dir(tmp):
         raise UsageError(
-            f"{tmp}: ceg builds {target} there, and it holds files no build wrote "
-            f"({', '.join(left[:3])}); move them away and run the build again"
+            f"{tmp}: ceg builds {target} there, and it is a symbolic link or a file, not a "
+            "folder ceg made; move it away and run the build again"
         )
+    if _is_real_dir(tmp):
+        mine = made_by_ceg(tmp)
+        left = remove_built(tmp) if mine or not any(tmp.iterdir()) else \
+            sorted(p.name for p in tmp.iterdir())
+        if left:
+            what = "files no build wrote" if mine else "files ceg cannot tell it wrote"
+            raise UsageError(
+                f"{tmp}: ceg builds {target} there, and it holds {what} "
+                f"({', '.join(left[:3])}); move them away and run the build again"
+            )
     tmp.mkdir()
+    claim(tmp)
     return tmp
 
 
@@ -306,12 +404,6 @@ def _owner_of(work: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return int(text) if text.isdigit() else None
-
-
-def _pid_of(leftover: Path) -> int | None:
-    """The process id that ends a ``.NAME.building-PID`` or ``.NAME.old-PID`` name."""
-    tail = leftover.name.rsplit("-", 1)[-1]
-    return int(tail) if tail.isdigit() else None
 
 
 def _pid_alive(pid: int) -> bool:
@@ -339,8 +431,12 @@ def _fsync_tree(path: Path) -> None:
 
 
 def swap_into_place(tmp: Path, target: Path) -> None:
+    """Put the whole index in ``tmp`` at ``target`` (a resolved path: ``build_target``)."""
+    # The mark goes: it says "a build works here", and an index holds no such file.
+    # A kill from here on leaves a whole index, which its meta.json marks.
+    (tmp / OWNER_FILE).unlink(missing_ok=True)
     _fsync_tree(tmp)
-    if not target.exists():
+    if not os.path.lexists(target):
         os.rename(tmp, target)
         return
     for name in FOREIGN_OK:
@@ -352,7 +448,9 @@ def swap_into_place(tmp: Path, target: Path) -> None:
         remove_built(tmp)
         return
     old = target.parent / f".{target.name}.old-{os.getpid()}"
-    remove_built(old)
+    if os.path.lexists(old) and (not made_by_ceg(old) or remove_built(old)):
+        raise UsageError(f"{old}: ceg moves the previous index of {target} there, and "
+                         "something else is in the way; move it away and run the build again")
     os.rename(target, old)
     os.rename(tmp, target)
     remove_built(old)
@@ -385,3 +483,90 @@ def _exchange(a: Path, b: Path) -> bool:
     if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
         return False
     raise OSError(err, os.strerror(err), str(b))
+
+
+def resolve_target(target: Path) -> Path:
+    """``--index`` as the real directory it names: every symbolic link on the way
+    followed, once, so that a build works, locks and swaps beside the real target
+    and never replaces a link (keeping a large index on another disk through a
+    link is common)."""
+    try:
+        return Path(target).resolve()
+    except (RuntimeError, OSError) as exc:  # a loop of links (RuntimeError before 3.13)
+        raise UsageError(f"--index {target}: cannot be resolved ({exc}); name the index's "
+                         "real directory") from None
+
+
+class BuildTarget:
+    """One build's hold on an index directory, from ``build_target``.
+
+    ``given`` is ``--index`` as the user wrote it (for messages), ``path`` the
+    real directory it resolves to, where the index is read and put. The work
+    folders (``new_work``) are made beside ``path``; those not put in place
+    (``swap_in``) or kept for ``--resume`` (``keep``) are removed when the
+    ``with`` block ends, and only those: ceg's own, real directories.
+    """
+
+    def __init__(self, given: Path, path: Path) -> None:
+        self.given = given
+        self.path = path
+        self._made: list[Path] = []
+        self._kept: set[Path] = set()
+
+    @property
+    def work(self) -> Path:
+        """The resumable work folder (``.NAME.building``), whether or not it exists."""
+        return work_path(self.path)
+
+    def new_work(self, resumable: bool = False) -> Path:
+        """A new, empty work folder beside the target (``temp_dir``), owned by this build."""
+        work = temp_dir(self.path, resumable)
+        self._made.append(work)
+        return work
+
+    def swap_in(self, work: Path) -> None:
+        """Put the whole index in ``work`` in place (``swap_into_place``)."""
+        swap_into_place(work, self.path)
+
+    def keep(self, work: Path) -> None:
+        """Leave ``work`` behind when the build ends (committed work for ``--resume``)."""
+        self._kept.add(work)
+
+    def discard(self, work: Path) -> None:
+        """Remove ``work`` now, if this build made it or it carries ceg's mark
+        (``made_by_ceg``); a link or any other file is left."""
+        if (work in self._made and _is_real_dir(work)) or made_by_ceg(work):
+            remove_built(work)
+
+    def close(self) -> None:
+        for work in self._made:
+            if work not in self._kept:
+                self.discard(work)
+
+
+@contextmanager
+def build_target(target: Path) -> Iterator[BuildTarget]:
+    """Hold the index directory ``target`` for one build, append or update.
+
+    Resolves ``target`` once (``resolve_target``), takes the build lock beside
+    the real directory, so that two builds through a link and its target are
+    one lock's business, and on leaving removes this build's work folders that
+    were neither put in place nor kept.
+
+    Every writer of an index goes through it (a build, an ``--append``, an update)::
+
+        with build_target(index) as site:
+            old = site.path                 # read the current index here (not a link)
+            work = site.new_work()          # beside it, empty, marked as ceg's
+            ...                             # write the whole new index into work
+            site.swap_in(work)              # in place at once; the previous one removed
+
+    A failure before ``swap_in`` leaves the index as it was and removes ``work``
+    (``site.keep(work)`` leaves it, for a resumable build).
+    """
+    site = BuildTarget(Path(target), resolve_target(target))
+    with build_lock(site.path):
+        try:
+            yield site
+        finally:
+            site.close()

@@ -27,8 +27,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
-from .embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
-from .indexdir import FOREIGN_OK, sampled_digest
+from .dense.embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
+from .dense.static import check_weights
+from .indexdir import FOREIGN_OK, sampled_digest, sqlite_uri
 from .layout import (
     CHUNK_COLUMNS,
     CHUNKS_FILE,
@@ -37,7 +38,7 @@ from .layout import (
     VECTORS_FILE,
     Hit,
 )
-from .lexical import (
+from .lexical.bm25 import (
     LEXICAL_DIR,
     LexicalIndex,
     add_lexical_hint,
@@ -45,10 +46,9 @@ from .lexical import (
     check_method,
     open_lexical,
 )
-from .lexical import search as search_lexical
-from .lexonly import NO_MODEL, NoVectors, is_lexical_only, refuse_method
+from .lexical.bm25 import search as search_lexical
+from .lexical.lexonly import NO_MODEL, NoVectors, is_lexical_only, refuse_method
 from .metacheck import check_meta
-from .static import check_weights
 
 if TYPE_CHECKING:
     import numpy as np
@@ -220,7 +220,7 @@ class Index:
     def set_search_width(self, width: dict[str, int]) -> dict[str, int]:
         """Search wider or narrower than the build chose (``--search-width``: ``searchwidth``);
         the settings now in force. The index files are not touched."""
-        from .searchwidth import apply
+        from .dense.searchwidth import apply
 
         if self.lexical_only:
             raise UsageError(f"--search-width: index at {self.path} was built with --retrieval "
@@ -430,7 +430,7 @@ def _identity(path: Path) -> tuple[int, ...] | None:
 
 
 def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
-    from .vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
+    from .dense.vectors import read_vectors  # numpy and faiss: not at import, for a quick --help
 
     meta = read_meta(path)
     if is_lexical_only(meta):
@@ -497,7 +497,7 @@ def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> I
 def connect_readonly(db_path: Path) -> sqlite3.Connection:
     # immutable=1: the file never changes under a reader (indexes are replaced
     # by rename, not edited), so SQLite can skip locking entirely.
-    uri = f"file:{db_path.resolve().as_posix()}?mode=ro&immutable=1"
+    uri = sqlite_uri(db_path, "mode=ro&immutable=1")
     try:
         return sqlite3.connect(uri, uri=True, check_same_thread=False)
     except sqlite3.Error as exc:

@@ -43,13 +43,13 @@ JudgeFactory = Callable[[str, Mapping[str, Any]], Judge]
 
 # name prefix -> "module:function", imported on first use.
 _REGISTRY: dict[str, str | JudgeFactory] = {
-    "offline": "ceg_cli.judges.offline:create",
-    "verifier": "ceg_cli.judges.verifier:create",
-    "nli": "ceg_cli.judges.nli:create",
-    "llm": "ceg_cli.judges.llm:create",
-    "minicheck": "ceg_cli.judges.minicheck:create",
-    "hhem": "ceg_cli.judges.hhem:create",
-    "cascade": "ceg_cli.judges.cascade:create",
+    "offline": "ceg_cli.judges.offline.offline:create",
+    "verifier": "ceg_cli.judges.checkers.verifier:create",
+    "nli": "ceg_cli.judges.checkers.nli:create",
+    "llm": "ceg_cli.judges.llm_judges.llm:create",
+    "minicheck": "ceg_cli.judges.checkers.minicheck:create",
+    "hhem": "ceg_cli.judges.checkers.hhem:create",
+    "cascade": "ceg_cli.judges.offline.cascade:create",
 }
 _NEEDS_ARGUMENT = {
     "nli": "nli:MODEL (a Hugging Face name or a local path)",

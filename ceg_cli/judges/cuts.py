@@ -6,10 +6,10 @@ The shipped judges take their cut from a ``thresholds.json`` in their own
 folder (``ceg_cli/models/offline``, ``ceg_cli/models/verifier``): the
 leave-one-domain-out protocol's cut for each setting a segment is checked in,
 ``index`` (passages of an index pooled over many documents) or ``contexts``
-(the record's own documents), fitted by ``benchmarks/contexts_eval.py`` and
+(the record's own documents), fitted by ``benchmarks/judges/contexts_eval.py`` and
 re-fitted by ``tests/test_thresholds.py``. A judge may also have a cut per
 language and per script (the offline judge's, fitted on XNLI paraphrases by
-``benchmarks/language_cuts.py``, re-fitted by ``tests/test_language_cuts.py``):
+``benchmarks/languages/language_cuts.py``, re-fitted by ``tests/test_language_cuts.py``):
 a record in a language with a cut is decided at it (``protocol, zh``), one in a
 language without one at its script's, and says so (``protocol, Latn script: no
 cut for xx``); English, and text read by the English rules, keep the setting's

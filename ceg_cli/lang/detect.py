@@ -5,7 +5,7 @@ owns (Thai, Hangul, kana, Greek, Georgian, ...) is that language, and Han
 without kana is Chinese. Otherwise ``py3langid`` (BSD-3-Clause; langid.py's
 naive Bayes model over byte n-grams, 4.6 MB inside its wheel, nothing
 downloaded) ranks the languages of ``CANDIDATES`` written in that script.
-Why py3langid: ``benchmarks/langid.py`` compares the offline detectors on
+Why py3langid: ``benchmarks/languages/langid.py`` compares the offline detectors on
 short answers (figures and the choice in docs/measurements.md).
 
 When the detector cannot name a language (a script with no candidates, such
@@ -51,12 +51,12 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 }
 #: English is weighted this much more than its probability says among Latin-script
 #: candidates: LLM answers are in English far more often than in any other one
-#: language. On the first three words of XNLI dev hypotheses (benchmarks/langid.py's
+#: language. On the first three words of XNLI dev hypotheses (benchmarks/languages/langid.py's
 #: data) a weight of 2 took English from 92.5 % to 96.5 % right and cost the other
 #: Latin-script languages 0.0 to 0.5 points; on whole sentences nothing moved.
 ENGLISH_PRIOR = 2.0
 #: Latin-script text with fewer letters than this ("Yes.", "OK") is too short to
-#: tell a language by: it is English. On three-word texts (benchmarks/langid.py's
+#: tell a language by: it is English. On three-word texts (benchmarks/languages/langid.py's
 #: data) 5 cost nothing against no limit, 8 cost 1.2 points and 12 cost 10.
 MIN_LETTERS = 5
 #: A detection is ``sure`` from this probability on, on at least ``SURE_LETTERS``

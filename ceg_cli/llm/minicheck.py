@@ -21,7 +21,7 @@ b58b9fa after it changes only a notebook):
 Two things differ, both said where they matter: the authors fill the template
 with ``str.replace``, so a document holding the text ``[CLAIM]`` would get the
 claim pasted into it (here the two are put in place without that); and the
-chunks are counted in words (``judges.llm_minicheck``), as a served model's
+chunks are counted in words (``judges.llm_judges.llm_minicheck``), as a served model's
 tokenizer cannot be read through the endpoint.
 """
 

@@ -48,16 +48,20 @@ _TAG_RE = re.compile(r"<(\s*/?\s*)(" + "|".join(_TAGS) + r")\b", re.IGNORECASE)
 
 #: What the judge must answer: the label first (as the paper asks for the
 #: label alone; a reply cut short by the token limit still has it), the
-#: passages that support or contradict the segment, and a short reason.
+#: passages that support or contradict the segment, the segment's words that the
+#: documents do not support (copied as written: ``judges/spans.py`` finds them in the
+#: segment, and drops one it does not contain), and a short reason.
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "label": {"type": "string", "enum": ["Factual", "Nonfactual"]},
         "supporting_passages": {"type": "array", "items": {"type": "integer"}},
         "contradicting_passages": {"type": "array", "items": {"type": "integer"}},
+        "unsupported_words": {"type": "array", "items": {"type": "string"}},
         "reason": {"type": "string"},
     },
-    "required": ["label", "supporting_passages", "contradicting_passages", "reason"],
+    "required": ["label", "supporting_passages", "contradicting_passages",
+                 "unsupported_words", "reason"],
     "additionalProperties": False,
 }
 
@@ -86,8 +90,11 @@ share.
 Reply with one JSON object and nothing else. Its keys: "label" ("Factual" \
 or "Nonfactual", these English words whatever the language of the data), \
 "supporting_passages" (the numbers of the documents that support the \
-segment), "contradicting_passages" (the numbers of those that contradict it) \
-and "reason" (why, in one short sentence, in any language)."""
+segment), "contradicting_passages" (the numbers of those that contradict it), \
+"unsupported_words" (for a Nonfactual segment, the words of the segment that the \
+documents do not support, such as a wrong number, name or date, each copied exactly \
+as the segment writes it; an empty list for a Factual one) and "reason" (why, in \
+one short sentence, in any language)."""
 
 _REGEN_SYSTEM = """\
 You are a helpful assistant that answers accurately, using reference \
@@ -225,6 +232,8 @@ class JudgeReply:
     supporting: tuple[int, ...] = ()
     contradicting: tuple[int, ...] = ()
     reason: str = ""
+    #: The segment's words the model says are unsupported, as it wrote them.
+    unsupported: tuple[str, ...] = ()
 
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
@@ -317,7 +326,17 @@ def _from_object(obj: dict[str, Any]) -> JudgeReply | None:
         _numbers(lowered.get("supporting_passages", lowered.get("supporting", []))),
         _numbers(lowered.get("contradicting_passages", lowered.get("contradicting", []))),
         str(reason).strip(),
+        _words(lowered.get("unsupported_words", lowered.get("unsupported", []))),
     )
+
+
+def _words(value: Any) -> tuple[str, ...]:
+    """The strings of a list (or one string); anything else names no word."""
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list):
+        return ()
+    return tuple(dict.fromkeys(v.strip() for v in value if isinstance(v, str) and v.strip()))
 
 
 def _from_text(text: str) -> JudgeReply | None:

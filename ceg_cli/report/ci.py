@@ -45,7 +45,9 @@ def _element(tag: str, text: str | None = None, **attrs: str) -> ET.Element:
 
 def _segment_line(seg: FlaggedSegment) -> str:
     reason = f": {seg.reason}" if seg.reason else ""
-    return f"[{seg.index}] {seg.label} ({seg.verdict}){reason}\n    {seg.text}"
+    line = f"[{seg.index}] {seg.label} ({seg.verdict}){reason}\n    {seg.marked()}"
+    quoted = seg.quoted()
+    return f"{line}\n    unsupported: {quoted}" if quoted else line
 
 
 def _details(outcome: ResponseOutcome) -> str:
@@ -58,7 +60,9 @@ def _details(outcome: ResponseOutcome) -> str:
 def _message(outcome: ResponseOutcome, what: str) -> str:
     # One line for the CI views that show only the message attribute.
     listed = "; ".join(
-        f"[{seg.index}] {seg.verdict}" + (f": {seg.reason}" if seg.reason else "")
+        f"[{seg.index}] {seg.verdict}"
+        + (f" (unsupported: {seg.quoted()})" if seg.spans else "")
+        + (f": {seg.reason}" if seg.reason else "")
         for seg in outcome.flagged
     )
     head = f"{outcome.flagged_total} of {outcome.segments} segments {what}"
@@ -252,12 +256,23 @@ def _segment_table(outcomes: Sequence[ResponseOutcome]) -> list[str]:
     lines = ["| Response | # | Segment | Verdict | Reason |", "|---|---:|---|---|---|"]
     for e in outcomes:
         for seg in e.flagged:
-            lines.append(f"| {md_cell(e.id, 60)} | {seg.index} | {md_cell(seg.text)} | "
+            lines.append(f"| {md_cell(e.id, 60)} | {seg.index} | {_md_marked(seg)} | "
                          f"{md_cell(seg.verdict)} | {md_cell(seg.reason)} |")
         if e.flagged_total > len(e.flagged):
             lines.append(f"| {md_cell(e.id, 60)} | | … and {e.flagged_total - len(e.flagged)} "
                          "more | | |")
     return lines
+
+
+def _md_marked(seg: FlaggedSegment) -> str:
+    """The segment's cell, its unsupported spans in bold (``**1812**``)."""
+    if not seg.spans or all(sp.kind == "segment" for sp in seg.spans):
+        return md_cell(seg.text)
+    # Private-use characters mark the spans through md_cell's escaping.
+    cell = md_cell(seg.marked("\ue000", "\ue001"))
+    if cell.count("\ue000") != cell.count("\ue001"):  # the cell's cut fell inside a span
+        cell = cell[:cell.rindex("\ue000")] + cell[cell.rindex("\ue000") + 1:]
+    return cell.replace("\ue000", "**").replace("\ue001", "**")
 
 
 def write_markdown_summary(

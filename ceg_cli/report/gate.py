@@ -66,6 +66,18 @@ def shorten(text: str, limit: int = MAX_TEXT) -> str:
 
 
 @dataclass(frozen=True)
+class ShownSpan:
+    """An unsupported stretch of a flagged segment as the CI reports and the terminal show
+    it: offsets into ``FlaggedSegment.text`` (shortened to one line), its kind, and the
+    value a passage gives instead (or None)."""
+
+    start: int
+    end: int
+    kind: str
+    evidence: str | None = None
+
+
+@dataclass(frozen=True)
 class FlaggedSegment:
     """A segment that is not factual: what a reviewer needs, without evidence."""
 
@@ -74,6 +86,26 @@ class FlaggedSegment:
     label: str
     verdict: str
     reason: str
+    #: Its unsupported stretches (the record's ``spans``), in ``text``.
+    spans: tuple[ShownSpan, ...] = ()
+
+    def marked(self, before: str = "[[", after: str = "]]") -> str:
+        """``text`` with each span between ``before`` and ``after``: "born in [[1812]]"."""
+        out, at = [], 0
+        for sp in self.spans:
+            out += [self.text[at:sp.start], before, self.text[sp.start:sp.end], after]
+            at = sp.end
+        out.append(self.text[at:])
+        return "".join(out)
+
+    def quoted(self) -> str:
+        """The spans quoted: "'1812' (date; a passage has '1809'), 'Springfield' (name)";
+        empty where there are none."""
+        return ", ".join(
+            f"'{self.text[sp.start:sp.end]}' ({sp.kind}"
+            + (f"; a passage has '{sp.evidence}')" if sp.evidence is not None else ")")
+            for sp in self.spans if sp.kind != "segment"
+        ) or ("the whole segment" if self.spans else "")
 
 
 @dataclass(frozen=True)
@@ -104,14 +136,7 @@ class ResponseOutcome:
             label=checked.label,
             segments=len(checked.segments),
             flagged=tuple(
-                FlaggedSegment(
-                    r.segment.index,
-                    shorten(r.segment.text),
-                    r.verdict.label,
-                    r.verdict.verdict,
-                    shorten(r.verdict.reason),
-                )
-                for r in flagged[:MAX_FLAGGED]
+                _flagged(checked.input.response, r) for r in flagged[:MAX_FLAGGED]
             ),
             flagged_total=len(flagged),
             error=None if checked.error is None else shorten(checked.error),
@@ -122,6 +147,48 @@ class ResponseOutcome:
                 if r.citation is not None and _citation_failed(r.citation)
             )[:MAX_FLAGGED],
         )
+
+
+def _flagged(response: str, r: Any) -> FlaggedSegment:
+    """A flagged segment as the CI reports keep it: its text on one line, shortened, with
+    the spans that fall in what is kept."""
+    from ..spans import in_segment
+
+    text, spans = shorten_spans(r.segment.text, in_segment(response, r.segment, r.spans))
+    shown = tuple(
+        ShownSpan(s, e, sp.kind, None if sp.evidence is None else sp.evidence.value)
+        for (s, e), sp in zip(spans, r.spans) if s is not None and e is not None
+    )
+    return FlaggedSegment(r.segment.index, text, r.verdict.label, r.verdict.verdict,
+                          shorten(r.verdict.reason), shown)
+
+
+def shorten_spans(text: str, spans: list[tuple[int, int] | None], limit: int = MAX_TEXT
+                  ) -> tuple[str, list[tuple[int | None, int | None]]]:
+    """``shorten(text)`` and each span's offsets in it (None where the cut dropped it)."""
+    short = shorten(text, limit)
+    # Where each character of ``text`` went: whitespace runs become one blank, the
+    # ends are stripped, and the cut keeps ``limit - 1`` characters and an ellipsis.
+    where: list[int | None] = []
+    at, blank = 0, False
+    lead = len(text) - len(text.lstrip())
+    for i, ch in enumerate(text):
+        if i < lead or ch.isspace():
+            blank = blank or (i >= lead)
+            where.append(None)
+            continue
+        if blank and at:
+            at += 1
+        blank = False
+        where.append(at)
+        at += 1
+    kept = len(short) - 1 if short.endswith("…") and short != " ".join(text.split()) else len(short)
+    out: list[tuple[int | None, int | None]] = []
+    for span in spans:
+        s, e = span if span is not None else (0, 0)
+        inside = [w for w in where[s:e] if w is not None and w < kept]
+        out.append((inside[0], inside[-1] + 1) if inside else (None, None))
+    return short, out
 
 
 def _citation_failed(c: CitationCheck) -> bool:

@@ -26,7 +26,10 @@ The embedded data (``REPORT_DATA_VERSION``)::
 -1], ...]``, so the script needs no offsets (Python and JavaScript count
 characters outside the BMP differently). A segment is ``{"l": label,
 "v": verdict, "s": score, "r": reason, "c": [[marker, passage, similarity]],
-"e": [[passage, similarity]]}``; passages are indices into ``passages``, each
+"e": [[passage, similarity]], "p"?: [[piece, null or [kind, evidence]], ...]}``: ``p``,
+on a segment with spans (the record's ``spans``), is its text cut at them, each span
+with its kind and what a passage says instead ("'1809' (Abraham Lincoln)", or null),
+drawn as ``<mark>``; passages are indices into ``passages``, each
 passage stored once. ``e`` (the evidence the judge saw) is kept for flagged
 segments only unless ``all_evidence``: supported segments keep their
 citations, and the report stays a third of the records' size.
@@ -203,7 +206,12 @@ class ReportBuilder:
     def _text_and_segments(self, response: Any, segments: Any) -> tuple[list[Any], list[Any]]:
         text = response if isinstance(response, str) else ""
         raw = [s for s in segments if isinstance(s, Mapping)] if isinstance(segments, list) else []
-        return _cut(text, raw), [self._segment(s) for s in raw]
+        segs = [self._segment(s) for s in raw]
+        for seg, out in zip(raw, segs):
+            pieces = _pieces(text, seg)
+            if pieces is not None:
+                out["p"] = pieces
+        return _cut(text, raw), segs
 
     def _segment(self, seg: Mapping[str, Any]) -> dict[str, Any]:
         label = str(seg.get("label", ""))
@@ -361,6 +369,45 @@ def _cut(text: str, segments: list[Mapping[str, Any]]) -> list[list[Any]]:
     if at < len(text):
         parts.append([text[at:], -1])
     return parts
+
+
+def _pieces(text: str, seg: Mapping[str, Any]) -> list[list[Any]] | None:
+    """A flagged segment's text cut at its spans (``spans`` of the record):
+    ``[[piece, None], [piece, [kind, what the evidence says or None]], ...]``; None where
+    it has no span to show (none, only the whole segment's, or offsets that do not fit:
+    the segment is then shown whole, as before spans)."""
+    spans = seg.get("spans")
+    start, end = seg.get("start"), seg.get("end")
+    if not isinstance(spans, list) or not spans or not isinstance(start, int) or not isinstance(
+            end, int) or not 0 <= start <= end <= len(text):
+        return None
+    out: list[list[Any]] = []
+    at = start
+    for sp in spans:
+        if not isinstance(sp, Mapping) or sp.get("kind") == "segment":
+            continue
+        s, e = sp.get("start"), sp.get("end")
+        if not (isinstance(s, int) and isinstance(e, int) and at <= s < e <= end
+                and text[s:e] == sp.get("text")):
+            return None
+        if s > at:
+            out.append([text[at:s], None])
+        out.append([text[s:e], [str(sp.get("kind") or "word"), _span_evidence(sp)]])
+        at = e
+    if not out:
+        return None
+    if at < end:
+        out.append([text[at:end], None])
+    return out
+
+
+def _span_evidence(span: Mapping[str, Any]) -> str | None:
+    """What a passage says instead, in words: "'1809' (Abraham Lincoln)"; None if nothing."""
+    ev = span.get("evidence")
+    if not isinstance(ev, Mapping) or ev.get("value") is None:
+        return None
+    title = _text(ev.get("title"))
+    return f"'{ev['value']}'" + (f" ({title})" if title else "")
 
 
 def _joined(text: str, segments: list[Mapping[str, Any]]) -> list[list[Any]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..spans import in_segment_spans, span_dict, span_from_dict
 from ..types import (
     CITE_NO_CLAIM,
     CITE_SUPPORTED,
@@ -47,7 +48,10 @@ if TYPE_CHECKING:
 #: 6: a segment has a bounded length, and a sentence past it is cut into several: each
 #: segment's ``split`` is null for a whole sentence, else ``clause`` (cut at clause
 #: marks) or ``length`` (an end cut by length) (``ceg_cli.check.segment``).
-SCHEMA_VERSION = 6
+#: 7: each segment's ``spans``: the stretches of the response its judge found unsupported
+#: (``start``, ``end``, ``text``, ``kind``, ``evidence``; ``ceg_cli.spans``), empty on a
+#: segment that is not flagged.
+SCHEMA_VERSION = 7
 
 #: Keys ceg writes; an input field with one of these names is kept under
 #: ``input`` instead of being overwritten.
@@ -172,6 +176,7 @@ def segment_dict(r: SegmentResult, numbers: dict[tuple[int, int], int]) -> dict[
         ],
         "evidence": [evidence_dict(e) for e in r.evidence],
         "citation_check": None if r.citation is None else citation_dict(r.citation),
+        "spans": [span_dict(sp, r.evidence) for sp in r.spans],
     }
 
 
@@ -366,11 +371,14 @@ def from_record(record: dict[str, Any]) -> CheckedResponse:
         by_key = {e.key: i for i, e in enumerate(evidence)}
         cited_keys = (evidence_from_dict(c).key for c in seg.get("citations", []))
         cited = tuple(by_key[k] for k in cited_keys if k in by_key)
-        verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""))
         segment = Segment(seg["index"], seg["start"], seg["end"], seg["text"],
                           seg.get("split"))
+        spans = tuple(span_from_dict(d, evidence) for d in seg.get("spans") or ())
+        # The verdict's spans are the same, in the segment's text (``ceg_cli.spans``).
+        verdict = Verdict(seg["label"], seg["verdict"], seg["score"], cited, seg.get("reason", ""),
+                          in_segment_spans(inp.response, segment, spans))
         results.append(SegmentResult(segment, verdict, evidence,
-                                     citation_from_dict(seg.get("citation_check"))))
+                                     citation_from_dict(seg.get("citation_check")), spans))
     return CheckedResponse(
         inp, tuple(results), record["label"], record.get("evidence_source") or "index",
         record.get("language"),

@@ -35,7 +35,7 @@ from typing import Any
 from ..errors import UsageError
 from ..index.layout import META_FILE
 from ..index.metacheck import file_problem
-from ..judges.verifier import COMBINER_FILE, VerifierJudge
+from ..judges.checkers.verifier import COMBINER_FILE, VerifierJudge
 from .crossenc import (
     CHECKPOINT,
     CHECKPOINT_TMP,

@@ -17,10 +17,10 @@ from typing import Any
 
 from ..check.retrieve import DEFAULT_THRESHOLD, DEFAULT_TOP_K, apply_threshold, to_evidence
 from ..index import Hit
-from ..index.chunking import chunk_document
-from ..judges.features import FEATURES
-from ..judges.verifier import Combiner, assess
-from ..judges.window import DEFAULT_WINDOW_WORDS
+from ..index.build.chunking import chunk_document
+from ..judges.checkers.features import FEATURES
+from ..judges.checkers.verifier import Combiner, assess
+from ..judges.checkers.window import DEFAULT_WINDOW_WORDS
 from ..types import Chunk, Document, JudgeItem, Segment
 from .sources import Pair
 

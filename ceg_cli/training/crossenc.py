@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..judges.crossenc import encode, first_line
+from ..judges.checkers.crossenc import encode, first_line
 from ..progress import library_bars_off
 
 __all__ = ["CHECKPOINT", "ID2LABEL", "TRAINING_FILE", "train_cross_encoder", "write_atomically"]

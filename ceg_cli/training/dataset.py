@@ -14,8 +14,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from ..corpus import iter_documents
-from ..index.chunking import chunk_document
-from ..judges.window import select_window
+from ..index.build.chunking import chunk_document
+from ..judges.checkers.window import select_window
 from .sources import SOURCES, Pair, read_source, split_of
 from .synthetic import Passage, make_pairs
 

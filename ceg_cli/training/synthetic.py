@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..claims import has_claim
-from ..judges.offline import specifics, tokenize
+from ..judges.offline.offline import specifics, tokenize
 from ..sentences import sentence_spans
 from .sources import Pair
 

@@ -192,7 +192,7 @@
       }
       const k = kind(seg);
       const tip = verdictName(seg) + (seg.r ? ": " + seg.r : "");
-      block.append(el("span", { class: "seg k-" + k, title: tip }, [text]));
+      block.append(el("span", { class: "seg k-" + k, title: tip }, segPieces(seg, text)));
       const markers = [...new Set((seg.c || []).map((c) => c[0]))].sort((a, b) => a - b);
       // A passage of the record's own contexts is shown inside its context, by position.
       const inContext = new Map();
@@ -225,6 +225,20 @@
     return block;
   }
 
+  /* A flagged segment's text with its unsupported spans marked: each a <mark> whose
+     title gives what the evidence says, and that says it in visually hidden text to a
+     screen reader. A segment whose text does not match its pieces is shown whole. */
+  function segPieces(seg, text) {
+    if (!Array.isArray(seg.p) || seg.p.map((p) => p[0]).join("") !== text) return [text];
+    return seg.p.map(([piece, span]) => {
+      if (!span) return piece;
+      const [what, evidence] = span;
+      const said = "unsupported " + what + (evidence ? "; the evidence has " + evidence : "");
+      return el("mark", { class: "unsup", "data-kind": what, title: said }, [
+        piece, el("span", { class: "vh", text: " (" + said + ")" })]);
+    });
+  }
+
   function flagsBlock(obj, prefix) {
     const items = [];
     obj.segs.forEach((seg, si) => {
@@ -232,7 +246,7 @@
       const k = kind(seg);
       const evidence = seg.e || [];
       items.push(el("li", { class: "flagged k-" + k, id: prefix + "-f" + si }, [
-        el("q", { dir: "auto", text: segText(obj, si) }), " ",
+        el("q", { dir: "auto" }, segPieces(seg, segText(obj, si))), " ",
         el("span", { class: "badge k-" + k, text: verdictName(seg) }),
         typeof seg.s === "number" ? el("span", { class: "score", text: "score " + seg.s.toFixed(2) }) : null,
         el("p", { class: "reason" }, [el("span", { class: "k", text: "Judge: " }),
