@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -82,12 +83,54 @@ def test_a_fully_covered_segment_is_supported_and_cites_its_passage() -> None:
     assert "'92'" in v.reason and "'United States'" in v.reason
 
 
+def in_documents(it: JudgeItem, *docs: str, setting: str = "index") -> JudgeItem:
+    """``it`` with its passages in documents ``docs`` (one a passage), in ``setting``."""
+    evidence = tuple(replace(e, doc_id=d) for e, d in zip(it.evidence, docs, strict=True))
+    return replace(it, evidence=evidence, setting=setting)
+
+
 def test_citations_cover_specifics_spread_over_passages() -> None:
-    v = judge_one(item("Aristotle taught Alexander in Macedonia.",
-                       "Aristotle was a Greek philosopher.", UNRELATED,
-                       "Alexander was taught in Macedonia by him."))
+    """Passages of one document (a sentence across a passage boundary) support together."""
+    v = judge_one(in_documents(item("Aristotle taught Alexander in Macedonia.",
+                                    "Aristotle was a Greek philosopher.", UNRELATED,
+                                    "Alexander was taught in Macedonia by him."),
+                               "aristotle", "falcon", "aristotle"))
     assert v.label == FACTUAL
     assert v.cited == (0, 2)
+
+
+def test_passages_of_different_documents_do_not_add_up_to_support() -> None:
+    """Issue 60 item 4: against an index, every number and name, and the share of content
+    words, must be in the passages of one document; a name in one article and a number in
+    another supported "Apollo 11 landed on Mars in 1975." before. A record's own contexts
+    (the contexts setting), chosen for the answer, still support it together."""
+    text = "The probe reached Mars in 1975 after a long flight."
+    parts = item(text, "The probe reached Mars after a long flight.",
+                 "In 1975 the probe was launched on a long flight.")
+    apart = judge_one(in_documents(parts, "mars", "angola"))
+    assert (apart.label, apart.verdict) == (NONFACTUAL, NOT_ENOUGH_EVIDENCE)
+    assert apart.reason == ("'Mars' and '1975' are in the evidence, but no one document "
+                            "holds them all"), apart.reason
+    assert apart.score < RULE_CUT
+    assert judge_one(in_documents(parts, "probe", "probe")).label == FACTUAL
+    assert judge_one(in_documents(parts, "mars", "angola", setting="contexts")).label == FACTUAL
+
+
+def test_content_words_count_in_the_document_holding_the_specifics() -> None:
+    """The issue's "Aardvarks are native to the rainforests of South America.": 'South
+    America' and 'rainforests' in Amphibian, 'Aardvarks' in Aardvark, 'native' in Alabama
+    made 4 of 5 words "found" (0.9); in one document only 3 of 5 are."""
+    text = "Aardvarks are native to the rainforests of South America."
+    parts = item(text, "Frogs live in the rainforests of South America and Asia.",
+                 "Aardvarks live for up to 23 years in captivity.",
+                 "The state is home to many native species of fish.")
+    v = judge_one(in_documents(parts, "amphibian", "aardvark", "alabama"))
+    assert v.label == NONFACTUAL
+    assert v.reason.startswith("every number and name found, but 'Aardvarks' and 'native' "
+                               "not in the same document as the rest (only 3 of 5 content "
+                               "words found in one document)"), v.reason
+    assert judge_one(in_documents(parts, "amphibian", "aardvark", "alabama",
+                                  setting="contexts")).label == FACTUAL
 
 
 def test_a_name_must_occur_whole_in_one_passage() -> None:

@@ -23,8 +23,10 @@ stdout, progress to stderr, and aggregate figures to
 The paper's figures are on the full benchmarks; ours on the dev halves.
 
 ``--model none``: the FELM and HaluEval corpora are indexed without vectors
-(``ceg index build --retrieval lexical``), searched by BM25 with every one of
-the top-k passages kept (no cosine to cut on).
+(``ceg index build --retrieval lexical``), searched by BM25; apart from the top-1,
+a passage is kept at half the top-1's BM25 or more (no cosine to cut on:
+``retrieve.LEXICAL_KEEP``). Pass ``--enwiki-index`` an index of the sample built
+without vectors for FEVER.
 
 ``--model NAME`` (``ceg index build``'s, e.g. ``static-minilm``): the FELM and
 HaluEval corpora are indexed with that embedding model, into

@@ -42,8 +42,16 @@ from ..types import (
     Segment,
     Verdict,
 )
-from .markers import attach, compile_pattern, find_markers, map_span, resolve, strip_markers
-from .segment import segment_response
+from .markers import (
+    Marker,
+    attach,
+    compile_pattern,
+    find_markers,
+    map_span,
+    resolve,
+    strip_markers,
+)
+from .segment import segments_by_sentence
 
 if TYPE_CHECKING:
     import re
@@ -94,12 +102,18 @@ def mark(
         return None
     clean, offsets = strip_markers(response, markers)
     segments = []
-    for s in segment_response(clean, language):
+    pieces, sentences = segments_by_sentence(clean, language)
+    for s in pieces:
         start, end = map_span(offsets, s.start, s.end)
         segments.append(Segment(s.index, start, end, s.text, s.split))
     per_segment = attach(markers, [(s.start, s.end) for s in segments], len(response))
+    # A sentence past the segment bound is cut into pieces; its markers (at its end,
+    # as a rule) cite every piece of it, not only the last (issue 60 item 5).
+    per_sentence: dict[int, list[Marker]] = {}
+    for n, found in zip(sentences, per_segment):
+        per_sentence.setdefault(n, []).extend(found)
     refs = tuple(
-        tuple(dict.fromkeys(ref for m in found for ref in m.refs)) for found in per_segment
+        tuple(dict.fromkeys(ref for m in per_sentence[n] for ref in m.refs)) for n in sentences
     )
     return Marked(clean, tuple(segments), refs)
 

@@ -3,7 +3,9 @@
 For each query the top ``k`` passages are retrieved (dense, lexical or hybrid:
 ``ceg_cli.index.lexical.bm25``); the top-1 passage is always kept, any other only if its
 cosine similarity to the query is at least ``threshold`` (the paper: k in 4..6,
-t = 0.5 for SimCSE). Queries are embedded and searched in batches.
+t = 0.5 for SimCSE), or, in an index without vectors (no cosine), if its BM25 score
+is at least ``LEXICAL_KEEP`` of the top-1's. Queries are embedded and searched in
+batches.
 """
 
 from __future__ import annotations
@@ -26,6 +28,13 @@ if TYPE_CHECKING:
 #: ranks 2-5 and 16-28 % of the others. The paper's 0.5 was for SimCSE.
 DEFAULT_THRESHOLD = 0.35
 DEFAULT_TOP_K = 5
+#: The threshold rule of an index without vectors (``--retrieval lexical``), which has
+#: no cosine to cut on: apart from the top-1 passage, a passage whose BM25 score is
+#: under this share of the top-1's is dropped, so that a passage sharing one or two
+#: common words with a long query does not join the evidence (issue 60 item 4: with
+#: every top-k passage kept, unrelated passages together "supported" an error).
+#: Chosen on the dev sets (benchmarks/judges/lexical_keep.py; docs/measurements/build.md).
+LEXICAL_KEEP = 0.5
 
 
 @dataclass(frozen=True)
@@ -41,13 +50,26 @@ class RetrievalOptions:
     max_terms: int | None = None
 
 
-def apply_threshold(hits: Sequence[Hit], threshold: float) -> list[Hit]:
+def apply_threshold(hits: Sequence[Hit], threshold: float,
+                    lexical_keep: float | None = None) -> list[Hit]:
     """The paper's rule: keep the top-1 hit, and the others at or above ``threshold``.
 
-    A hit without a cosine (an index without vectors) is kept: nothing says it is far.
+    A hit without a cosine but with a BM25 score (an index without vectors) is kept
+    when its BM25 score is at least ``lexical_keep`` (default ``LEXICAL_KEEP``) times
+    the top-1's. A hit with neither (a record's own contexts ranked without vectors)
+    is kept: nothing says it is far.
     """
-    return [h for rank, h in enumerate(hits)
-            if rank == 0 or h.score is None or h.score >= threshold]
+    keep = LEXICAL_KEEP if lexical_keep is None else lexical_keep
+    best = hits[0].bm25 if hits else None
+    return [h for rank, h in enumerate(hits) if rank == 0 or _near(h, threshold, best, keep)]
+
+
+def _near(hit: Hit, threshold: float, best: float | None, keep: float) -> bool:
+    if hit.score is not None:
+        return hit.score >= threshold
+    if hit.bm25 is not None and best is not None:
+        return hit.bm25 >= keep * best
+    return True
 
 
 def to_evidence(hit: Hit) -> Evidence:

@@ -35,7 +35,8 @@ from ceg_cli.claims import has_claim
 from ceg_cli.sentences import WIDE_RE, WIDE_WEIGHT, line_spans, sentence_spans, text_weight
 from ceg_cli.types import Segment
 
-__all__ = ["MAX_SEGMENT_WEIGHT", "bounded_spans", "has_claim", "segment_response"]
+__all__ = ["MAX_SEGMENT_WEIGHT", "bounded_spans", "has_claim", "segment_response",
+           "segments_by_sentence"]
 
 # A list marker at the start of a line: bullets, "1." "1)" "(1)" "a)", "#" headings.
 _MARKER_RE = re.compile(
@@ -53,7 +54,17 @@ def segment_response(text: str, language: str | None = None) -> list[Segment]:
     (``language``: a code; None is English); ``index`` counts the segments kept,
     from 0.
     """
+    return segments_by_sentence(text, language)[0]
+
+
+def segments_by_sentence(text: str, language: str | None = None
+                         ) -> tuple[list[Segment], list[int]]:
+    """``segment_response``'s segments, and for each the number of the sentence (or list
+    item) it belongs to: the pieces of a sentence cut by the bound share one (so that a
+    citation marker at the end of a long sentence cites every piece of it)."""
     segments: list[Segment] = []
+    sentences: list[int] = []
+    sentence = 0
     for line_start, line_end in line_spans(text):
         marker = _MARKER_RE.match(text, line_start, line_end)
         body_start = marker.end() if marker else line_start
@@ -64,7 +75,9 @@ def segment_response(text: str, language: str | None = None) -> list[Segment]:
                 if _ALNUM_RE.search(text, start, end) is None:
                     continue
                 segments.append(Segment(len(segments), start, end, text[start:end], split))
-    return segments
+                sentences.append(sentence)
+            sentence += 1
+    return segments, sentences
 
 
 #: The most a segment weighs (``sentences.text_weight``): 1,024 characters, a Han,

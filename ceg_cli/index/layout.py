@@ -45,11 +45,13 @@ CHUNK_COLUMNS = "id, doc_id, title, ordinal, start, end, text, url, source"
 @dataclass(frozen=True)
 class Hit:
     """One retrieved passage: its FAISS id, cosine similarity and the passage
-    (score None: an index without vectors, ``lexonly``, has no cosine)."""
+    (score None: an index without vectors, ``lexonly``, has no cosine; its hits
+    carry their BM25 score in ``bm25``, which the retrieval rule cuts on there)."""
 
     chunk_id: int
     score: float | None
     chunk: Chunk
+    bm25: float | None = None
 
 
 def embed_text(chunk: Chunk, mode: str) -> str:

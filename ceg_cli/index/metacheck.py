@@ -73,6 +73,7 @@ FIELDS: list[tuple[str, Any, Callable[[Any], bool], str]] = [
     ("model.max_seq_length", False, _or_null(_int(1)), "a whole number or null"),
     ("model.backend", False, _text, "a backend name (a string)"),
     ("model.precision", False, _text, "a float width (a string)"),
+    ("model.weights_digest", False, _text, "a digest string"),
     ("embed_text", True, _one_of("text", "title+text"), "'text' or 'title+text'"),
     ("faiss", _VECTORS, _object, "an object"),
     ("faiss.type", True, _text, "a FAISS class name (a string)"),

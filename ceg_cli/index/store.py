@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import IndexLoadError, UsageError
 from ..types import Chunk
 from .dense.embedding import Embedder, load_embedder, query_backend, query_vectors, resolve_model
+from .dense.static import check_weights
 from .indexdir import FOREIGN_OK, sampled_digest, sqlite_uri
 from .layout import (
     CHUNK_COLUMNS,
@@ -195,6 +196,7 @@ class Index:
                     f"index at {self.path} has dimension {self.dimension} but model "
                     f"{self.model_name} gives {embedder.dimension}; rebuild the index"
                 )
+            check_weights(model, embedder, self.path)
             self._embedder = embedder
         return self._embedder
 
@@ -206,6 +208,8 @@ class Index:
                 f"(dimension {self.dimension}); the embedder given has dimension "
                 f"{embedder.dimension}"
             )
+        if not self.lexical_only:
+            check_weights(self.meta["model"], embedder, self.path)
         self._embedder = embedder
 
     @property

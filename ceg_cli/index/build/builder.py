@@ -32,7 +32,7 @@ from ...lang.codes import check_language
 from ...progress import NO_PROGRESS, Progress
 from ..dense.devices import check_device
 from ..dense.embedding import Embedder, choose_backend, load_embedder
-from ..dense.static import is_static
+from ..dense.static import check_weights, is_static
 from ..dense.vectors import fell_back, read_vectors, recall_missed, requested_type, write_vectors
 from ..diskfull import disk_full_error
 from ..indexdir import (
@@ -238,6 +238,8 @@ def _model(
             f"{built['dimension']}); cannot append with {embedder.name} (dimension "
             f"{embedder.dimension}): use that model, or rebuild without --append"
         )
+    if old_meta is not None and not is_lexical_only(old_meta):
+        check_weights(old_meta["model"], embedder, target)
     return model, embedder, chosen_by_sample
 
 

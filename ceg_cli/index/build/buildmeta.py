@@ -46,6 +46,10 @@ def new_meta(
             "max_seq_length": getattr(embedder, "max_seq_length", None),
             "backend": getattr(embedder, "backend", "torch"),
             "precision": vector_precision(old_meta, embedder),
+            # A static model's weights are made on the user's machine: their digest is
+            # checked on open (``static.check_weights``).
+            **({"weights_digest": embedder.weights_digest}
+               if getattr(embedder, "weights_digest", None) else {}),
         },
         "embed_text": options.embed_text,
         "faiss": {"type": "IndexFlatIP", "metric": "inner_product"},

@@ -239,6 +239,34 @@ def remake_damaged(model: Path, problem: str) -> Path:
     return static_model_path()
 
 
+def weights_digest(folder: Path) -> str:
+    """``sha256:HEX`` of a static model's ``model.safetensors``: two distillations that
+    differ (another machine's, a damaged or replaced cache entry) differ here."""
+    digest = hashlib.sha256()
+    with open(folder / "model.safetensors", "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def check_weights(model_meta: dict[str, Any], embedder: Any, index: Path) -> None:
+    """Refuse a static model whose weights are not those the index at ``index`` was built
+    with (meta.json's ``model.weights_digest``; an index built before it: not checked).
+    Its vectors would be compared with queries embedded by other weights."""
+    recorded = model_meta.get("weights_digest")
+    got = getattr(embedder, "weights_digest", None)
+    if recorded is None or got is None or recorded == got:
+        return
+    folder = getattr(embedder, "folder", None)
+    raise UsageError(
+        f"index at {index} was built with {model_meta['name']} weights {recorded[:19]}, but "
+        f"the {model_meta['name']} model at {folder} (under CEG_CACHE_DIR) has weights "
+        f"{got[:19]}: set CEG_CACHE_DIR to the cache the index was built with, or remove "
+        f"{folder.parent if folder else 'that folder'} to distill it again, or rebuild the "
+        "index"
+    )
+
+
 def _tokenizer(path: Path) -> Any:
     from tokenizers import Tokenizer
 
@@ -280,6 +308,10 @@ class StaticEmbedder:
         import numpy as np
         from safetensors.numpy import load_file
 
+        #: Where the weights are, and their digest: meta.json records it, and an index
+        #: is searched only with the weights it was built with (``check_weights``).
+        self.folder = folder
+        self.weights_digest = weights_digest(folder)
         self.vectors = np.ascontiguousarray(
             load_file(str(folder / "model.safetensors"))["embeddings"], dtype=np.float32
         )

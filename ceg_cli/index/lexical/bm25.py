@@ -385,7 +385,7 @@ def search(
     """The top ``k`` passages of each query by ``lexical`` or ``hybrid`` retrieval.
 
     ``vectors`` None (``lexical`` on an index without vectors): the hits' scores are
-    None, there being no cosine.
+    None, there being no cosine, and each carries its BM25 score (``Hit.bm25``).
 
     The batch is searched together: one dense search (hybrid), the queries
     tokenized in one call, one read of the stored vectors of every candidate
@@ -410,8 +410,10 @@ def search(
             union = lex_ids if dense_lists is None else [i for i, _ in dense_lists[n]] + lex_ids
             bm25_of.append({i: float(bm25[i]) for i in union})
     ranked: list[list[tuple[int, float | None]]]
-    if vectors is None:  # an index without vectors (lexonly): no cosine to give
-        ranked = [[(i, None) for i in ids[:k]] for ids in lex_lists]
+    if vectors is None:  # an index without vectors (lexonly): no cosine, its BM25 instead
+        chunks = index.chunks(i for ids in lex_lists for i in ids[:k])
+        return [[Hit(i, None, chunks[i], scores[i]) for i in ids[:k]]
+                for ids, scores in zip(lex_lists, bm25_of)]
     elif dense_lists is None:
         cosines = index.cosines_many(vectors, [ids[:k] for ids in lex_lists])
         ranked = [[(i, cos[i]) for i in ids[:k]] for ids, cos in zip(lex_lists, cosines)]

@@ -287,8 +287,9 @@ class TantivyLexical:
 
     ``max_terms`` (None: every term; ``store.Index`` gives 10 past 2,000,000
     passages unless told otherwise, since it changes results): only the query's
-    ``max_terms`` rarest terms (fewest passages, so highest IDF; ties: first in the
-    query) are searched and scored, top list and hybrid candidates alike. Common
+    ``max_terms`` rarest terms that some passage holds (fewest passages, so highest
+    IDF; ties: first in the query; a term in no passage, a misspelling, is skipped
+    first) are searched and scored, top list and hybrid candidates alike. Common
     terms hold the longest posting lists and the smallest IDF; what dropping them
     costs in recall is measured in docs/measurements.md.
     """
@@ -323,8 +324,11 @@ class TantivyLexical:
         if self.max_terms is None or len(counts) <= self.max_terms:
             return counts
         freq = {w: int(self._searcher.doc_freq(TERMS_FIELD, w)) for w in counts}
+        # A term in no passage (a misspelling: "qestion") is the "rarest" of all and
+        # finds nothing: it must not take the place of a term that finds something.
+        held = [w for w in counts if freq[w] > 0]
         # A stable sort of the terms in query order: first occurrence breaks ties.
-        kept = set(sorted(counts, key=freq.__getitem__)[: self.max_terms])
+        kept = set(sorted(held, key=freq.__getitem__)[: self.max_terms])
         return Counter({w: n for w, n in counts.items() if w in kept})
 
     def _query(self, terms: Mapping[str, int]) -> Any:

@@ -9,7 +9,9 @@ The build runs the same pipeline as any other (readers, shards, ``--resume``,
 ``--append``, Ray) with ``NoEmbedder``, whose vectors have no dimensions:
 reading, chunking and storing become the whole cost. A search of such an index
 is lexical, and its passages have no cosine (``similarity`` null in a record):
-the threshold rule, which cuts on the cosine, keeps every passage found.
+in place of the threshold rule, which cuts on the cosine, a passage other than the
+top-1 is kept when its BM25 score reaches ``retrieve.LEXICAL_KEEP`` (0.5) of the
+top-1's.
 """
 
 from __future__ import annotations

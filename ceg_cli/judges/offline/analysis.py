@@ -17,7 +17,7 @@ class Analysis:
     """The measurements a verdict is made from."""
 
     content: tuple[Token, ...]  # distinct content words and numbers of the segment
-    covered: tuple[bool, ...]  # each found in some passage
+    covered: tuple[bool, ...]  # each found in some passage (of the one document: passage_docs)
     specifics: tuple[Specific, ...]
     found: tuple[tuple[int, ...], ...]  # for each specific, the passages containing it
     hints: tuple[tuple[Specific, str, str], ...]  # (missing number, evidence number, shared word)
@@ -32,6 +32,12 @@ class Analysis:
     #: one passage), not counted as a word: "1930 lebten dort 330 Katzen." is two
     #: words, not four of which two are found (issue 60 item 2).
     counted: tuple[bool, ...] | None = None
+    #: The document of each passage where the specifics must be found in one document's
+    #: passages (the index setting); empty: anywhere in the evidence (a record's contexts).
+    passage_docs: tuple[str, ...] = ()
+    #: Content word keys in the evidence but not in the one document ``covered`` was
+    #: counted in (``passage_docs``: the document holding the most of the segment).
+    elsewhere: tuple[str, ...] = ()
 
     @property
     def coverage(self) -> float:
@@ -53,6 +59,27 @@ class Analysis:
     def specifics_found(self) -> float:
         """Share of the specifics found, each in one passage (1.0 if there are none)."""
         return sum(1 for f in self.found if f) / len(self.found) if self.found else 1.0
+
+    @property
+    def together(self) -> bool:
+        """Whether the passages of one document hold every specific found (always, when
+        ``passage_docs`` is empty or nothing was found)."""
+        found = [f for f in self.found if f]
+        if not found or not self.passage_docs:
+            return True
+        held = [{self.passage_docs[p] for p in f} for f in found]
+        return bool(set.intersection(*held))
+
+    @property
+    def specifics_together(self) -> float:
+        """Share of the specifics found in the passages of the one document holding the
+        most of them (``specifics_found`` when ``passage_docs`` is empty)."""
+        if not self.found or not self.passage_docs:
+            return self.specifics_found
+        docs = set(self.passage_docs)
+        best = max(sum(1 for f in self.found if any(self.passage_docs[p] == d for p in f))
+                   for d in docs)
+        return best / len(self.found)
 
     @property
     def missing(self) -> list[Specific]:

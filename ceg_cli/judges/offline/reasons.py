@@ -12,27 +12,41 @@ MAX_NAMED = 4
 
 
 def missing_reason(a: Analysis) -> str:
+    if not a.missing and not a.together:
+        return apart_reason(a)
     names = [s.text for s in a.missing]
     in_specifics = {k for s in a.missing for k in s.keys}
+    apart = set(a.elsewhere) - in_specifics
     names += _quoted(a, {
-        t.key for t, c in zip(a.content, a.covered) if not c and t.key not in in_specifics
+        t.key for t, c in zip(a.content, a.covered)
+        if not c and t.key not in in_specifics and t.key not in apart
     })
-    names = list(dict.fromkeys(names)) or ["the segment's words"]
-    shown = [f"'{n}'" for n in names[:MAX_NAMED]]
-    more = len(names) - len(shown)
-    if more:
-        listed = ", ".join(shown) + f" and {more} more word{'s' if more > 1 else ''}"
-    elif len(shown) > 1:
-        listed = ", ".join(shown[:-1]) + " and " + shown[-1]
-    else:
-        listed = shown[0]
-    reason = f"{listed} not in the evidence"
+    others = _quoted(a, apart)
+    parts = []
+    if names or not others:
+        shown = list(dict.fromkeys(names)) or ["the segment's words"]
+        parts.append(f"{_listed(shown)} not in the evidence")
+    if others:
+        parts.append(f"{_listed(others)} not in the same document as the rest")
+    reason = "; ".join(parts)
     if not a.missing:
         found, total = a.words
-        reason += f" (only {found} of {total} content words found)"
+        where = " in one document" if others else ""
+        reason += f" (only {found} of {total} content words found{where})"
     for spec, other, word in a.hints[:2]:
         reason += f"; the evidence has '{other}' near '{word}' where the segment has '{spec.text}'"
     return reason
+
+
+def _listed(names: list[str]) -> str:
+    """"'a'", "'a' and 'b'", "'a', 'b', 'c', 'd' and 2 more words"."""
+    shown = [f"'{n}'" for n in names[:MAX_NAMED]]
+    more = len(names) - len(shown)
+    if more:
+        return ", ".join(shown) + f" and {more} more word{'s' if more > 1 else ''}"
+    if len(shown) > 1:
+        return ", ".join(shown[:-1]) + " and " + shown[-1]
+    return shown[0]
 
 
 def _quoted(a: Analysis, missing_keys: set[str]) -> list[str]:
@@ -68,3 +82,10 @@ def _quoted(a: Analysis, missing_keys: set[str]) -> list[str]:
             end += 1
         out.append(text[start:end])
     return list(dict.fromkeys(out))
+
+
+def apart_reason(a: Analysis) -> str:
+    """Every specific found, but not in one document: "'Mars' and '1975' are in the
+    evidence, but no one document holds them all"."""
+    return (f"{_listed([s.text for s in a.specifics])} are in the evidence, but no one "
+            "document holds them all")
