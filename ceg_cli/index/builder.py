@@ -110,9 +110,17 @@ def build_index(
     if embedder is None:
         # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
         check_device(options.backend, options.device, options.precision)
+    if options.prune and not options.update:
+        raise UsageError("--prune goes with --update: it removes the sources an update "
+                         "does not name")
     check_target(target)
     with build_lock(target):
-        report = _build(kinds, target, options, embedder, on_warning, progress)
+        if options.update and (target / META_FILE).exists():
+            from .update import update_index  # per document, in place (``generation``)
+
+            report = update_index(kinds, target, options, embedder, on_warning, progress)
+        else:
+            report = _build(kinds, target, options, embedder, on_warning, progress)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -128,6 +136,10 @@ def _build(
     report = BuildReport(target)
     old_meta = read_meta(target) if options.append and (target / META_FILE).exists() else None
     if old_meta is not None:
+        if "generation" in old_meta:  # its store is the base and a generation (``update``)
+            raise UsageError(f"--append: index at {target} has been updated in place; "
+                             "bring it in step with --update (per document), or rebuild it "
+                             "without --append")
         _check_same_retrieval(old_meta, options, target)
         if not is_lexical_only(old_meta):
             check_model(old_meta, options.model, target)

@@ -52,9 +52,11 @@ def remove_built(path: Path) -> list[str]:
         entries = list(path.iterdir())
     except FileNotFoundError:
         return []
+    from .generation import is_generation_name  # an update's folders (``gen-NNNNNN``)
+
     left = []
     for entry in entries:
-        if entry.name not in BUILT_NAMES:
+        if entry.name not in BUILT_NAMES and not is_generation_name(entry.name):
             left.append(entry.name)
         elif entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry, ignore_errors=True)

@@ -13,8 +13,8 @@ from ..types import Chunk
 
 #: The format a build with vectors writes; one without (``lexonly``) writes 2.
 FORMAT_VERSION = 1
-#: The newest format this ceg reads.
-READ_FORMAT_VERSION = 2
+#: The newest format this ceg reads (3: an index updated in place, ``generation``).
+READ_FORMAT_VERSION = 3
 META_FILE = "meta.json"
 VECTORS_FILE = "vectors.faiss"
 CHUNKS_FILE = "chunks.sqlite"
