@@ -507,3 +507,108 @@ def test_a_real_sigkill_mid_update_leaves_the_old_index(tmp_path: Path) -> None:
         _update(sources, target)
         assert state(target) == (new if expect == "new" else state(target))
     assert state(tmp_path / "kill-lexical") == state(tmp_path / "kill-switched")
+
+
+# ------------------------------------------------------------------ breadth
+
+
+def test_a_tantivy_lexical_part_is_updated(tmp_path: Path) -> None:
+    """tantivy's part is written again from the live passages, so its BM25 scores are a
+    fresh build's (deleting by term would keep the removed passages in its statistics
+    until a merge)."""
+    rng = random.Random(30)
+    docs = _corpus(rng, 8)
+    folder = _folder(tmp_path / "docs", docs)
+    _build([folder], tmp_path / "idx", lexical_engine="tantivy")
+    docs["doc002.txt"] = "Zulu river. Changed."
+    del docs["doc005.txt"]
+    docs["new.txt"] = _text(rng)
+    _folder(folder, docs)
+    _update([folder], tmp_path / "idx")
+    fresh = tmp_path / "fresh"
+    _build([folder], fresh, lexical_engine="tantivy")
+
+    def tantivy_state(target: Path) -> list[Any]:
+        with open_index(target) as index:
+            assert index.meta["lexical"]["library"] == "tantivy"
+            index.use_embedder(_embedder())
+            out = []
+            for method in ("lexical", "hybrid"):
+                for row in index.search(QUERIES, 5, method):
+                    out.append(sorted((round(h.score, 6), h.chunk.doc_id, h.chunk.ordinal)
+                                      for h in row))
+            lexical = index.lexical()
+            for query in QUERIES:
+                (top, scores), = lexical.ranked([query], 50)
+                chunks = index.chunks(top)
+                out.append(sorted((chunks[i].doc_id, chunks[i].ordinal, scores[i]) for i in top))
+            return out
+
+    assert tantivy_state(tmp_path / "idx") == tantivy_state(fresh)
+
+
+@pytest.mark.parametrize("kind", ["hnsw", "ivfpq"])
+def test_an_approximate_index_keeps_its_trained_base(tmp_path: Path, kind: str) -> None:
+    """The base's graph or quantizer is kept, removed passages hidden, the new ones
+    searched exactly: recall@10 against exact search within 0.01 of a fresh build's."""
+    import numpy as np
+
+    rng = random.Random(31)
+    docs = {f"d{i:03d}.txt": _text(rng) for i in range(150)}
+    folder = _folder(tmp_path / "docs", docs)
+    _build([folder], tmp_path / "idx", index_type=kind)
+    for name in sorted(docs)[:20]:
+        docs[name] = _text(rng)
+    for name in sorted(docs)[20:30]:
+        del docs[name]
+    _folder(folder, docs)
+    _update([folder], tmp_path / "idx")
+    fresh = tmp_path / "fresh"
+    _build([folder], fresh, index_type=kind)
+    queries = [_text(rng) for _ in range(30)]
+
+    def recall(target: Path) -> float:
+        with open_index(target) as index:
+            assert index.index_type == kind
+            index.use_embedder(_embedder())
+            texts = {}
+            for c in index.iter_chunks():
+                texts[(c.doc_id, c.ordinal)] = f"{c.title}. {c.text}" if c.title else c.text
+            keys = sorted(texts)
+            matrix = _embedder().embed([texts[k] for k in keys])
+            found = index.search(queries, 10, "dense")
+            qv = _embedder().embed(queries)
+            hits = 0
+            for row, vec in zip(found, qv):
+                exact = {keys[i] for i in np.argsort(-(matrix @ vec), kind="stable")[:10]}
+                hits += len(exact & {(h.chunk.doc_id, h.chunk.ordinal) for h in row})
+                assert len({h.chunk_id for h in row}) == len(row) == 10
+            return hits / (10 * len(queries))
+
+    updated, built = recall(tmp_path / "idx"), recall(fresh)
+    assert updated >= built - 0.01, (updated, built)
+
+
+def test_a_wikipedia_dump_is_updated_per_page(tmp_path: Path) -> None:
+    """A newer dump at the same path: the edited page re-embedded, the deleted one
+    removed, the others (same page id, same text) untouched."""
+    import bz2
+
+    from conftest import MINI_WIKI
+
+    text = bz2.decompress(MINI_WIKI.read_bytes()).decode("utf-8")
+    dump = tmp_path / "wiki.xml"
+    dump.write_text(text, encoding="utf-8")
+    _build([dump], tmp_path / "idx")
+    pages = json.loads((tmp_path / "idx" / "meta.json").read_text())["counts"]["documents"]
+    with open_index(tmp_path / "idx") as index:
+        ids = sorted({c.doc_id for c in index.iter_chunks()})
+    edit = text.index(f"<id>{ids[0]}</id>")
+    at = text.index(">", text.index("<text", edit)) + 1
+    text = text[:at] + "Zulu glacier meadow, an edit of this revision. " + text[at:]
+    gone = text.rindex("<page>", 0, text.index(f"<id>{ids[1]}</id>"))
+    text = text[:gone] + text[text.index("</page>", gone) + len("</page>"):]
+    dump.write_text(text, encoding="utf-8")
+    u = _update([dump], tmp_path / "idx").update
+    assert (u["changed"], u["removed"], u["added"], u["unchanged"]) == (1, 1, 0, pages - 2)
+    assert state(tmp_path / "idx") == _fresh([dump], tmp_path)
