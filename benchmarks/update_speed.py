@@ -200,6 +200,7 @@ def main() -> None:
                              build["seconds"], f"{step['share_of_full_build']:.1%}",
                              step["peak_rss_mib"], step["generation_mib"], record["index_mib"]])
             data["runs"].append(record)
+            write_results(args.results, data)  # each model's figures as soon as they are in
             shutil.rmtree(index)
             shutil.rmtree(docs)
     write_results(args.results, data)
