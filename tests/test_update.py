@@ -612,3 +612,24 @@ def test_a_wikipedia_dump_is_updated_per_page(tmp_path: Path) -> None:
     u = _update([dump], tmp_path / "idx").update
     assert (u["changed"], u["removed"], u["added"], u["unchanged"]) == (1, 1, 0, pages - 2)
     assert state(tmp_path / "idx") == _fresh([dump], tmp_path)
+
+
+def test_past_the_drift_bound_an_update_advises_a_rebuild(tmp_path: Path) -> None:
+    rng = random.Random(40)
+    docs = _corpus(rng, 40)
+    folder = _folder(tmp_path / "docs", docs)
+    _build([folder], tmp_path / "idx")
+    said: list[str] = []
+    docs["doc000.txt"] = _text(rng)
+    _folder(folder, docs)
+    options = BuildOptions(chunk_words=12, update=True)
+    build_index([folder], tmp_path / "idx", options, embedder=_embedder(), on_warning=said.append)
+    meta = json.loads((tmp_path / "idx" / "meta.json").read_text())
+    assert not said and meta["last_update"]["rebuild_advised"] is False
+    for name in sorted(docs)[1:10]:
+        docs[name] = _text(rng)
+    _folder(folder, docs)
+    build_index([folder], tmp_path / "idx", options, embedder=_embedder(), on_warning=said.append)
+    meta = json.loads((tmp_path / "idx" / "meta.json").read_text())
+    assert meta["last_update"]["rebuild_advised"] is True
+    assert len(said) == 1 and "a build without --update now makes it smaller" in said[0]

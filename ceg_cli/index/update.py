@@ -59,6 +59,11 @@ from .store import connect_readonly, read_meta
 
 #: Passages handed to the model at once (the builder's ``EMBED_CALL_SIZE``).
 EMBED_CALL_SIZE = 1024
+#: Past this share of the base's passages changed (removed, or added since), an update
+#: says a rebuild is better: the base's files hold that much dead weight, the
+#: generation's exact vectors cost their whole count at every search, and an
+#: approximate base's trained quantizer or graph has not seen that share of the corpus.
+REBUILD_SHARE = 0.25
 #: The document keys of one source: (source, key).
 Key = tuple[str, str]
 
@@ -106,6 +111,12 @@ def update_index(
         plan.close()
         return report
     new_meta = plan.write(embedder, progress, report)
+    entry = new_meta["generation"]
+    drift = (entry["delta_chunks"] + entry["removed"]) / max(1, entry["base_chunks"])
+    if new_meta["last_update"]["rebuild_advised"]:
+        warn(f"index at {target}: {drift:.0%} of its base's passages have changed since its "
+             f"full build (more than {REBUILD_SHARE:.0%}): a build without --update now "
+             "makes it smaller and its search as fast and as trained as a new index's")
     report.update = new_meta["last_update"]
     report.total_chunks = new_meta["counts"]["chunks"]
     report.total_documents = new_meta["counts"]["documents"]
@@ -444,7 +455,9 @@ class _Plan:
             "sources": sources,
             "languages": languages,
             "last_update": {"at": now, **self.counts, "passages_embedded": embedded,
-                            "seconds": round(seconds, 3), "prune": self.prune},
+                            "seconds": round(seconds, 3), "prune": self.prune,
+                            "rebuild_advised": (entry["delta_chunks"] + entry["removed"])
+                            > REBUILD_SHARE * entry["base_chunks"]},
         })
         if lexical is not None:
             meta["lexical"] = lexical
