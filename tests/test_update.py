@@ -633,3 +633,17 @@ def test_past_the_drift_bound_an_update_advises_a_rebuild(tmp_path: Path) -> Non
     meta = json.loads((tmp_path / "idx" / "meta.json").read_text())
     assert meta["last_update"]["rebuild_advised"] is True
     assert len(said) == 1 and "a build without --update now makes it smaller" in said[0]
+
+
+def test_a_generation_outside_the_index_is_refused(tmp_path: Path) -> None:
+    folder = _folder(tmp_path / "docs", _corpus(random.Random(41), 2))
+    _build([folder], tmp_path / "idx")
+    (folder / "doc000.txt").write_text("Changed. Kilo.")
+    _update([folder], tmp_path / "idx")
+    meta_path = tmp_path / "idx" / "meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["generation"]["dir"] = "../elsewhere"
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(Exception, match="field 'generation.dir' should be a generation "
+                       "folder's name"):
+        open_index(tmp_path / "idx")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -116,6 +117,14 @@ FIELDS: list[tuple[str, Any, Callable[[Any], bool], str]] = [
     ("lexical.passages", True, _int(0), "a whole number >= 0"),
     ("lexical.files", False, _object, "an object"),
     ("lexical_skipped", False, _text, "a string"),
+    # An index updated in place (``generation``): the folder it names is an update's own.
+    ("generation", False, _object, "an object"),
+    ("generation.number", True, _int(1), "a whole number >= 1"),
+    ("generation.dir", True, lambda v: isinstance(v, str) and re.fullmatch(r"gen-\d{6}", v)
+     is not None, "a generation folder's name (gen-NNNNNN)"),
+    ("generation.base_chunks", True, _int(0), "a whole number >= 0"),
+    ("generation.delta_chunks", True, _int(0), "a whole number >= 0"),
+    ("generation.removed", True, _int(0), "a whole number >= 0"),
     ("build", False, _object, "an object"),
     ("build.engine", True, _text, "an engine name (a string)"),
     ("build.workers", True, _int(1), "a whole number >= 1"),

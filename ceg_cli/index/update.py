@@ -176,7 +176,9 @@ def _load_model(meta: dict[str, Any], options: BuildOptions) -> Embedder:
         meta["model"]["name"], batch_size=options.batch_size,
         backend=choose_backend(options.backend, meta["model"].get("backend", "torch")),
         device=options.device,
-        precision=options.precision if options.precision != "auto" else "float32",
+        # The index's own float width, unless told: its new vectors computed as its old.
+        precision=options.precision if options.precision != "auto"
+        else str(meta["model"].get("precision", "float32")).replace("mixed", "auto"),
     )
 
 
