@@ -349,7 +349,7 @@ def test_an_older_ceg_refuses_an_updated_index(tmp_path: Path,
 def test_cli_update_prints_one_summary_line(tmp_path: Path, run_cli: Any, fake_models: None,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(update_module, "load_embedder", lambda *a, **k: HashEmbedder())
-    folder = _folder(tmp_path / "docs", _corpus(random.Random(15), 3))
+    folder = _folder(tmp_path / "docs", _corpus(random.Random(15), 40))
     index = tmp_path / "idx"
     assert run_cli("index", "build", folder, "--index", index, "-q").exit_code == 0
     (folder / "doc001.txt").write_text("Edited. Mike oscar.")
@@ -357,7 +357,7 @@ def test_cli_update_prints_one_summary_line(tmp_path: Path, run_cli: Any, fake_m
     assert result.exit_code == 0, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(
-        f"updated {index}: 0 documents added, 1 changed, 0 removed, 2 unchanged;")
+        f"updated {index}: 0 documents added, 1 changed, 0 removed, 39 unchanged;")
     info = run_cli("index", "info", "--index", index)
     assert "last update" in info.stdout and "1 changed" in info.stdout
 

@@ -27,20 +27,19 @@ fresh build would give (``tests/test_update.py``); their ids differ.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import IndexLoadError
-from .layout import CHUNKS_FILE, META_FILE, VECTORS_FILE
+from .layout import CHUNKS_FILE, META_FILE, VECTORS_FILE, is_generation_name
 
 if TYPE_CHECKING:
     import numpy as np
 
-#: A generation folder's name: ``gen-`` and six digits (its number).
-GENERATION_RE = re.compile(r"gen-\d{6}")
+__all__ = ["LAYERED_FORMAT", "LayeredVectors", "ScatteredLexical", "is_generation_name"]
+
 #: The index format of an updated index: a ceg before updates must refuse it (it would
 #: read the base alone and return removed passages), not read it.
 LAYERED_FORMAT = 3
@@ -48,11 +47,6 @@ LAYERED_FORMAT = 3
 
 def generation_name(number: int) -> str:
     return f"gen-{number:06d}"
-
-
-def is_generation_name(name: str) -> bool:
-    """Whether ``name`` is one an update writes in an index directory (``remove_built``)."""
-    return GENERATION_RE.fullmatch(name) is not None
 
 
 def generation_of(meta: dict[str, Any]) -> dict[str, Any] | None:

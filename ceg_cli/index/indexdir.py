@@ -52,7 +52,7 @@ def remove_built(path: Path) -> list[str]:
         entries = list(path.iterdir())
     except FileNotFoundError:
         return []
-    from .generation import is_generation_name  # an update's folders (``gen-NNNNNN``)
+    from .layout import is_generation_name  # an update's folders (``gen-NNNNNN``)
 
     left = []
     for entry in entries:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import IndexLoadError
+from .layout import GENERATION_PATTERN
 
 #: "required" in FIELDS: where the index has vectors / where it has none.
 _VECTORS = object()
@@ -120,8 +121,9 @@ FIELDS: list[tuple[str, Any, Callable[[Any], bool], str]] = [
     # An index updated in place (``generation``): the folder it names is an update's own.
     ("generation", False, _object, "an object"),
     ("generation.number", True, _int(1), "a whole number >= 1"),
-    ("generation.dir", True, lambda v: isinstance(v, str) and re.fullmatch(r"gen-\d{6}", v)
-     is not None, "a generation folder's name (gen-NNNNNN)"),
+    ("generation.dir", True,
+     lambda v: isinstance(v, str) and re.fullmatch(GENERATION_PATTERN, v) is not None,
+     "a generation folder's name (gen-NNNNNN)"),
     ("generation.base_chunks", True, _int(0), "a whole number >= 0"),
     ("generation.delta_chunks", True, _int(0), "a whole number >= 0"),
     ("generation.removed", True, _int(0), "a whole number >= 0"),

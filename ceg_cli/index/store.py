@@ -95,7 +95,7 @@ def _not_index_files(path: Path) -> list[str]:
     """What a folder holds besides an index's own files (which a build would not replace)."""
     own = {VECTORS_FILE, CHUNKS_FILE, LEXICAL_DIR, *FOREIGN_OK}
     try:
-        from .generation import is_generation_name
+        from .layout import is_generation_name
 
         return sorted(p.name for p in path.iterdir()
                       if p.name not in own and not is_generation_name(p.name))
