@@ -547,7 +547,7 @@ def test_a_tantivy_lexical_part_is_updated(tmp_path: Path) -> None:
     assert tantivy_state(tmp_path / "idx") == tantivy_state(fresh)
 
 
-@pytest.mark.parametrize("kind", ["hnsw", "ivfpq"])
+@pytest.mark.parametrize("kind", ["hnsw", "ivfpq", "ivfpqfs"])
 def test_an_approximate_index_keeps_its_trained_base(tmp_path: Path, kind: str) -> None:
     """The base's graph or quantizer is kept, removed passages hidden, the new ones
     searched exactly: recall@10 against exact search within 0.01 of a fresh build's."""
