@@ -80,16 +80,20 @@ def state(target: Path) -> dict[str, Any]:
             "passages": sorted((c.source, c.doc_id, c.ordinal, c.title, c.start, c.end, c.text)
                                for c in index.iter_chunks()),
             "size": index.size,
+            "counts": index.meta["counts"],
+            "languages": index.meta["languages"],
+            "per_source": sorted((s["path"], s["documents"], s["chunks"])
+                                 for s in index.meta["sources"]),
         }
         methods = ["lexical"] if index.lexical_only else ["dense", "lexical", "hybrid"]
         if not index.lexical_only:
             index.use_embedder(_embedder())
-        bm25 = [index.lexical().scores(q) for q in QUERIES] if index.has_lexical else None
+        bm25 = [_bm25(index, q) for q in QUERIES] if index.has_lexical else None
         for method in methods:
             rankings = []
             for n, row in enumerate(index.search(QUERIES, 5, method)):
                 passages = [(h.chunk.doc_id, h.chunk.ordinal, h.chunk.text) for h in row]
-                lex = [float(bm25[n][h.chunk_id]) for h in row] if bm25 is not None else []
+                lex = [bm25[n].get(h.chunk_id, 0.0) for h in row] if bm25 is not None else []
                 cosines = [h.score for h in row]
                 keys: list[Any] = (cosines if method == "dense" else lex if method == "lexical"
                                    else list(zip(cosines, lex)))
@@ -98,11 +102,20 @@ def state(target: Path) -> dict[str, Any]:
         if bm25 is not None:
             out["bm25"] = []
             for scores in bm25:
-                ids = [int(i) for i in range(len(scores)) if scores[i] > 0]
-                chunks = index.chunks(ids)
-                out["bm25"].append(sorted((chunks[i].doc_id, chunks[i].ordinal,
-                                           float(scores[i])) for i in ids))
+                chunks = index.chunks(scores)
+                out["bm25"].append(sorted((chunks[i].doc_id, chunks[i].ordinal, score)
+                                          for i, score in scores.items()))
     return out
+
+
+def _bm25(index: Any, query: str) -> dict[int, float]:
+    """Every passage's BM25 score for ``query`` (those above 0), by passage id."""
+    lexical = index.lexical()
+    if hasattr(lexical, "ranked"):  # tantivy: its whole ranking
+        ((top, scores),) = lexical.ranked([query], index.size)
+        return {i: float(scores[i]) for i in top}
+    array = lexical.scores(query)
+    return {int(i): float(array[i]) for i in range(len(array)) if array[i] > 0}
 
 
 def _folder(path: Path, docs: dict[str, str]) -> Path:
@@ -122,10 +135,10 @@ def _corpus(rng: random.Random, n: int) -> dict[str, str]:
     return {f"doc{i:03d}.txt": _text(rng) for i in range(n)}
 
 
-def _fresh(sources: list[Path], tmp: Path, name: str = "fresh") -> dict[str, Any]:
+def _fresh(sources: list[Path], tmp: Path, name: str = "fresh", **kw: Any) -> dict[str, Any]:
     target = tmp / name
     shutil.rmtree(target, ignore_errors=True)
-    _build(sources, target)
+    _build(sources, target, **kw)
     try:
         return state(target)
     finally:
@@ -365,15 +378,19 @@ def test_cli_update_prints_one_summary_line(tmp_path: Path, run_cli: Any, fake_m
 # ------------------------------------------------------------------ the property
 
 
-def test_twenty_rounds_of_random_edits_equal_fresh_builds(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [{}, {"lexical_engine": "tantivy"}, {"retrieval": "lexical"}],
+                         ids=["bm25s", "tantivy", "lexical-only"])
+def test_twenty_rounds_of_random_edits_equal_fresh_builds(tmp_path: Path,
+                                                          kind: dict[str, Any]) -> None:
     """Random edits, deletions and additions, 20 rounds: after each update the index
-    holds the passages of a fresh build and ranks as it does (dense, lexical, hybrid,
-    BM25 scores), whatever the generations behind it."""
+    holds the passages of a fresh build, its counts and languages, and ranks as it does
+    (dense, lexical, hybrid, BM25 scores), whatever the generations behind it; with
+    either lexical engine, and without vectors."""
     rng = random.Random(56)
     docs = _corpus(rng, 12)
     folder = _folder(tmp_path / "docs", docs)
     target = tmp_path / "idx"
-    _build([folder], target)
+    _build([folder], target, **kind)
     serial = 100
     for round_ in range(20):
         for name in rng.sample(sorted(docs), k=min(len(docs), rng.randint(0, 3))):
@@ -384,10 +401,10 @@ def test_twenty_rounds_of_random_edits_equal_fresh_builds(tmp_path: Path) -> Non
             serial += 1
             docs[f"doc{serial:03d}.txt"] = _text(rng)
         _folder(folder, docs)
-        report = _update([folder], target)
+        report = _update([folder], target, **kind)
         assert report.update["unchanged"] + report.update["changed"] + \
             report.update["added"] == len(docs), round_
-        assert state(target) == _fresh([folder], tmp_path), f"round {round_}"
+        assert state(target) == _fresh([folder], tmp_path, **kind), f"round {round_}"
         named = {p.name for p in target.iterdir() if is_generation_name(p.name)}
         assert len(named) <= 2, named
 
