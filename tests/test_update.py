@@ -664,3 +664,16 @@ def test_a_generation_outside_the_index_is_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="field 'generation.dir' should be a generation "
                        "folder's name"):
         open_index(tmp_path / "idx")
+
+
+def test_an_index_from_before_languages_is_refused_with_advice(tmp_path: Path) -> None:
+    import sqlite3
+
+    folder = _folder(tmp_path / "docs", _corpus(random.Random(42), 3))
+    _build([folder], tmp_path / "idx")
+    with sqlite3.connect(tmp_path / "idx" / "chunks.sqlite") as db:
+        db.execute("ALTER TABLE chunks DROP COLUMN language")
+    (folder / "doc000.txt").write_text("Changed. Kilo.")
+    with pytest.raises(UsageError, match="built before ceg recorded each passage's language; "
+                       "rebuild it once without --update"):
+        _update([folder], tmp_path / "idx")

@@ -211,6 +211,12 @@ class _Plan:
         self.entry = generation_of(meta)
         self.number = self.entry["number"] if self.entry else 0
         self.db = connect_readonly(target / CHUNKS_FILE)
+        columns = {row[1] for row in self.db.execute("PRAGMA main.table_info(chunks)")}
+        if "language" not in columns:
+            self.db.close()
+            raise UsageError(f"--update: index at {target} was built before ceg recorded each "
+                             "passage's language; rebuild it once without --update, then "
+                             "update it")
         (self.base_total,) = self.db.execute("SELECT count(*) FROM main.chunks").fetchone()
         if self.entry is not None:
             attach_generation(self.db, target / self.entry["dir"])
