@@ -91,7 +91,12 @@ def state(target: Path) -> dict[str, Any]:
         bm25 = [_bm25(index, q) for q in QUERIES] if index.has_lexical else None
         for method in methods:
             rankings = []
-            for n, row in enumerate(index.search(QUERIES, 5, method)):
+            # Hybrid fuses each method's top 50: a tie at the 50th place is broken by
+            # passage id (bm25s) or segment order (tantivy), which decides the union that
+            # the scores are normalised over. Searched to the full depth, no place is cut.
+            k = index.size if method == "hybrid" else 5
+            for n, row in enumerate(index.search(QUERIES, k, method)):
+                row = row[:5]
                 passages = [(h.chunk.doc_id, h.chunk.ordinal, h.chunk.text) for h in row]
                 lex = [bm25[n].get(h.chunk_id, 0.0) for h in row] if bm25 is not None else []
                 cosines = [h.score for h in row]
