@@ -34,11 +34,12 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 #: Part of every key: a cache written by another layout of this script is not read.
-#: v2: fields framed by length, the runner's OS and Python in the key.
-KEY_PREFIX = "ceg-index-v2"
+#: v2: fields framed by length, the runner's OS and Python in the key. v3: the build's
+#: settings (``settings_prefix``) before the contents' digest, for ``restore-keys``.
+KEY_PREFIX = "ceg-index-v3"
 #: Beside the index (``.NAME.ceg-action``), cached with it: the key it was built
 #: under and a digest of its meta.json, so that an index left by anything else (an
 #: older cache entry, a checkout, a self-hosted runner's last job) is not taken
@@ -173,6 +174,21 @@ def runner() -> str:
     return f"{platform.system()}-{platform.machine()}-py{sys.version_info[0]}.{sys.version_info[1]}"
 
 
+def settings_prefix(sources: Sequence[Path], build_args: str) -> str:
+    """The start of the keys of every index built with these settings (the runner, ceg's
+    version, the build's options, the sources' names) whatever the sources hold: the
+    cache restores the newest of them (``restore-keys``) and ``build`` updates it
+    (``ceg index build --update``). An index of other settings is never restored."""
+    digest = hashlib.sha256()
+    _frame(digest, b"R", runner().encode())
+    _frame(digest, b"V", ceg_version().encode())
+    _frame(digest, b"A", build_args.encode("utf-8", "surrogateescape"))
+    _frame(digest, b"n", str(len(sources)).encode())
+    for source in sources:
+        _frame(digest, b"S", _name(source))
+    return f"{KEY_PREFIX}-{runner()}-{digest.hexdigest()[:16]}-"
+
+
 def index_key(index: Path, sources: Sequence[Path], build_args: str) -> str:
     """What the cache is keyed by: the runner, and the sources an index is built from
     (names and bytes, with ceg's version and the build's options), or a ready index's
@@ -190,6 +206,7 @@ def index_key(index: Path, sources: Sequence[Path], build_args: str) -> str:
         for source in sources:
             _frame(digest, b"S", _name(source))
             _digest_source(source, digest)
+        return f"{settings_prefix(sources, build_args)}{digest.hexdigest()[:40]}"
     else:
         meta = index / "meta.json"
         if not meta.is_file():
@@ -225,6 +242,15 @@ def stale_reason(index: Path, key: str) -> str | None:
     return None
 
 
+def _stamp(index: Path) -> dict[str, Any]:
+    """The stamp beside ``index`` (empty without a readable one)."""
+    try:
+        stamp = json.loads(stamp_path(index).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return stamp if isinstance(stamp, dict) else {}
+
+
 def write_stamp(index: Path, key: str) -> None:
     stamp = stamp_path(index)
     part = stamp.with_name(stamp.name + ".part")
@@ -241,6 +267,8 @@ def cmd_key(args: argparse.Namespace) -> int:
         write_output("key", "")  # no index: the records check against their contexts
         return 0
     write_output("key", index_key(index, sources, args.build_args))
+    # The newest cache of the same settings, when none has this key: updated, not rebuilt.
+    write_output("restore", settings_prefix(sources, args.build_args) if sources else "")
     # Cached with the index (a path relative to the workspace, as the index's is).
     write_output("stamp", Path(os.path.relpath(stamp_path(index), workspace())).as_posix())
     return 0
@@ -257,10 +285,17 @@ def cmd_build(args: argparse.Namespace) -> int:
         print(f"index {index} was built from these sources and options; not rebuilt")
         write_output("built", "false")
         return 0
-    if why != "no index there":
+    stamp = _stamp(index)
+    update = why == "it was built from other sources or options" and \
+        str(stamp.get("key", "")).startswith(settings_prefix(sources, args.build_args)) and \
+        stamp.get("meta_sha256") == _meta_sha256(index)
+    if update:
+        # Restored by the settings' prefix: the same options, older contents.
+        print(f"index {index} is updated: its sources changed since it was built")
+    elif why != "no index there":
         print(f"index {index} is rebuilt: {why}")
     command = [*ceg_command(), "index", "build", *map(str, sources), "--index", str(index),
-               *shlex.split(args.build_args)]
+               *(["--update", "--prune"] if update else []), *shlex.split(args.build_args)]
     print("running: " + shlex.join(command), flush=True)
     code = subprocess.run(command).returncode
     if code == 0:

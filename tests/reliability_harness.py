@@ -85,7 +85,7 @@ kill_at = os.environ.get("CEG_TEST_KILL_AT", "")
 if kill_at == "before-swap":
     ceg_cli.index.indexdir.swap_into_place = die
 elif kill_at == "after-fsync":
-    then_die(ceg_cli.index.indexdir, "_fsync_tree")
+    then_die(ceg_cli.index.indexdir, "fsync_tree")
 elif kill_at == "after-exchange":
     then_die(ceg_cli.index.indexdir, "_exchange")
 elif kill_at == "between-renames":

@@ -78,6 +78,8 @@ def test_the_action_is_composite_and_its_steps_use_its_inputs_safely() -> None:
     # The index and models are restored and saved under the key the script computes.
     restore, save = (s for s in steps if "actions/cache/" in s.get("uses", ""))
     assert restore["with"]["key"] == save["with"]["key"] == "${{ steps.key.outputs.key }}"
+    # Issue 56: else the newest index of the same settings, which the build step updates.
+    assert restore["with"]["restore-keys"] == "${{ steps.key.outputs.restore }}"
     # The index is the input, else the project file's, as the key step resolves it.
     assert "${{ steps.key.outputs.index }}" in restore["with"]["path"]
     assert "${{ steps.key.outputs.index }}" in save["with"]["path"]
@@ -238,7 +240,7 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     first = _run_script("key", "--index", index, "--sources", docs, env=env, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     key = _outputs(outputs)["key"]
-    assert re.fullmatch(r"ceg-index-v2-[A-Za-z]+-\w+-py3\.\d+-[0-9a-f]{40}", key)
+    assert re.fullmatch(r"ceg-index-v3-[A-Za-z]+-\w+-py3\.\d+-[0-9a-f]{16}-[0-9a-f]{40}", key)
     assert _outputs(outputs)["stamp"] == ".index.ceg-action"
     assert _outputs(outputs)["index"] == str(index)  # the cache and build steps use it
     same = _run_script("key", "--index", index, "--sources", docs, cwd=tmp_path)
@@ -264,7 +266,10 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     rebuilt = _run_script("build", "--index", index, "--sources", docs, "--key", new_key,
                           env=env, cwd=tmp_path)
     assert rebuilt.returncode == 0, rebuilt.stderr
-    assert "is rebuilt: it was built from other sources or options" in rebuilt.stdout
+    # Issue 56: the same settings, so the index is updated per document, not rebuilt.
+    assert "is updated: its sources changed since it was built" in rebuilt.stdout
+    assert "1 documents added, 0 changed, 0 removed, 3 unchanged; 1 passages embedded" \
+        in rebuilt.stderr
     assert _outputs(outputs)["built"] == "true"
     meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
     assert meta["counts"]["documents"] == 4, meta["counts"]
@@ -273,7 +278,7 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     assert "not rebuilt" in again.stdout and _outputs(outputs)["built"] == "false"
     # A committed index is keyed by its own digest.
     ready = _run_script("key", "--index", index, cwd=tmp_path).stdout.splitlines()[1]
-    assert ready.startswith("key=ceg-index-v2-") and ready != f"key={new_key}"
+    assert ready.startswith("key=ceg-index-v3-") and ready != f"key={new_key}"
 
     summary = tmp_path / "step_summary.md"
     summary.write_text("earlier step\n", encoding="utf-8")
@@ -396,8 +401,21 @@ def test_a_restored_index_of_other_sources_is_rebuilt(
     second = _key(script, "kb")
     assert second != first
     out = build(second)
-    assert "is rebuilt: it was built from other sources or options" in out
+    # Issue 56: the same settings, other contents: updated per document, not rebuilt.
+    assert "is updated: its sources changed since it was built" in out
     assert "built=true" in out and len(script.builds) == 2
+    assert script.builds[-1][-2:] == ["--update", "--prune"]
+    # Other settings (a build option): never updated into, rebuilt.
+    other = _key(script, "kb", build_args="--lexical")
+    assert not other.startswith(script.settings_prefix([Path("kb")], ""))
+    capsys.readouterr()
+    assert script.main(["build", "--index", "index", "--sources", "kb", "--key", other,
+                        "--build-args", "--lexical"]) == 0
+    assert "is rebuilt: it was built from other sources or options" in capsys.readouterr().out
+    assert "--update" not in script.builds[-1]
+    script.builds.pop()
+    build(second)
+    script.builds.pop()
     assert "not rebuilt" in build(second) and len(script.builds) == 2
     # The index changed behind the stamp (built again by hand): rebuilt.
     (tmp_path / "index" / "meta.json").write_text('{"by": "hand"}')
@@ -445,10 +463,10 @@ def test_cache_keys_name_the_runners_os_and_python(
     import platform
 
     python = f"py{sys.version_info[0]}.{sys.version_info[1]}"
-    assert key.startswith(f"ceg-index-v2-{platform.system()}-{platform.machine()}-{python}-")
+    assert key.startswith(f"ceg-index-v3-{platform.system()}-{platform.machine()}-{python}-")
     monkeypatch.setattr(script.platform, "system", lambda: "Windows")
     other = _key(script, "a.md")
-    assert other.startswith("ceg-index-v2-Windows-") and other[-40:] != key[-40:]
+    assert other.startswith("ceg-index-v3-Windows-") and other[-40:] != key[-40:]
 
 
 @pytest.mark.parametrize("option", ["--index", "--report", "--out", "--junit"])

@@ -118,3 +118,4 @@ def test_the_python_examples_of_docs_api_run_as_written(
     assert "nonfactual not_enough_evidence" in out
     assert "['factual', 'factual', 'error']" in out
     assert "--evidence everywhere: choose one of auto, contexts, index, both" in out
+    assert "1 1 1\n" in out  # the update block: one changed, one unchanged, one embedded

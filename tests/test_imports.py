@@ -80,8 +80,10 @@ ROOMS = {
         # Its two halves, each reading and writing its own files.
         "dense": 1,
         "lexical": 1,
-        # Opening an index for search reads both halves (``Index``).
+        # Opening an index for search reads both halves (``Index``), and an updated
+        # index's base and generation through their views (``generation``).
         "store": 2,
+        "generation": 2,
         "": 2,
         # Building writes everything, and reads what is already there.
         "build": 3,

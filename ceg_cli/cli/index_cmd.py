@@ -85,6 +85,14 @@ def build(
     append: bool = typer.Option(
         False, "--append", help="Add to the existing index; unchanged sources are skipped."
     ),
+    update: bool = typer.Option(
+        False, "--update", help="Bring the existing index in step with SOURCEs per document: "
+        "re-embed changed documents, remove gone ones, add new ones; sources of the index not "
+        "named are kept (docs/cli.md).",
+    ),
+    prune: bool = typer.Option(
+        False, "--prune", help="With --update: also remove the index's sources not named."
+    ),
     batch_size: int = typer.Option(
         64, "--batch-size", min=1, help="Passages per model batch."
     ),
@@ -200,6 +208,8 @@ def build(
         device=device.value,
         precision=precision.value,
         append=append,
+        update=update,
+        prune=prune,
         follow_symlinks=follow_symlinks,
         resume=resume,
         multistream_index=multistream_index,
@@ -221,6 +231,14 @@ def build(
                           f"{'s' if nodes != 1 else ''}")
     if report.resumed_chunks:
         err_console.print(f"resumed: {report.resumed_chunks} passages were already committed")
+    if report.update is not None:
+        u = report.update
+        err_console.print(
+            f"updated {index}: {u['added']} documents added, {u['changed']} changed, "
+            f"{u['removed']} removed, {u['unchanged']} unchanged; {u['passages_embedded']} "
+            f"passages embedded in {report.seconds:.1f} s; it now holds "
+            f"{report.total_documents} documents, {report.total_chunks} passages")
+        return
     for path in report.unchanged:
         err_console.print(f"unchanged, skipped: {path}")
     for path in report.replaced:
@@ -265,6 +283,12 @@ def info(
     row("index", str(index))
     row("format", str(meta["format_version"]))
     row("built by", f"ceg {meta.get('ceg_version', '?')} at {meta.get('updated_at')}")
+    if "last_update" in meta:  # ``--update`` (index/update.py)
+        u = meta["last_update"]
+        row("last update", f"{u['at']}: {u['added']} added, {u['changed']} changed, "
+            f"{u['removed']} removed, {u['unchanged']} unchanged documents; "
+            f"{u['passages_embedded']} passages embedded (generation "
+            f"{meta['generation']['number']})")
     row("documents", str(meta["counts"]["documents"]))
     row("passages", str(meta["counts"]["chunks"]))
     # Indexes built before languages read every document as English.

@@ -10,9 +10,11 @@ Layout of an index directory::
     lexical/        BM25 over the same passages (``lexical``); absent in an
                     index built before it existed, which is then dense only
 
-An index is never modified in place: ``builder`` writes a complete new
-directory and renames it into place, so readers can open every file
-read-only (SQLite ``immutable``, FAISS memory-mapped).
+An index file is never modified in place: ``builder`` writes a complete new
+directory and renames it into place, and ``update`` (``--update``) writes a new
+generation folder beside the files and switches ``meta.json`` to it
+(``generation``), so readers can open every file read-only (SQLite
+``immutable``, FAISS memory-mapped).
 """
 
 from __future__ import annotations

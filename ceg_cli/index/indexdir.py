@@ -66,9 +66,11 @@ def remove_built(path: Path) -> list[str]:
     """
     if not _is_real_dir(path):
         return [path.name] if os.path.lexists(path) else []
+    from .layout import is_generation_name  # an update's folders (``gen-NNNNNN``)
+
     left = []
     for entry in list(path.iterdir()):
-        if entry.name not in BUILT_NAMES:
+        if entry.name not in BUILT_NAMES and not is_generation_name(entry.name):
             left.append(entry.name)
         elif _is_real_dir(entry):
             shutil.rmtree(entry, ignore_errors=True)  # rmtree unlinks links, never follows
@@ -416,10 +418,10 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def _fsync_tree(path: Path) -> None:
+def fsync_tree(path: Path) -> None:
     for file in path.iterdir():
         if file.is_dir():  # the lexical index's folder
-            _fsync_tree(file)
+            fsync_tree(file)
             continue
         with open(file, "rb") as fh:
             os.fsync(fh.fileno())
@@ -435,7 +437,7 @@ def swap_into_place(tmp: Path, target: Path) -> None:
     # The mark goes: it says "a build works here", and an index holds no such file.
     # A kill from here on leaves a whole index, which its meta.json marks.
     (tmp / OWNER_FILE).unlink(missing_ok=True)
-    _fsync_tree(tmp)
+    fsync_tree(tmp)
     if not os.path.lexists(target):
         os.rename(tmp, target)
         return

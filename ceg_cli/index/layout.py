@@ -7,14 +7,15 @@ reader can all use them without importing each other.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..types import Chunk
 
 #: The format a build with vectors writes; one without (``lexonly``) writes 2.
 FORMAT_VERSION = 1
-#: The newest format this ceg reads.
-READ_FORMAT_VERSION = 2
+#: The newest format this ceg reads (3: an index updated in place, ``generation``).
+READ_FORMAT_VERSION = 3
 META_FILE = "meta.json"
 VECTORS_FILE = "vectors.faiss"
 CHUNKS_FILE = "chunks.sqlite"
@@ -22,6 +23,8 @@ INDEX_FILES = (META_FILE, VECTORS_FILE, CHUNKS_FILE)
 #: The lexical (BM25) part's folder in an index (``lexical``).
 LEXICAL_DIR = "lexical"
 #: In a build's work directory (``buildwork``): what is built, and the vectors' shards.
+#: An update's generation folder in an index (``generation``): ``gen-`` and six digits.
+GENERATION_PATTERN = r"gen-\d{6}"
 MANIFEST = "manifest.json"
 SHARDS = "shards"
 
@@ -67,3 +70,8 @@ def embed_text(chunk: Chunk, mode: str) -> str:
 ENGINES = ("local", "ray")
 #: The lexical part's engines (``lexical.lexical_engine``): auto by size, or one named.
 LEXICAL_ENGINES = ("auto", "bm25s", "tantivy")
+
+
+def is_generation_name(name: str) -> bool:
+    """Whether ``name`` is one an update writes in an index directory (``remove_built``)."""
+    return re.fullmatch(GENERATION_PATTERN, name) is not None

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import IndexLoadError
+from .layout import GENERATION_PATTERN
 
 #: "required" in FIELDS: where the index has vectors / where it has none.
 _VECTORS = object()
@@ -117,6 +119,15 @@ FIELDS: list[tuple[str, Any, Callable[[Any], bool], str]] = [
     ("lexical.passages", True, _int(0), "a whole number >= 0"),
     ("lexical.files", False, _object, "an object"),
     ("lexical_skipped", False, _text, "a string"),
+    # An index updated in place (``generation``): the folder it names is an update's own.
+    ("generation", False, _object, "an object"),
+    ("generation.number", True, _int(1), "a whole number >= 1"),
+    ("generation.dir", True,
+     lambda v: isinstance(v, str) and re.fullmatch(GENERATION_PATTERN, v) is not None,
+     "a generation folder's name (gen-NNNNNN)"),
+    ("generation.base_chunks", True, _int(0), "a whole number >= 0"),
+    ("generation.delta_chunks", True, _int(0), "a whole number >= 0"),
+    ("generation.removed", True, _int(0), "a whole number >= 0"),
     ("build", False, _object, "an object"),
     ("build.engine", True, _text, "an engine name (a string)"),
     ("build.workers", True, _int(1), "a whole number >= 1"),

@@ -10,9 +10,11 @@ Layout of an index directory::
     lexical/        BM25 over the same passages (``lexical``); absent in an
                     index built before it existed, which is then dense only
 
-An index is never modified in place: ``builder`` writes a complete new
-directory and renames it into place, so readers can open every file
-read-only (SQLite ``immutable``, FAISS memory-mapped).
+An index file is never modified in place: ``builder`` writes a complete new
+directory and renames it into place, and ``update`` (``--update``) writes a new
+generation folder beside the files and switches ``meta.json`` to it
+(``generation``), so readers can open every file read-only (SQLite
+``immutable``, FAISS memory-mapped).
 """
 
 from __future__ import annotations
@@ -96,7 +98,10 @@ def _not_index_files(path: Path) -> list[str]:
     """What a folder holds besides an index's own files (which a build would not replace)."""
     own = {VECTORS_FILE, CHUNKS_FILE, LEXICAL_DIR, *FOREIGN_OK}
     try:
-        return sorted(p.name for p in path.iterdir() if p.name not in own)
+        from .layout import is_generation_name
+
+        return sorted(p.name for p in path.iterdir()
+                      if p.name not in own and not is_generation_name(p.name))
     except OSError:
         return []
 
@@ -225,7 +230,9 @@ class Index:
         if self.lexical_only:
             raise UsageError(f"--search-width: index at {self.path} was built with --retrieval "
                              "lexical and has no vectors to search; leave it out")
-        return apply(self._vectors, self.index_type, width, self.path)
+        # An updated index's own vectors are exact (flat): the width is the base's.
+        return apply(getattr(self._vectors, "base", self._vectors), self.index_type, width,
+                     self.path)
 
     def set_lexical_max_terms(self, max_terms: int | None) -> str | None:
         """Search the lexical part with only each query's ``max_terms`` rarest terms
@@ -269,10 +276,14 @@ class Index:
         if self._lexical is None:
             if not self.has_lexical:
                 raise UsageError(f"index at {self.path} has no lexical part")
-            check_lexical(self.meta, self.path)
+            from .generation import lexical_root, wrap_lexical
+
+            root = lexical_root(self.path, self.meta)  # an update's generation has its own
+            check_lexical(self.meta, root)
             try:
-                self._lexical = open_lexical(self.path / LEXICAL_DIR, self.size,
-                                             self.meta["lexical"], self.lexical_max_terms)
+                self._lexical = wrap_lexical(
+                    open_lexical(root / LEXICAL_DIR, self.size, self.meta["lexical"],
+                                 self.lexical_max_terms), self.meta, self._db)
             except IndexLoadError as exc:
                 raise IndexLoadError(
                     f"{exc}; rebuild the lexical part without re-embedding: "
@@ -444,6 +455,8 @@ def _open_once(path: Path, model: str | None, mmap: bool) -> Index:
         ) from exc
     db, rows = _open_store(path)
     expected = meta["counts"].get("chunks")
+    if "generation" in meta:  # updated in place (``generation``): base and generation
+        vectors, rows = _layered(path, meta, vectors, db, mmap)
     if vectors.d != meta["model"]["dimension"]:
         db.close()
         raise IndexLoadError(
@@ -485,6 +498,8 @@ def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> I
                          "and has no model; leave out --model")
     db, rows = _open_store(path)
     expected = meta["counts"].get("chunks")
+    if "generation" in meta:
+        _, rows = _layered(path, meta, None, db, False)
     if rows != expected:
         db.close()
         raise IndexLoadError(
@@ -492,6 +507,27 @@ def _open_lexical_only(path: Path, meta: dict[str, Any], model: str | None) -> I
             f"{META_FILE} says {expected}; rebuild the index"
         )
     return Index(path, meta, NoVectors(rows), db)
+
+
+def _layered(path: Path, meta: dict[str, Any], base: Any, db: sqlite3.Connection,
+             mmap: bool) -> tuple[Any, int]:
+    """An updated index's live passages and vectors (``generation``); closes ``db`` on
+    failure."""
+    from .generation import open_layered_store, open_layered_vectors, removed_ids
+
+    try:
+        rows = open_layered_store(path, meta, db)
+        if base is None:
+            return None, rows
+        if base.ntotal != meta["generation"]["base_chunks"]:
+            raise IndexLoadError(
+                f"index at {path} is inconsistent: {VECTORS_FILE} holds {base.ntotal} "
+                f"vectors, {META_FILE} says its base holds {meta['generation']['base_chunks']}"
+                "; rebuild the index")
+        return open_layered_vectors(path, meta, base, removed_ids(db), mmap), rows
+    except BaseException:
+        db.close()
+        raise
 
 
 def connect_readonly(db_path: Path) -> sqlite3.Connection:

@@ -116,9 +116,17 @@ def build_index(
     if embedder is None:
         # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
         check_device(options.backend, options.device, options.precision)
+    if options.prune and not options.update:
+        raise UsageError("--prune goes with --update: it removes the sources an update "
+                         "does not name")
     check_target(target)
     with build_target(target) as site:
-        report = _build(kinds, site, options, embedder, on_warning, progress)
+        if options.update and (site.path / META_FILE).exists():
+            from .update import update_index  # per document, in place (``generation``)
+
+            report = update_index(kinds, site.path, options, embedder, on_warning, progress)
+        else:
+            report = _build(kinds, site, options, embedder, on_warning, progress)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -163,6 +171,10 @@ def _existing(site: BuildTarget, options: BuildOptions) -> dict[str, Any] | None
     if not options.append or not (site.path / META_FILE).exists():
         return None
     old_meta = read_meta(site.path)
+    if "generation" in old_meta:  # its store is the base and a generation (``update``)
+        raise UsageError(f"--append: index at {site.given} has been updated in place; "
+                         "bring it in step with --update (per document), or rebuild it "
+                         "without --append")
     check_same_retrieval(old_meta, options, site.given)
     if not is_lexical_only(old_meta):
         check_model(old_meta, options.model, site.given)

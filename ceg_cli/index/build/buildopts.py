@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...progress import NO_PROGRESS, Progress
 from ..dense.vectors import AUTO_LARGE_THRESHOLD, AUTO_THRESHOLD
@@ -62,6 +63,10 @@ class BuildOptions:
     #: ``lexical`` decides), ``dense`` (no lexical part) or ``lexical`` (no vectors:
     #: nothing embedded, ``lexonly``).
     retrieval: str = "hybrid"
+    #: Bring the index in step with the sources per document (``update``).
+    update: bool = False
+    #: With ``update``: also remove the sources of the index that are not named.
+    prune: bool = False
 
 
 @dataclass
@@ -86,6 +91,8 @@ class BuildReport:
     worker_nodes: list[str] = field(default_factory=list)
     #: Whether the reading thread or processes tokenized for the model (``pretokenized``).
     pretokenized: bool = False
+    #: What ``--update`` did (meta.json's ``last_update``); None for a build.
+    update: dict[str, Any] | None = None
 
 
 #: Sources whose bytes read are counted against their size (folders are not).

@@ -50,7 +50,10 @@ def check_target(target: Path) -> None:
             "only into a new or empty directory or over its own index: choose another "
             "directory (a damaged ceg index: remove it yourself and build again)"
         )
-    foreign = sorted(p.name for p in target.iterdir() if p.name not in INDEX_ENTRIES)
+    from ..layout import is_generation_name
+
+    foreign = sorted(p.name for p in target.iterdir()
+                     if p.name not in INDEX_ENTRIES and not is_generation_name(p.name))
     if foreign:
         what = "a ceg index that also holds" if meta_path.exists() else "not a ceg index: it holds"
         raise UsageError(

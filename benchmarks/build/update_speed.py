@@ -1,0 +1,214 @@
+"""``ceg index build --update`` against a full build: time, memory and disk (issue 56).
+
+    .venv/bin/python benchmarks/build/update_speed.py [--passages 10000]
+        [--models default,static-minilm,lexical] [--results update_speed]
+
+The corpus is real text: the sample dump's articles cut into files of about
+``SECTION_WORDS`` words (a folder of Markdown-sized documents, as a docs site
+has), the dump's text used again, each sentence order turned, until the folder
+holds about ``--passages`` passages. For each model (``default``: the packaged
+all-MiniLM-L6-v2; ``static-minilm``; ``lexical``: ``--retrieval lexical``, no
+vectors), each step runs the real CLI in a subprocess whose peak memory
+(``VmHWM``) is sampled:
+
+1. a full build of the corpus (the cost every change paid before ``--update``);
+2. the first update of that index after one file changed: it also records each
+   document's digest (the one-time pass: every document of the changed source
+   is chunked and compared once);
+3. from a copy of the index after step 2, updates after 1 document, 1 % and
+   10 % of the documents changed (edits, deletions and additions, 3:1:1).
+
+Disk: the index's size before and after, and the generation folder an update
+writes (the most an update needs beside the index, with the generation before
+it, which is kept until the next update).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from _common import (
+    ENWIKI_SAMPLE,
+    command_line,
+    environment,
+    log,
+    markdown_table,
+    watch,
+    work_dir,
+    write_results,
+)
+
+SECTION_WORDS = 300
+SUMMARY = re.compile(r"(\d+) documents added, (\d+) changed, (\d+) removed, (\d+) unchanged; "
+                     r"(\d+) passages embedded")
+
+
+def make_corpus(folder: Path, passages: int) -> int:
+    """Cut the sample dump's articles into files until about ``passages`` passages."""
+    from ceg_cli.corpus import iter_documents
+
+    sections = []
+    for doc in iter_documents(ENWIKI_SAMPLE):
+        words = doc.text.split()
+        for start in range(0, len(words), SECTION_WORDS):
+            part = words[start:start + SECTION_WORDS]
+            if len(part) > 50:
+                sections.append((doc.title, " ".join(part)))
+    folder.mkdir(parents=True)
+    made = words_total = 0
+    edition = 0
+    while words_total < passages * 95:
+        for n, (title, text) in enumerate(sections):
+            if edition:  # the same text again, its sentences in another order
+                sentences = re.split(r"(?<=\.) ", text)
+                text = " ".join(sentences[edition % len(sentences):] +
+                                sentences[:edition % len(sentences)])
+            (folder / f"e{edition}-{n:05d}.md").write_text(f"# {title}\n\n{text}\n")
+            made += 1
+            words_total += len(text.split())
+            if words_total >= passages * 95:
+                break
+        edition += 1
+    return made
+
+
+def change(folder: Path, share: float | None, rng: random.Random, donors: list[str]) -> int:
+    """Edit, delete and add documents (3:1:1): one document, or ``share`` of them."""
+    files = sorted(folder.iterdir())
+    count = 1 if share is None else max(1, round(len(files) * share))
+    picked = rng.sample(files, count)
+    for n, file in enumerate(picked):
+        kind = n % 5 if count > 1 else 0
+        if kind < 3:
+            file.write_text(file.read_text() + "\nAn added sentence, edited by the benchmark.\n")
+        elif kind == 3:
+            file.unlink()
+        else:
+            (folder / f"added-{rng.randrange(10**9)}.md").write_text(rng.choice(donors))
+    return count
+
+
+def run(command: list[str]) -> dict[str, Any]:
+    """Run ``ceg`` (this checkout's) and return seconds, peak memory and the summary."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err_file = proc.stderr
+    code, peak, _anon = watch(proc)
+    said = err_file.read() if err_file else ""
+    seconds = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({code}): {said[-2000:]}")
+    found = SUMMARY.search(said)
+    out: dict[str, Any] = {"seconds": round(seconds, 2), "peak_rss_mib": round(peak / 1024, 1)}
+    if found:
+        out.update(zip(("added", "changed", "removed", "unchanged", "passages_embedded"),
+                       map(int, found.groups())))
+    return out
+
+
+def size_mib(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 2**20, 2)
+
+
+def generation_mib(index: Path) -> float:
+    import json
+
+    meta = json.loads((index / "meta.json").read_text())
+    entry = meta.get("generation")
+    return size_mib(index / entry["dir"]) if entry else 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--passages", type=int, default=10_000)
+    ap.add_argument("--models", default="default,static-minilm,lexical")
+    ap.add_argument("--results", default="update_speed")
+    ap.add_argument("--seed", type=int, default=56)
+    args = ap.parse_args()
+    ceg = [str(Path(sys.executable).with_name("ceg"))]
+    rows = []
+    data: dict[str, Any] = {"command": command_line(), "environment": environment(),
+                            "passages_asked": args.passages, "runs": []}
+    with work_dir(None, prefix="ceg-update-speed-") as work:
+        corpus = work / "corpus"
+        files = make_corpus(corpus, args.passages)
+        donors = [f.read_text() for f in sorted(corpus.iterdir())[:50]]
+        data["documents"] = files
+        log(f"corpus: {files} files")
+        for model in args.models.split(","):
+            flags = {"default": [], "static-minilm": ["--model", "static-minilm"],
+                     "lexical": ["--retrieval", "lexical"]}[model]
+            rng = random.Random(args.seed)
+            # Not timed: a first use that distills or loads a model into the cache.
+            warm = work / f"warm-{model}"
+            (warm / "docs").mkdir(parents=True)
+            (warm / "docs" / "a.md").write_text("# Warm\n\nA first build loads the model.\n")
+            run([*ceg, "index", "build", str(warm / "docs"), "--index", str(warm / "i"), "-q",
+                 *flags])
+            shutil.rmtree(warm)
+            docs = work / f"docs-{model}"
+            shutil.copytree(corpus, docs)
+            index = work / f"index-{model}"
+            build = run([*ceg, "index", "build", str(docs), "--index", str(index), "-q", *flags])
+            import json
+
+            meta = json.loads((index / "meta.json").read_text())
+            record: dict[str, Any] = {"model": model, "passages": meta["counts"]["chunks"],
+                                      "documents": meta["counts"]["documents"],
+                                      "full_build": build, "index_mib": size_mib(index)}
+            log(f"{model}: full build {build['seconds']} s, {record['passages']} passages")
+            change(docs, None, rng, donors)
+            first = run([*ceg, "index", "build", str(docs), "--index", str(index), "-q",
+                         "--update", *flags])
+            first["generation_mib"] = generation_mib(index)
+            record["first_update_1_document"] = first
+            log(f"{model}: first update {first['seconds']} s")
+            for label, share in (("1_document", None), ("1_percent", 0.01), ("10_percent", 0.10)):
+                target = work / f"u-{model}-{label}"
+                shutil.copytree(index, target)
+                tree = work / f"d-{model}-{label}"
+                shutil.copytree(docs, tree)
+                # The index names its source by path: the copy is updated from a copy
+                # of the folder at the same path.
+                shutil.rmtree(docs)
+                shutil.copytree(tree, docs)
+                changed = change(docs, share, rng, donors)
+                before = size_mib(target)
+                step = run([*ceg, "index", "build", str(docs), "--index", str(target), "-q",
+                            "--update", *flags])
+                step.update({"documents_touched": changed, "index_mib_before": before,
+                             "index_mib_after": size_mib(target),
+                             "generation_mib": generation_mib(target),
+                             "share_of_full_build": round(step["seconds"] / build["seconds"], 4)})
+                record[f"update_{label}"] = step
+                log(f"{model}: update {label}: {step['seconds']} s "
+                    f"({step['share_of_full_build']:.1%} of a full build)")
+                shutil.rmtree(target)
+                shutil.rmtree(docs)
+                shutil.copytree(tree, docs)
+                shutil.rmtree(tree)
+                rows.append([model, label, changed, step["passages_embedded"], step["seconds"],
+                             build["seconds"], f"{step['share_of_full_build']:.1%}",
+                             step["peak_rss_mib"], step["generation_mib"], record["index_mib"]])
+            data["runs"].append(record)
+            write_results(args.results, data)  # each model's figures as soon as they are in
+            shutil.rmtree(index)
+            shutil.rmtree(docs)
+    write_results(args.results, data)
+    print(markdown_table(["model", "change", "documents", "passages embedded", "update s",
+                          "full build s", "share", "peak MiB", "generation MiB", "index MiB"],
+                         rows))
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    main()
