@@ -9,6 +9,7 @@ and the held-out figures in the results file must be what the scores give.
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 from ceg_cli.judges.offline.offline import SHIPPED
 
 REPO = Path(__file__).resolve().parent.parent
-SCORES = REPO / "benchmarks" / "results" / "crosslang_cuts_scores.json"
+SCORES = REPO / "benchmarks" / "results" / "crosslang_cuts_scores.json.gz"
 RESULTS = REPO / "benchmarks" / "results" / "crosslang_cuts.json"
 
 
@@ -34,7 +35,7 @@ def bench() -> Any:
 
 
 def test_a_refit_on_the_committed_scores_gives_the_shipped_cut() -> None:
-    committed = json.loads(SCORES.read_text(encoding="utf-8"))
+    committed = json.loads(gzip.decompress(SCORES.read_bytes()).decode("utf-8"))
     record = committed["scores"]
     assert len(record) == 28  # 14 languages, both ways
     cc = bench()
@@ -45,7 +46,7 @@ def test_a_refit_on_the_committed_scores_gives_the_shipped_cut() -> None:
 
 def test_the_held_out_figures_are_the_scores() -> None:
     cc = bench()
-    record = json.loads(SCORES.read_text(encoding="utf-8"))["scores"]
+    record = json.loads(gzip.decompress(SCORES.read_bytes()).decode("utf-8"))["scores"]
     results = json.loads(RESULTS.read_text(encoding="utf-8"))
     for lang in ("de", "zh"):
         left_out = cc.fit(record, cc.cross_names(record, lang))

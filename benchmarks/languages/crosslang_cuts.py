@@ -22,7 +22,7 @@ reaches the cut, whatever the lexical rule said (since issue 60 item 2; before, 
 lexical pass stood). Per pair the record keeps the lexical pass (``lex``, the "before"
 figure), the names-and-numbers pass (``found``), the cosine in thousandths (``cos``) and
 the label (``e``, ``c``, ``n``): numbers only,
-``benchmarks/results/crosslang_cuts_scores.json``, which
+``benchmarks/results/crosslang_cuts_scores.json.gz``, which
 ``tests/test_crosslang_cuts.py`` re-fits the shipped cut from, and ``--refit`` re-fits
 and re-measures without XNLI or the embedder. The committed cosines were taken with the
 numbers in the text and without the negation and month checks (``crosschecks``) the
@@ -244,15 +244,18 @@ def held_table(record: dict[str, Any], same: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- main
 
 def write_scores(record: dict[str, Any], model: str, name: str) -> Path:
-    """The per-pair scores, one line per direction (numbers only): ``NAME_scores.json``."""
-    path = RESULTS_DIR / f"{name}_scores.json"
+    """The per-pair scores, one line per direction (numbers only), gzipped (the checkout
+    travels to a GPU machine under a size bound): ``NAME_scores.json.gz``."""
+    import gzip
+
+    path = RESULTS_DIR / f"{name}_scores.json.gz"
     lines = [f"{json.dumps(n)}: {{" + ", ".join(
         f"{json.dumps(part)}: {json.dumps(record[n][part], separators=(',', ':'))}"
         for part in PARTS) + "}" for n in record]
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text('{"command": ' + json.dumps(command_line()) + ', "model": '
-                   + json.dumps(model) + ', "scores": {\n' + ",\n".join(lines) + "\n}}\n",
-                   encoding="utf-8")
+    text = ('{"command": ' + json.dumps(command_line()) + ', "model": '
+            + json.dumps(model) + ', "scores": {\n' + ",\n".join(lines) + "\n}}\n")
+    tmp.write_bytes(gzip.compress(text.encode("utf-8"), mtime=0))
     tmp.replace(path)
     return path
 
@@ -273,7 +276,7 @@ def ship(cut: float, model: str) -> Path:
                   f"by {model} between the segment and its best evidence sentence that a "
                   "segment whose numbers and names are all found needs (every segment whose "
                   "evidence is in another language); the scores are "
-                  "benchmarks/results/crosslang_cuts_scores.json, re-fitted by "
+                  "benchmarks/results/crosslang_cuts_scores.json.gz, re-fitted by "
                   "tests/test_crosslang_cuts.py"}
     write_json(path, data)
     return path
@@ -282,7 +285,10 @@ def ship(cut: float, model: str) -> Path:
 def refit(name: str, ship_it: bool) -> int:
     """``--refit``: the cut and the held table from the committed per-pair scores, the
     same-language figures carried from the results file they came with."""
-    committed = json.loads((RESULTS_DIR / f"{name}_scores.json").read_text(encoding="utf-8"))
+    import gzip
+
+    committed = json.loads(gzip.decompress((RESULTS_DIR / f"{name}_scores.json.gz")
+                                           .read_bytes()).decode("utf-8"))
     before = json.loads((RESULTS_DIR / f"{name}.json").read_text(encoding="utf-8"))
     record = committed["scores"]
     same = {lang: r["same_language"] for lang, r in before["languages"].items()
@@ -312,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="write the fitted cut into ceg_cli/models/offline/thresholds.json")
     parser.add_argument("--name", default="crosslang_cuts", help="results/NAME.json")
     parser.add_argument("--refit", action="store_true",
-                        help="re-fit and re-measure from the committed results/NAME_scores.json "
+                        help="re-fit and re-measure from the committed results/NAME_scores.json.gz "
                              "(no XNLI, no embedder), keeping its same-language figures")
     args = parser.parse_args(argv)
     if args.refit:
