@@ -9,9 +9,28 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ..layout import ENGINES
+from ...lang.codes import check_language
+from ..indexdir import BuildTarget
+from ..layout import ENGINES, META_FILE
 from ..lexical.lexonly import BUILD_RETRIEVALS, LEXICAL_ONLY, is_lexical_only
+from ..store import check_model, check_vectors_file, read_meta
 from .buildopts import BuildOptions
+
+
+def check_options(options: BuildOptions, kinds: dict[Path, str]) -> BuildOptions:
+    """The build's options checked, before it touches anything: the language code,
+    the passage size, the multistream index, the lexical engine, the retrieval and
+    ``--prune``; the options as the build uses them."""
+    if check_language(options.language) != options.language:
+        options = replace(options, language=check_language(options.language))
+    if options.chunk_words < 10:
+        raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
+    if options.prune and not options.update:
+        raise UsageError("--prune goes with --update: it removes the sources an update "
+                         "does not name")
+    check_multistream_index(kinds, options.multistream_index)
+    check_engine(options)
+    return check_retrieval(options)
 
 
 def check_retrieval(options: BuildOptions) -> BuildOptions:
@@ -46,6 +65,15 @@ def check_retrieval(options: BuildOptions) -> BuildOptions:
                          f"{'this option says' if len(embedding) == 1 else 'these say'} "
                          "nothing; leave it out, or build without --retrieval lexical")
     return replace(options, lexical=True)
+
+
+def check_not_updated(meta: dict[str, Any], target: Path) -> None:
+    """``--append`` extends a whole index, not one updated in place: its store is a base
+    and a generation (``update``), which only ``--update`` brings in step."""
+    if "generation" in meta:
+        raise UsageError(f"--append: index at {target} has been updated in place; "
+                         "bring it in step with --update (per document), or rebuild it "
+                         "without --append")
 
 
 def check_same_retrieval(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
@@ -108,3 +136,17 @@ def check_engine(options: BuildOptions) -> None:
             check_reachable(options.ray_address)
     elif options.ray_address:
         raise UsageError("--ray-address goes with --engine ray")
+
+
+def appended_meta(site: BuildTarget, options: BuildOptions) -> dict[str, Any] | None:
+    """The meta.json of the index an ``--append`` extends, checked against this run."""
+    if not options.append or not (site.path / META_FILE).exists():
+        return None
+    old_meta = read_meta(site.path)
+    check_not_updated(old_meta, site.given)
+    check_same_retrieval(old_meta, options, site.given)
+    if not is_lexical_only(old_meta):
+        check_model(old_meta, options.model, site.given)
+        check_vectors_file(site.path, old_meta)
+    check_same_settings(old_meta, options, site.given)
+    return old_meta

@@ -28,7 +28,6 @@ from typing import Any
 from ...corpus.ranges import SourceRange, plan_digest, plan_ranges
 from ...corpus.sources import resolve_sources
 from ...errors import InputError, UsageError
-from ...lang.codes import check_language
 from ...progress import NO_PROGRESS, Progress
 from ..dense.devices import check_device
 from ..dense.embedding import Embedder, choose_backend, load_embedder
@@ -53,14 +52,7 @@ from ..lexical.lexonly import (
     NoEmbedder,
     is_lexical_only,
 )
-from ..store import check_model, check_vectors_file, read_meta
-from .buildchecks import (
-    check_engine,
-    check_multistream_index,
-    check_retrieval,
-    check_same_retrieval,
-    check_same_settings,
-)
+from .buildchecks import appended_meta, check_options
 from .buildmeta import new_meta, vector_precision  # noqa: F401 (imported from here)
 from .buildopts import (
     READ_COUNTED,
@@ -104,21 +96,12 @@ def build_index(
     target = Path(target)
     # Fails early on a bad path, a pipe, the index itself; drops a source named twice.
     kinds = resolve_sources(sources, target, on_warning=on_warning)
-    if check_language(options.language) != options.language:
-        options = replace(options, language=check_language(options.language))
-    if options.chunk_words < 10:
-        raise UsageError(f"--chunk-words {options.chunk_words}: use at least 10 words")
-    check_multistream_index(kinds, options.multistream_index)
-    check_engine(options)
-    options = check_retrieval(options)
+    options = check_options(options, kinds)
     if options.retrieval == LEXICAL_ONLY:
         embedder = NoEmbedder()
     if embedder is None:
         # Refused here, not by the model's loader: a refused run writes nothing, not even the lock.
         check_device(options.backend, options.device, options.precision)
-    if options.prune and not options.update:
-        raise UsageError("--prune goes with --update: it removes the sources an update "
-                         "does not name")
     check_target(target)
     with build_target(target) as site:
         if options.update and (site.path / META_FILE).exists():
@@ -142,7 +125,7 @@ def _build(
     """The build's steps: what is at the target, which sources to read, the model,
     then the work folder, filled and put in place (``_run``)."""
     report = BuildReport(site.given)
-    old_meta = _existing(site, options)
+    old_meta = appended_meta(site, options)
     if old_meta is not None:
         options = replace(options, lexical_engine=append_engine(options.lexical_engine, old_meta))
     sources = _Sources.of(kinds, old_meta, report)
@@ -164,23 +147,6 @@ def _build(
                plan, report, on_warning, progress)
     _run(job)
     return report
-
-
-def _existing(site: BuildTarget, options: BuildOptions) -> dict[str, Any] | None:
-    """The meta.json of the index an ``--append`` extends, checked against this run."""
-    if not options.append or not (site.path / META_FILE).exists():
-        return None
-    old_meta = read_meta(site.path)
-    if "generation" in old_meta:  # its store is the base and a generation (``update``)
-        raise UsageError(f"--append: index at {site.given} has been updated in place; "
-                         "bring it in step with --update (per document), or rebuild it "
-                         "without --append")
-    check_same_retrieval(old_meta, options, site.given)
-    if not is_lexical_only(old_meta):
-        check_model(old_meta, options.model, site.given)
-        check_vectors_file(site.path, old_meta)
-    check_same_settings(old_meta, options, site.given)
-    return old_meta
 
 
 @dataclass
