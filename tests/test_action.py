@@ -268,7 +268,7 @@ def test_the_action_script_builds_caches_and_checks_as_the_steps_do(tmp_path: Pa
     assert rebuilt.returncode == 0, rebuilt.stderr
     # Issue 56: the same settings, so the index is updated per document, not rebuilt.
     assert "is updated: its sources changed since it was built" in rebuilt.stdout
-    assert "1 documents added, 0 changed, 0 removed, 3 unchanged; 1 passages embedded" \
+    assert "1 document added, 0 changed, 0 removed, 3 unchanged; 1 passage embedded" \
         in rebuilt.stderr
     assert _outputs(outputs)["built"] == "true"
     meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))

@@ -383,6 +383,28 @@ def test_cli_update_prints_one_summary_line(tmp_path: Path, run_cli: Any, fake_m
 # ------------------------------------------------------------------ the property
 
 
+def test_a_plain_update_of_a_lexical_index_keeps_its_kind(tmp_path: Path,
+                                                          run_cli: Any) -> None:
+    """As ``--append`` does (issue 60 item 13): ``--update`` without ``--retrieval``
+    updates an index built without vectors as one, in the singular where it is one."""
+    folder = _folder(tmp_path / "docs", _corpus(random.Random(16), 6))
+    index = tmp_path / "idx"
+    built = run_cli("index", "build", folder, "--index", index, "--retrieval", "lexical",
+                    "-q")
+    assert built.exit_code == 0, built.stderr
+    (folder / "new.txt").write_text("Added. November papa quebec.")
+    result = run_cli("index", "build", folder, "--index", index, "--update", "-q")
+    assert result.exit_code == 0, result.stderr
+    assert f"updated {index}: 1 document added, 0 changed, 0 removed, 6 unchanged; " \
+        "1 passage embedded" in result.stderr, result.stderr
+    meta = json.loads((index / "meta.json").read_text(encoding="utf-8"))
+    assert meta["retrieval"] == "lexical" and "model" not in meta
+    # Asked for explicitly, another kind is still refused in one line.
+    asked = run_cli("index", "build", folder, "--index", index, "--update",
+                    "--retrieval", "hybrid")
+    assert asked.exit_code == 2 and len(asked.stderr.strip().splitlines()) == 1, asked.stderr
+
+
 @pytest.mark.parametrize("kind", [{}, {"lexical_engine": "tantivy"}, {"retrieval": "lexical"}],
                          ids=["bm25s", "tantivy", "lexical-only"])
 def test_twenty_rounds_of_random_edits_equal_fresh_builds(tmp_path: Path,

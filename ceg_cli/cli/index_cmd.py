@@ -193,8 +193,8 @@ def build(
     from ..index.lexical.lexonly import kept_on_append
 
     kind = retrieval.value
-    if append and given_or_none(ctx, "retrieval", retrieval) is None:
-        kind = kept_on_append(index) or kind  # --append keeps an index's kind
+    if (append or update) and given_or_none(ctx, "retrieval", retrieval) is None:
+        kind = kept_on_append(index) or kind  # --append and --update keep an index's kind
     if backend and backend.value in BACKEND_WARNINGS:
         warn(BACKEND_WARNINGS[backend.value])
     options = BuildOptions(
@@ -234,10 +234,11 @@ def build(
     if report.update is not None:
         u = report.update
         err_console.print(
-            f"updated {index}: {u['added']} documents added, {u['changed']} changed, "
-            f"{u['removed']} removed, {u['unchanged']} unchanged; {u['passages_embedded']} "
-            f"passages embedded in {report.seconds:.1f} s; it now holds "
-            f"{report.total_documents} documents, {report.total_chunks} passages")
+            f"updated {index}: {_count(u['added'], 'document')} added, {u['changed']} changed, "
+            f"{u['removed']} removed, {u['unchanged']} unchanged; "
+            f"{_count(u['passages_embedded'], 'passage')} embedded in {report.seconds:.1f} s; "
+            f"it now holds {_count(report.total_documents, 'document')}, "
+            f"{_count(report.total_chunks, 'passage')}")
         return
     for path in report.unchanged:
         err_console.print(f"unchanged, skipped: {path}")
