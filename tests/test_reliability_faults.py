@@ -360,6 +360,34 @@ def test_output_to_dev_full(run_cli: Any, hash_model: None, hash_index: Path, tm
         "incomplete'")
 
 
+def test_big_records_to_dev_full_name_the_full_disk(run_cli: Any, hash_model: None,
+                                                    hash_index: Path, tmp_path: Path) -> None:
+    """Records longer than the write buffer fail in the write itself; closing must not
+    replace that error with the sync's (EINVAL on a device) and name the wrong cause."""
+    responses = tmp_path / "big.jsonl"
+    responses.write_text("".join(json.dumps({"id": n, "response": "Zorblax lives on Mars. "
+                                             * 400}) + "\n" for n in range(3)),
+                         encoding="utf-8")
+    result = checked(run_cli, responses, hash_index, "/dev/full")
+    assert result.exit_code == 3
+    assert error_lines(result.stderr) == [
+        "error: /dev/full: cannot write (No space left on device); the output is incomplete"
+    ]
+
+
+def test_out_to_a_pipe_is_written_and_not_synced(hash_index: Path, tmp_path: Path) -> None:
+    """``--out /dev/stdout`` into a pipe: a pipe cannot be synced (EINVAL), which is no
+    failure of the output; every record arrives and the run exits 0."""
+    responses = many_responses(tmp_path / "r.jsonl", 3)
+    done = subprocess.run(
+        ["bash", "-c", '"$@" | cat', "ceg", *ceg_command(tmp_path), "check", str(responses),
+         "--index", str(hash_index), "--out", "/dev/stdout", "--quiet"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 3 and "cannot write" not in done.stderr
+
+
 class FullDisk(io.RawIOBase):
     """A file on a disk with ``room`` bytes free: writes past it fail with ENOSPC."""
 

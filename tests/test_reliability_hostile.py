@@ -414,7 +414,9 @@ def test_markdown_links_in_responses_are_escaped_in_the_summary(
     summary = tmp_path / "summary.md"
     result = check(run_cli, src, hash_index, "--out", tmp_path / "o.jsonl", "--summary", summary)
     assert result.exit_code in (0, 1), result.stderr
-    text = summary.read_text(encoding="utf-8")
+    # Read with the spans' bold marks taken out (issue 57 bolds the unsupported words):
+    # the brackets must still be escaped around them.
+    text = summary.read_text(encoding="utf-8").replace("**", "")
     assert "\\[the proof\\](https://evil.example/x)" in text
     assert "\\[pixel\\](https://evil.example/p.png)" in text
     assert "[the proof](" not in text and "[pixel](" not in text

@@ -10,6 +10,7 @@ an uninterrupted run writes. No output may be the input or another output
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -284,6 +285,7 @@ class RecordWriter:
 
     def __init__(self, path: Path | None, *, append: bool = False) -> None:
         self.path = path
+        self._failed = False  # a write failed, and said so
         self._fh: IO[str]
         if path is None:
             self._fh = _RECORDS_STREAM if _RECORDS_STREAM is not None else sys.stdout
@@ -302,6 +304,7 @@ class RecordWriter:
         except OSError as exc:
             if self.path is None and isinstance(exc, BrokenPipeError):
                 raise  # `ceg check ... | head`: the reader has gone; the CLI ends quietly
+            self._failed = True
             where = self.path or "stdout"
             raise OutputError(
                 f"{where}: cannot write ({exc.strerror}); the output is incomplete"
@@ -315,14 +318,19 @@ class RecordWriter:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as exc:
-            failed = exc
+            # A device or pipe (/dev/full, /dev/stdout) cannot be synced: EINVAL says
+            # so, and is no failure of the output.
+            if exc.errno not in (errno.EINVAL, errno.ENOTSUP):
+                failed = exc
         try:
             # After a failed write (disk full) the buffer still holds the line,
             # and closing retries it: that must end in this one clear error too.
             self._fh.close()
         except OSError as exc:
             failed = failed or exc
-        if failed is not None:
+        if failed is not None and not self._failed:
+            # A failed write has already said so, in the same words; its error is the one
+            # the run ends with (a second here would replace it, naming another errno).
             raise OutputError(
                 f"{self.path}: cannot write ({failed.strerror}); the output is incomplete"
             ) from None
