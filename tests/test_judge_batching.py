@@ -155,6 +155,10 @@ class Recorder:
         monkeypatch.setattr(batching, "run_batches", spy)
 
 
+#: One unit of the 4-place rounding of a checker's score, and float noise on top.
+ROUNDED = 1.01e-4
+
+
 @pytest.mark.parametrize("family", ["roberta", "deberta-v2", "t5", "hhem", "nli"])
 def test_every_family_batches_through_the_shared_loop_within_its_budget(
     models: dict[str, Path], family: str, monkeypatch: pytest.MonkeyPatch
@@ -165,14 +169,17 @@ def test_every_family_batches_through_the_shared_loop_within_its_budget(
     recorder = Recorder(monkeypatch)
     unlimited: Any = create_judge(spec, {"batch_size": 16})
     unlimited.batch_tokens = None  # as on a GPU: only the count limits a batch
-    assert [v.score for v in unlimited.judge(items())] == pytest.approx(expected, abs=1e-5)
+    # Scores are rounded to 4 places: a batched sum that differs in the last float bits
+    # can round one unit apart where the raw score sits on a half (0.76885: seen once in
+    # a loaded CI run), so one unit of that rounding is the tolerance.
+    assert [v.score for v in unlimited.judge(items())] == pytest.approx(expected, abs=ROUNDED)
     [(total, longest)] = recorder.shapes  # every pair in one batch
     assert total >= 4
     # A budget of the longest pair: that pair alone, the short ones together.
     recorder.shapes = []
     judge: Any = create_judge(spec, {"batch_size": 16, "batch_tokens": longest})
     got = [v.score for v in judge.judge(items())]
-    assert got == pytest.approx(expected, abs=1e-5)
+    assert got == pytest.approx(expected, abs=ROUNDED)
     assert recorder.budget == longest and len(recorder.shapes) > 1
     assert all(rows * width <= longest for rows, width in recorder.shapes)
     assert any(rows > 1 for rows, _ in recorder.shapes), "the budget left nothing to batch"
