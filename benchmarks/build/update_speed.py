@@ -36,13 +36,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import (
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import (  # noqa: E402
     ENWIKI_SAMPLE,
     command_line,
     environment,
     log,
     markdown_table,
     watch,
+    with_parent,
     work_dir,
     write_results,
 )
@@ -100,7 +102,9 @@ def change(folder: Path, share: float | None, rng: random.Random, donors: list[s
 def run(command: list[str]) -> dict[str, Any]:
     """Run ``ceg`` (this checkout's) and return seconds, peak memory and the summary."""
     started = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    # Ends with this benchmark, SIGKILL included, as every benchmark's child does.
+    proc = subprocess.Popen(with_parent(command), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     err_file = proc.stderr
     code, peak, _anon = watch(proc)
     said = err_file.read() if err_file else ""
