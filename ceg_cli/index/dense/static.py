@@ -241,12 +241,11 @@ def remake_damaged(model: Path, problem: str) -> Path:
 
 def weights_digest(folder: Path) -> str:
     """``sha256:HEX`` of a static model's ``model.safetensors``: two distillations that
-    differ (another machine's, a damaged or replaced cache entry) differ here."""
-    digest = hashlib.sha256()
-    with open(folder / "model.safetensors", "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return f"sha256:{digest.hexdigest()}"
+    differ (another machine's, a damaged or replaced cache entry) differ here: the
+    digest every source of an index gets."""
+    from ..indexdir import source_digest
+
+    return source_digest(folder / "model.safetensors")
 
 
 def check_weights(model_meta: dict[str, Any], embedder: Any, index: Path) -> None:
