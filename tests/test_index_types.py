@@ -311,3 +311,16 @@ def test_writing_the_index_file_shows_progress(tmp_path: Path, kind: str) -> Non
         if kind == "ivfpqfs":  # level-1 cells of the two-level k-means, sqrt(32 lists)
             expected["trained"] = [None, 6]
         assert progress.counters == expected
+
+
+def test_ivfpq_splits_every_dimension_into_sub_quantizers(tmp_path: Path, mini_wiki: Path) -> None:
+    """256 dimensions (``static-minilm``) is not a multiple of 48: it got one 8-bit code
+    per vector, and recall@10 0.80 at every search width on 128,230 passages. It now
+    gets the most sub-quantizers up to 48 that divide it."""
+    from ceg_cli.index.dense.vectors import PQ_M, pq_subquantizers
+
+    assert [pq_subquantizers(d) for d in (384, 768, 256, 1024, 512, 97)] == \
+        [PQ_M, PQ_M, 32, 32, 32, 1]
+    build_index([mini_wiki], tmp_path / "i", BuildOptions(index_type="ivfpq"),
+                embedder=HashEmbedder(dimension=256))
+    assert _meta(tmp_path / "i")["faiss"]["params"]["pq_m"] == 32

@@ -24,6 +24,10 @@ from ceg_cli.corpus.markdown import markdown_to_text
 from ceg_cli.types import Document
 
 SUFFIXES = frozenset({".txt", ".md"})
+#: The version of what a file becomes (its text, its title): ``--update`` recognises an
+#: unchanged file by its bytes and this, so a change to ``read_text_files`` or
+#: ``markdown_to_text`` that changes a document must add one here.
+RULES = 1
 
 _BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
 

@@ -135,20 +135,37 @@ def sqlite_uri(path: Path, query: str = "") -> str:
 def source_digest(path: Path) -> str:
     """sha256 of a file, or of a folder's sorted (relative path, file digest) list."""
     if path.is_dir():
-        outer = hashlib.sha256()
-        for file in sorted(p for p in path.rglob("*") if p.is_file()):
-            outer.update(file.relative_to(path).as_posix().encode("utf-8") + b"\0")
-            outer.update(_file_digest(file).encode("ascii") + b"\n")
-        return "sha256:" + outer.hexdigest()
+        return folder_digests(path)[0]
     return "sha256:" + _file_digest(path)
 
 
-def _file_digest(path: Path) -> str:
-    digest = hashlib.sha256()
+def folder_digests(path: Path) -> tuple[str, dict[str, str]]:
+    """A folder's ``source_digest`` and each of its files' sha256 (hex), by relative
+    POSIX path: every regular file (or link to one) under it, hidden ones too, linked
+    folders not descended, in the order of their paths' parts (``sorted`` of
+    ``Path``s, which the digests of indexes already built follow)."""
+    found: list[tuple[tuple[str, ...], str]] = []
+    for directory, _subdirs, files in os.walk(path):
+        rel = Path(directory).relative_to(path).parts
+        for name in files:
+            full = os.path.join(directory, name)
+            if os.path.isfile(full):
+                found.append(((*rel, name), full))
+    found.sort(key=lambda item: item[0])
+    outer = hashlib.sha256()
+    files_out: dict[str, str] = {}
+    for parts, full in found:
+        relative = "/".join(parts)
+        digest = _file_digest(full)
+        files_out[relative] = digest
+        outer.update(relative.encode("utf-8") + b"\0")
+        outer.update(digest.encode("ascii") + b"\n")
+    return "sha256:" + outer.hexdigest(), files_out
+
+
+def _file_digest(path: Path | str) -> str:
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -279,7 +279,7 @@ class Index:
             from .generation import lexical_root, wrap_lexical
 
             root = lexical_root(self.path, self.meta)  # an update's generation has its own
-            check_lexical(self.meta, root)
+            check_lexical(self.meta, root, self.path)
             try:
                 self._lexical = wrap_lexical(
                     open_lexical(root / LEXICAL_DIR, self.size, self.meta["lexical"],

@@ -7,7 +7,11 @@ documents of one id in one source (a JSONL file may repeat an id). Two digests
 say what it contributes:
 
 - ``digest``: of the document as read (id, title, text, url, declared
-  language): an update compares it without chunking the document;
+  language): an update compares it without chunking the document. A folder's
+  file is recorded by the digest of its bytes instead (``file_digest``: its path,
+  its bytes and the reading rules), so an update recognises an unchanged file
+  without converting its Markdown; a record with the other digest still matches
+  once (the file is read and its document's digest compared);
 - ``passages``: of its passages as stored (title, offsets, text, url,
   language): the only one an index built before the record can give, so its
   first update chunks each document of a changed source once and compares
@@ -25,6 +29,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ...types import Chunk, Document
@@ -61,6 +66,22 @@ def document_digest(doc: Document) -> str:
     data = [doc.id, doc.title, doc.text, doc.url, doc.language]
     return "sha256:" + hashlib.sha256(
         json.dumps(data, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def file_digest(relative: str, target: Path, content: str | None = None) -> str:
+    """Digest of a folder's file as an update compares it: its relative path (the
+    document's id), its bytes' sha256 (``content``, hex, when the folder's digest has
+    just read it) and the rules that make it a document (``folder.RULES`` and
+    markdown-it's version), so a ceg that reads files otherwise reads them again."""
+    import markdown_it
+
+    from ...corpus.folder import RULES
+
+    if content is None:
+        with open(target, "rb") as fh:
+            content = hashlib.file_digest(fh, "sha256").hexdigest()
+    data = [RULES, markdown_it.__version__, relative, content]
+    return "file:sha256:" + hashlib.sha256(json.dumps(data).encode("utf-8")).hexdigest()
 
 
 def passages_digest(rows: Iterable[Sequence[Any]]) -> str:

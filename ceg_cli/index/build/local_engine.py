@@ -120,7 +120,7 @@ def produce_in_background(
                     # Store the resolved path so that --append recognises the source.
                     chunks = chunk_or_skip(doc, options.chunk_words, on_warning,
                                            options.language)
-                    if chunks is None:
+                    if not chunks:  # skipped, or no text: not a document (as --update counts)
                         continue
                     stats["documents"] += 1
                     stats["chunks"] += len(chunks)

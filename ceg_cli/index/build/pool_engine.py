@@ -63,7 +63,7 @@ def read_range(
     documents = []
     for doc in read_part(part, namespaces=namespaces, on_warning=warnings.append):
         chunks = chunk_or_skip(doc, chunk_words, warnings.append, language)
-        if chunks is not None:
+        if chunks:  # skipped, or no text: not a document (as --update counts)
             documents.append(chunks)
     if tokenizer is None:
         return documents, warnings, None

@@ -121,7 +121,7 @@ def embed_range(
                              on_warning=result.warnings.append):
             chunks = chunk_or_skip(doc, settings.chunk_words, result.warnings.append,
                                    settings.language)
-            if chunks is None:
+            if not chunks:  # skipped, or no text: not a document (as --update counts)
                 continue
             result.documents += 1
             result.chunks += len(chunks)

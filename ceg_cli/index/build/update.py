@@ -39,7 +39,13 @@ from ..generation import (
     generation_of,
     is_generation_name,
 )
-from ..indexdir import remove_built, sampled_digest, source_digest, write_json
+from ..indexdir import (
+    folder_digests,
+    remove_built,
+    sampled_digest,
+    source_digest,
+    write_json,
+)
 from ..layout import CHUNK_SCHEMA, CHUNKS_FILE, LEXICAL_DIR, META_FILE, VECTORS_FILE
 from ..lexical.lexonly import NoEmbedder, is_lexical_only
 from ..store import connect_readonly, read_meta
@@ -52,6 +58,7 @@ from .docrecord import (
     chunk_fields,
     doc_key,
     document_digest,
+    file_digest,
     from_store,
     passages_digest,
     read_record,
@@ -88,10 +95,9 @@ def update_index(
     lexical_only = is_lexical_only(meta)
     if lexical_only:
         embedder = NoEmbedder()
-    elif embedder is None:
-        embedder = _load_model(meta, options)
-    if not lexical_only and (embedder.name != meta["model"]["name"]
-                             or embedder.dimension != meta["model"]["dimension"]):
+    if embedder is not None and not lexical_only and (
+            embedder.name != meta["model"]["name"]
+            or embedder.dimension != meta["model"]["dimension"]):
         raise UsageError(
             f"--model {embedder.name}: index at {target} was built with "
             f"{meta['model']['name']} (dimension {meta['model']['dimension']}); an update "
@@ -102,7 +108,8 @@ def update_index(
     plan = _Plan(target, meta, options, kinds, warn, prune=options.prune)
     plan.compare()
     summary = plan.summary()
-    if not (summary["added"] or summary["changed"] or summary["removed"]):
+    if not (summary["added"] or summary["changed"] or summary["removed"]
+            or plan.lexical_wanted):
         report.total_chunks = meta["counts"]["chunks"]
         report.total_documents = meta["counts"]["documents"]
         report.unchanged = [str(p) for p in kinds]
@@ -110,6 +117,10 @@ def update_index(
         report.seconds = time.perf_counter() - started
         plan.close()
         return report
+    if embedder is None:
+        # Loaded once the sources are compared, and only when a passage is to be
+        # embedded: the model's import and load are most of a small update's time.
+        embedder = _load_model(meta, options) if plan.fresh else _Unneeded(meta)
     new_meta = plan.write(embedder, progress, report)
     entry = new_meta["generation"]
     drift = (entry["delta_chunks"] + entry["removed"]) / max(1, entry["base_chunks"])
@@ -160,9 +171,8 @@ def check_settings(meta: dict[str, Any], options: BuildOptions, target: Path) ->
     library = (meta.get("lexical") or {}).get("library")
     if options.lexical_engine not in ("auto", library):
         refusals.append(("--lexical-engine", options.lexical_engine, library))
-    if options.lexical is not None and options.lexical != ("lexical" in meta):
-        refusals.append(("--lexical" if options.lexical else "--no-lexical", "",
-                         "with a lexical part" if "lexical" in meta else "without one"))
+    if options.lexical is False and "lexical" in meta:
+        refusals.append(("--no-lexical", "", "a lexical part"))
     for flag, given, recorded in refusals:
         raise UsageError(
             f"{flag} {given}".rstrip() + f": index at {target} was built with "
@@ -180,6 +190,18 @@ def _load_model(meta: dict[str, Any], options: BuildOptions) -> Embedder:
         precision=options.precision if options.precision != "auto"
         else str(meta["model"].get("precision", "float32")).replace("mixed", "auto"),
     )
+
+
+class _Unneeded:
+    """The index's model where an update embeds nothing (documents removed, or kept
+    ones moved): its name and dimension, for the vectors it copies; never loaded."""
+
+    def __init__(self, meta: dict[str, Any]) -> None:
+        self.name = meta["model"]["name"]
+        self.dimension = int(meta["model"]["dimension"])
+
+    def embed(self, texts: Any) -> Any:
+        raise AssertionError("an update with nothing to embed called the model")
 
 
 def tidy(target: Path, entry: dict[str, Any] | None) -> None:
@@ -225,9 +247,19 @@ class _Plan:
         else:
             # An index as a full build wrote it: its record, once, from its passages.
             self.record = {(s, k): r for s, k, r in from_store(self.db, "main.chunks")}
-        self.digests = {p: source_digest(p) for p in kinds}
+        #: Each folder source's files' sha256, read once with the folder's digest.
+        self.contents: dict[Path, dict[str, str]] = {}
+        self.digests: dict[Path, str] = {}
+        for p in kinds:
+            if kinds[p] == "folder":
+                self.digests[p], self.contents[p] = folder_digests(p)
+            else:
+                self.digests[p] = source_digest(p)
         self.named = {str(p.resolve()): p for p in kinds}
         self.old_sources = {s["path"]: s for s in meta["sources"]}
+        #: ``--lexical`` on an index without a usable lexical part: one is made (the
+        #: update writes a generation even when no document changed).
+        self.lexical_wanted = options.lexical is True and _lexical_missing(target, meta)
         #: Documents live after the update that keep their passages: key -> record.
         self.kept: dict[Key, DocRecord] = {}
         #: (key, digest, chunks) of each document to embed, in reading order.
@@ -260,6 +292,9 @@ class _Plan:
         self.counts["removed"] = sum(1 for key in self.record if key not in live)
 
     def _read(self, source: str, path: Path) -> None:
+        if self.kinds[path] == "folder":
+            self._read_folder(source, path)
+            return
         options = self.options
         occurrences: dict[str, int] = {}
         for doc in iter_documents(path, namespaces=options.namespaces,
@@ -267,31 +302,63 @@ class _Plan:
                                   on_warning=self.warn):
             n = occurrences.get(doc.id, 0)
             occurrences[doc.id] = n + 1
-            key = (source, doc_key(doc.id, n))
-            digest = document_digest(doc)
+            self._consider((source, doc_key(doc.id, n)), doc, document_digest(doc))
+
+    def _read_folder(self, source: str, path: Path) -> None:
+        """A folder, file by file: a file whose bytes the record knows is kept without
+        reading it as a document (its Markdown is not converted); the others are read."""
+        from ...corpus.folder import read_text_files, text_files
+
+        contents = self.contents.get(path, {})
+        for relative, target in text_files(path, self.options.follow_symlinks, self.warn):
+            key = (source, relative)
             old = self.record.get(key)
-            if old is not None and old.digest == digest:
+            try:
+                digest = file_digest(relative, target, contents.get(relative))
+            except OSError:
+                digest = None  # read_text_files says why, and skips it
+            if old is not None and digest is not None and old.digest == digest:
                 self.kept[key] = old
                 self.counts["unchanged"] += 1
                 continue
-            chunks = chunk_or_skip(doc, options.chunk_words, self.warn, options.language)
-            if not chunks:
-                continue  # no text: not indexed (removed, if it was)
-            if old is not None and old.digest is None and \
-                    passages_digest(chunk_fields(c) for c in chunks) == old.passages:
-                # The one-time pass of an index built before the record: unchanged.
-                self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
-                self.counts["unchanged"] += 1
-                continue
-            self.fresh.append((key, digest, chunks))
-            self.counts["changed" if old is not None else "added"] += 1
+            for doc in read_text_files(path, [(relative, target)], self.warn):
+                self._consider(key, doc, digest or document_digest(doc))
+
+    def _consider(self, key: Key, doc: Any, digest: str) -> None:
+        """Keep, or chunk to embed, one document read; ``digest`` is what the record
+        will hold. A record from an earlier ceg may hold the document's text digest
+        (a folder's file) or only its passages' digest (a full build's): both are
+        compared once, and the record then holds ``digest``. A document whose digest
+        changed but whose passages did not keeps them (nothing embedded)."""
+        old = self.record.get(key)
+        if old is not None and old.digest == digest:
+            self.kept[key] = old
+            self.counts["unchanged"] += 1
+            return
+        if old is not None and old.digest is not None and old.digest == document_digest(doc):
+            self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
+            self.counts["unchanged"] += 1
+            return
+        options = self.options
+        chunks = chunk_or_skip(doc, options.chunk_words, self.warn, options.language)
+        if not chunks:
+            return  # no text: not indexed (removed, if it was)
+        if old is not None and passages_digest(chunk_fields(c) for c in chunks) == old.passages:
+            # The same passages: the one-time pass of an index built before the record,
+            # a file whose bytes changed but not its text, or another ceg's reading rules.
+            self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
+            self.counts["unchanged"] += 1
+            return
+        self.fresh.append((key, digest, chunks))
+        self.counts["changed" if old is not None else "added"] += 1
 
     def summary(self) -> dict[str, int]:
         return dict(self.counts)
 
     # ------------------------------------------------------------------ writing
 
-    def write(self, embedder: Embedder, progress: Progress, report: BuildReport) -> dict[str, Any]:
+    def write(self, embedder: Embedder | _Unneeded, progress: Progress,
+              report: BuildReport) -> dict[str, Any]:
         import numpy as np
 
         started = time.perf_counter()
@@ -397,12 +464,13 @@ class _Plan:
         languages: dict[str, int] = {}
         with closing(connect_readonly(self.target / CHUNKS_FILE)) as view:
             attach_generation(view, folder)
-            if "lexical" in self.meta:
+            if "lexical" in self.meta or self.lexical_wanted:
                 from ..lexical.bm25 import build_lexical
 
                 t0 = time.perf_counter()
                 lexical = build_lexical(view, folder, self.meta["embed_text"],
-                                        self.meta["lexical"]["library"])
+                                        (self.meta.get("lexical") or {}).get(
+                                            "library", self.options.lexical_engine))
                 report.lexical_seconds = time.perf_counter() - t0
             from .doclang import document_languages
 
@@ -424,7 +492,8 @@ class _Plan:
     def _new_meta(self, entry: dict[str, Any], documents: list[tuple[Any, ...]],
                   lexical: dict[str, Any] | None, languages: dict[str, int], embedded: int,
                   seconds: float) -> dict[str, Any]:
-        meta = {k: v for k, v in self.meta.items() if k != "lexical"}
+        meta = {k: v for k, v in self.meta.items()
+                if k != "lexical" and not (k == "lexical_skipped" and lexical is not None)}
         per_source: dict[str, list[int]] = {}
         for row in documents:
             counts = per_source.setdefault(row[0], [0, 0])
@@ -470,6 +539,17 @@ class _Plan:
         if lexical is not None:
             meta["lexical"] = lexical
         return meta
+
+def _lexical_missing(target: Path, meta: dict[str, Any]) -> bool:
+    """Whether the index has no lexical part, or one it cannot use (damaged, another
+    index's): ``--update --lexical`` then makes it from the live passages."""
+    if "lexical" not in meta:
+        return True
+    from ..generation import lexical_root
+    from ..lexical.bm25 import lexical_problem
+
+    return lexical_problem(meta, lexical_root(target, meta)) is not None
+
 
 def _write_vectors(folder: Path, parts: list[Any], dimension: int, total: int) -> dict[str, Any]:
     """The generation's vectors: exact (``IndexFlatIP``), as its passages' ids order them."""

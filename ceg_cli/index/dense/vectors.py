@@ -147,6 +147,13 @@ def _hnsw(source: VectorSource, added: Counter = _NO_COUNTER) -> tuple[Any, dict
     }
 
 
+def pq_subquantizers(d: int) -> int:
+    """Sub-quantizers of an ``ivfpq`` index of dimension ``d``: the most, up to ``PQ_M``,
+    that divide it. (It was ``PQ_M`` or else 1: a 256-dimension ``static-minilm`` index
+    got one 8-bit code per vector, and recall@10 0.80 at every search width.)"""
+    return max(m for m in range(1, PQ_M + 1) if d % m == 0)
+
+
 def _trained_ivfpq(source: VectorSource, seed: int) -> tuple[Any, dict[str, Any]]:
     """An empty ``IndexIVFPQ`` trained on a sample of ``source``, and its parameters."""
     import faiss
@@ -155,7 +162,7 @@ def _trained_ivfpq(source: VectorSource, seed: int) -> tuple[Any, dict[str, Any]
     nlist = max(1, min(int(math.sqrt(n)), n // 39))
     # 256 centroids per sub-quantizer need 256 training points; fewer on tiny indexes.
     nbits = max(1, min(8, int(math.log2(max(n, 2)))))
-    pq_m = PQ_M if d % PQ_M == 0 else 1
+    pq_m = pq_subquantizers(d)
     train_n = min(n, max(TRAIN_PER_LIST * nlist, 1 << (nbits + 6)))
     picked = np.arange(n)
     if train_n < n:

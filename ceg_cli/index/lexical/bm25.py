@@ -181,24 +181,30 @@ def lexical_problem(meta: Mapping[str, Any], path: Path) -> str | None:
     return None
 
 
-def check_lexical(meta: Mapping[str, Any], path: Path) -> None:
+def check_lexical(meta: Mapping[str, Any], path: Path, index: Path | None = None) -> None:
     """Fail, saying how to repair it, when the lexical part cannot be used.
 
-    Checked when lexical or hybrid search loads the part, not when the index
-    opens: dense search needs nothing from ``lexical/``.
+    ``path`` holds the part (an updated index's generation folder), ``index`` is the
+    index (``path`` when None). Checked when lexical or hybrid search loads the part,
+    not when the index opens: dense search needs nothing from ``lexical/``.
     """
     problem = lexical_problem(meta, path)
     if problem is not None:
+        index = index or path
+        where = "" if path == index else f" ({path.name}/)"
         raise IndexLoadError(
-            f"index at {path}: {problem}; rebuild the lexical part without re-embedding: "
-            f"{add_lexical_hint(path, meta)}"
+            f"index at {index}{where}: {problem}; rebuild the lexical part without "
+            f"re-embedding: {add_lexical_hint(index, meta)}"
         )
 
 
 def add_lexical_hint(path: Path, meta: Mapping[str, Any]) -> str:
-    """How to give a dense-only index its lexical part without re-embedding."""
+    """How to give a dense-only index its lexical part without re-embedding: an
+    ``--append`` adds it to an index as a full build wrote it, an ``--update`` to one
+    updated in place (which refuses ``--append``)."""
     sources = " ".join(str(s["path"]) for s in meta.get("sources", []))
-    return f"ceg index build {sources} --append --lexical --index {path}"
+    how = "--update" if isinstance(meta.get("generation"), dict) else "--append"
+    return f"ceg index build {sources} {how} --lexical --index {path}"
 
 
 #: Passages up to which a build makes the lexical part unless told (``--lexical``,
