@@ -128,6 +128,10 @@ def build_lexical(
     out = index_dir / LEXICAL_DIR
     shutil.rmtree(out, ignore_errors=True)
     retriever.save(str(out), show_progress=False)
+    from .bm25_counts import counts_of_tokens, save_counts
+
+    # The term counts an update needs to score the part again without reading it.
+    save_counts(out, *counts_of_tokens(tokens.ids, retriever.scores))
     return {
         "files": lexical_files(index_dir),
         "library": "bm25s",
