@@ -87,7 +87,7 @@ def test_updated_part_scores_as_a_fresh_bm25s_index(tmp_path: Path, seed: int) -
         # Remove some, keep the rest in order, add new ones at the end (as an update does).
         keep = [p for p in live if rng.random() > 0.15]
         added = []
-        for _ in range(rng.randint(0, 25)):
+        for _ in range(rng.randint(0, 25) if round_ != 2 else 0):  # round 2: removals only
             p = _passage(rng, next_id)
             added.append(p if not english_only else (*p[:3], "en"))
             next_id += 1
@@ -262,3 +262,33 @@ def test_a_tokenizer_change_rebuilds_the_part(tmp_path: Path,
     _build(folder, tmp_path / "fresh")
     assert _bm25_by_text(target, "Brücke river") == _bm25_by_text(tmp_path / "fresh",
                                                                   "Brücke river")
+
+
+def test_a_part_it_cannot_trust_is_left_to_the_full_rebuild(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(7)
+    live = [_passage(rng, n) for n in range(40)]
+    with _store(tmp_path / "s0.sqlite", live) as db:
+        entry = build_lexical(db, tmp_path / "p0", MODE, "bm25s")
+    new = live[1:] + [_passage(rng, 40)]
+    rows = np.asarray(list(range(1, 40)) + [-1], dtype=np.int64)
+    ids = np.asarray([p[0] for p in new], dtype=np.int64)
+    with _store(tmp_path / "s1.sqlite", new) as db:
+        def attempt() -> Any:
+            return update_lexical(db, tmp_path / "p1", MODE, entry, tmp_path / "p0", rows, ids)
+
+        assert attempt() is not None
+        # A bm25s whose scoring ceg has not checked score_pairs against.
+        monkeypatch.setattr(counts_module, "SCORED_AS", ())
+        assert attempt() is None
+        monkeypatch.undo()
+        # Counts that are not the ones the build recorded (damaged, or another index's).
+        side = tmp_path / "p0" / LEXICAL_DIR / COUNTS_FILE
+        with np.load(side) as arrays:
+            parts = dict(arrays)
+        parts["counts"] = parts["counts"] + 1
+        np.savez(side, **parts)
+        assert attempt() is None
+        # Another text than the part was built from.
+        assert update_lexical(db, tmp_path / "p1", "text", entry, tmp_path / "p0", rows,
+                              ids) is None

@@ -134,7 +134,9 @@ def build_lexical(
     from .bm25_counts import counts_of_tokens, save_counts
 
     # The term counts an update needs to score the part again without reading it.
-    save_counts(out, *counts_of_tokens(tokens.ids, retriever.scores))
+    counted = counts_of_tokens(tokens.ids, retriever.scores)
+    if counted is not None:
+        save_counts(out, *counted)
     return {
         "files": lexical_files(index_dir),
         "library": "bm25s",

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 COUNTS_FILE = "ceg_counts.npz"
 #: Its layout's version (a key of the file): another layout is not read, the part rebuilt.
 COUNTS_VERSION = 1
+#: bm25s versions whose scoring ``score_pairs`` reproduces bit for bit (checked by
+#: ``tests/test_lexical_update.py``): under another, an update writes the part again
+#: from every passage, as a fresh build would score it, until this says otherwise.
+SCORED_AS = ("0.3.16",)
 
 
 def save_counts(folder: Path, counts: np.ndarray, lengths: np.ndarray) -> None:
@@ -50,10 +54,12 @@ def save_counts(folder: Path, counts: np.ndarray, lengths: np.ndarray) -> None:
 
 
 def counts_of_tokens(ids: Sequence[Sequence[int]], scores: Mapping[str, Any]) -> tuple[
-        np.ndarray, np.ndarray]:
+        np.ndarray, np.ndarray] | None:
     """The counts and lengths of a full build's token ids (bm25s's ``Tokenized.ids``),
     aligned with the ``scores`` bm25s built from them (sorted by term, then passage,
-    as bm25s's CSC matrix is)."""
+    as bm25s's CSC matrix is); None when they do not line up (a bm25s that orders its
+    matrix otherwise): the part is then written without them, and updated by a full
+    rebuild."""
     from itertools import chain
 
     import numpy as np
@@ -67,7 +73,7 @@ def counts_of_tokens(ids: Sequence[Sequence[int]], scores: Mapping[str, Any]) ->
     counts = np.diff(np.append(starts, len(keys)))
     docs = keys[starts] % max(n, 1)
     if len(docs) != len(scores["indices"]) or not np.array_equal(docs, scores["indices"]):
-        raise RuntimeError("lexical counts do not line up with bm25s's matrix")
+        return None
     return counts.astype(np.int32), lengths.astype(np.int32)
 
 

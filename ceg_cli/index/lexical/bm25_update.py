@@ -19,7 +19,7 @@ from ...lang.codes import ENGLISH
 from ...types import Chunk
 from ..layout import LEXICAL_DIR, embed_text
 from .bm25 import BM25_PARAMS, lexical_files
-from .bm25_counts import COUNTS_FILE, COUNTS_VERSION, save_counts, score_pairs
+from .bm25_counts import COUNTS_FILE, COUNTS_VERSION, SCORED_AS, save_counts, score_pairs
 from .lexlang import TOKENIZER, corpus_terms, import_bm25s, is_legacy, tokenizer_entry
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ def update_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str,
     part, -1 for a passage to tokenize. Kept passages must keep their order.
     Returns the new ``lexical`` entry of meta.json, or None when the part must be
     built again from every passage: a part without ``COUNTS_FILE`` (built before
-    it) or not as meta.json records it, another bm25s version, parameters or text,
+    it) or not as meta.json records it, another bm25s version (than the part's, or
+    than those ``SCORED_AS`` names), parameters or text,
     or a tokenizer that would read the passages otherwise (an English index getting
     its first passage in another language, or a newer analyzer).
     """
@@ -60,6 +61,7 @@ def update_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str,
     recorded = previous.get("files") or {}
     if previous.get("library") != "bm25s" or COUNTS_FILE not in recorded \
             or previous.get("version") != bm25s.__version__ \
+            or bm25s.__version__ not in SCORED_AS \
             or previous.get("parameters") != BM25_PARAMS or previous.get("text") != embed_mode:
         return None
     try:
