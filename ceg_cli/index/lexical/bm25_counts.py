@@ -94,7 +94,12 @@ def score_pairs(indptr: np.ndarray, rows: np.ndarray, counts: np.ndarray, length
     idf = np.asarray([math.log(1 + (n - int(d) + 0.5) / (int(d) + 0.5)) for d in values],
                      dtype=np.float32)[where]
     length_part = k1 * ((1 - b) + b * lengths.astype(np.int64) / l_avg)  # float64, per doc
+    # The same operations as bm25s's, in place where it saves an array of the pairs.
     tf = counts.astype(np.float32).astype(np.float64)
-    tfc = tf / (length_part[rows] + tf)
-    idf_pairs = np.repeat(idf, df).astype(np.float64)
-    return (idf_pairs * tfc).astype(np.float32)
+    den = length_part[rows]
+    den += tf
+    np.divide(tf, den, out=tf)  # tf is now the tf component
+    del den
+    out = np.repeat(idf.astype(np.float64), df)
+    out *= tf
+    return out.astype(np.float32)

@@ -91,7 +91,7 @@ def update_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str,
     if len(kept_old) and (np.any(np.diff(kept_old) <= 0) or kept_old[-1] >= n_old):
         raise ValueError("update_lexical: kept passages must keep their order")
     n_new = len(previous_rows)
-    new_row_of_old = np.full(n_old, -1, dtype=np.int64)
+    new_row_of_old = np.full(n_old, -1, dtype=np.int32)
     new_row_of_old[kept_old] = np.flatnonzero(kept)
 
     # The passages to read: only the new ones.
@@ -144,8 +144,9 @@ def update_lexical(db: sqlite3.Connection, index_dir: Path, embed_mode: str,
     order = np.lexsort((fr, fc))
     fr, fc, fn = fr[order], fc[order], fn[order]
     insert_at = np.concatenate([kept_indptr[1:], np.full(v_ext - v_old, kept_before[-1])])[fc]
-    rows = np.insert(moved[keep], insert_at, fr).astype(np.int32)
-    counts = np.insert(counts_o[keep].astype(np.int64), insert_at, fn)
+    rows = np.insert(moved[keep], insert_at, fr.astype(np.int32))
+    counts = np.insert(counts_o[keep], insert_at, fn.astype(np.int32))
+    del moved, keep, kept_before
     indptr = np.concatenate([[0], np.cumsum(total[alive], dtype=np.int64)])
     lengths = np.zeros(n_new, dtype=np.int64)
     lengths[kept] = lengths_o[kept_old]
