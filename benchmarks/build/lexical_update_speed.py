@@ -18,7 +18,9 @@ The lexical step of that update is timed both ways:
 
 Each is run ``--repeats`` times (medians; the index's files in the page cache,
 as right after the update's store is written). Both parts are checked to score
-a few queries identically.
+a few queries identically. ``full_build_counts_s``: what a full build spends of
+its time on the counts file's arrays (``counts_of_tokens``, timed once on the same
+tokens).
 """
 
 from __future__ import annotations
@@ -92,6 +94,22 @@ def store(path: Path, rows: list[tuple[int, str, str]], removed: list[int] | Non
     db.close()
 
 
+def counts_cost(texts: list[tuple[str, str]]) -> float:
+    """Seconds a full build spends on the counts file's arrays (``counts_of_tokens``)."""
+    from ceg_cli.index.lexical.bm25 import BM25_PARAMS
+    from ceg_cli.index.lexical.bm25_counts import counts_of_tokens
+    from ceg_cli.index.lexical.lexlang import TOKENIZER, import_bm25s
+
+    bm25s = import_bm25s()
+    tokens = bm25s.tokenize([f"{t}. {x}" for t, x in texts], **TOKENIZER, show_progress=False)
+    retriever = bm25s.BM25(**BM25_PARAMS)
+    retriever.index(tokens, show_progress=False)
+    t0 = time.perf_counter()
+    if counts_of_tokens(tokens.ids, retriever.scores) is None:
+        raise SystemExit("the counts do not line up with bm25s's matrix")
+    return time.perf_counter() - t0
+
+
 def one_size(count: int, repeats: int, work: Path) -> dict[str, Any]:
     import numpy as np
 
@@ -109,6 +127,7 @@ def one_size(count: int, repeats: int, work: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         entry = build_lexical(db, folder, MODE, "bm25s")
         full_build = time.perf_counter() - t0
+    counts_s = counts_cost(texts)
     # One document changed: its passages removed, its edited passages added.
     doc = count // 2 // DOC_PASSAGES * DOC_PASSAGES
     removed = list(range(doc, doc + DOC_PASSAGES))
@@ -141,6 +160,7 @@ def one_size(count: int, repeats: int, work: Path) -> dict[str, Any]:
             raise SystemExit(f"{count} passages: the kept part scores otherwise than a rebuild")
     nnz = int(np.load(folder / "lexical" / "data.csc.index.npy", mmap_mode="r").shape[0])
     result = {"passages": count, "stored_pairs": nnz, "full_build_s": round(full_build, 2),
+              "full_build_counts_s": round(counts_s, 2),
               "rebuild_s": [round(t, 3) for t in times["rebuild"]],
               "kept_s": [round(t, 3) for t in times["kept"]],
               "rebuild_median_s": round(median(times["rebuild"]), 3),
