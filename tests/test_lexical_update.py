@@ -73,8 +73,13 @@ def _top10(scores: np.ndarray) -> list[int]:
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_updated_part_scores_as_a_fresh_bm25s_index(tmp_path: Path, seed: int) -> None:
+def test_updated_part_scores_as_a_fresh_bm25s_index(tmp_path: Path, seed: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     rng = random.Random(seed)
+    read: list[int] = []  # texts read by ceg's analyzers (bm25s's tokenizer: the CLI test)
+    real_terms = counts_module.corpus_terms
+    monkeypatch.setattr(counts_module, "corpus_terms",
+                        lambda texts, langs: read.append(len(texts)) or real_terms(texts, langs))
     english_only = seed == 2  # bm25s's own tokenizer (legacy), else ceg's per language
     live = [_passage(rng, n) for n in range(120)]
     if english_only:
@@ -96,8 +101,10 @@ def test_updated_part_scores_as_a_fresh_bm25s_index(tmp_path: Path, seed: int) -
         live = keep + added
         ids = np.asarray([p[0] for p in live], dtype=np.int64)
         with _store(tmp_path / f"s{round_}.sqlite", live) as db:
+            read.clear()
             updated = update_lexical(db, tmp_path / f"p{round_}", MODE, entry,
                                      tmp_path / f"p{round_ - 1}", rows, ids)
+            assert read == ([] if english_only else [len(added)])
             fresh = build_lexical(db, tmp_path / f"f{round_}", MODE, "bm25s")
         assert updated is not None
         assert {k: v for k, v in updated.items() if k != "files"} == \
