@@ -423,7 +423,7 @@ class _Plan:
                  kept_delta: list[tuple[int, Key]], removed: list[int],
                  delta_total: int) -> dict[str, Any]:
         """The new generation's lexical part: the previous bm25s part kept in step with
-        only the new passages tokenized (``bm25_counts``), or, where that cannot be
+        only the new passages tokenized (``lexical.bm25_update``), or, where that cannot be
         (tantivy, a part built before its counts file, a tokenizer that changes),
         built again from every live passage."""
         import numpy as np
