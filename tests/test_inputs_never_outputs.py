@@ -373,7 +373,8 @@ def test_empty_field_names_are_usage_errors(
 
 #: Every file an index holds, and where a hard link to it is made (outside any index folder).
 INDEX_FILES = ["meta.json", "vectors.faiss", "chunks.sqlite", "lexical/params.index.json",
-               "lexical/vocab.index.json", "lexical/data.csc.index.npy"]
+               "lexical/vocab.index.json", "lexical/data.csc.index.npy",
+               "lexical/ceg_counts.npz"]
 
 
 @pytest.mark.parametrize("name", INDEX_FILES)

@@ -10,8 +10,9 @@ generation folder ``gen-NNNNNN/`` beside them, holding
   passages no longer live) and the ``documents`` record (``docrecord``);
 - ``vectors.faiss``: those passages' vectors (exact, ``IndexFlatIP``), row id
   minus the base's count == FAISS id;
-- ``lexical/``: the lexical part over every live passage, rebuilt (bm25s cannot
-  remove a passage) with the base's engine;
+- ``lexical/``: the lexical part over every live passage with the base's engine:
+  a bm25s part kept in step from the previous part's term counts, only the new
+  passages tokenized (``lexical.bm25_update``), a tantivy part written again;
 
 and then names it in ``meta.json`` (replaced with ``os.replace``: the switch).
 A reader opens only what meta.json names: the base with its removed passages

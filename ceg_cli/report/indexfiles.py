@@ -11,7 +11,9 @@ one of them is refused, whichever index (if any) the command reads:
   dimension, the count and FAISS's two ``1 << 20`` markers);
 - ``chunks.sqlite``: an SQLite database;
 - ``lexical/``: bm25s's NumPy arrays, its ``params.index.json`` (``k1``, ``b``,
-  ``method``, ``num_docs``) and its ``vocab.index.json`` (an object of words to numbers).
+  ``method``, ``num_docs``) and its ``vocab.index.json`` (an object of words to numbers),
+  and ceg's ``ceg_counts.npz`` beside them (a zip of NumPy arrays whose first member is
+  ``version.npy``).
 
 Only the first bytes of a regular file are read; a FIFO, a device or a file that cannot
 be read is never sniffed. A copy of an index's file is refused as a hard link is: ceg
@@ -33,6 +35,9 @@ _HEAD = 4096
 _RECORD_START = b'{"schema_version": '
 _SQLITE = b"SQLite format 3\x00"
 _NUMPY = b"\x93NUMPY"
+#: A zip's first local header, then (offset 30) its first member's name.
+_ZIP = b"PK\x03\x04"
+_COUNTS_FIRST = b"version.npy"
 _FAISS_MARK = (1 << 20).to_bytes(8, "little") * 2
 _META_RE = (re.compile(rb'"format_version"\s*:\s*[0-9]'), re.compile(rb'"ceg_version"\s*:'))
 _PARAMS_RE = [re.compile(rb'"%s"\s*:' % key) for key in (b"k1", b"b", b"method", b"num_docs")]
@@ -56,6 +61,9 @@ def index_file_kind(path: str | Path) -> str | None:
         return "chunks.sqlite (an SQLite database)"
     if head.startswith(_NUMPY):
         return "lexical part (a NumPy array)"
+    if head.startswith(_ZIP) and head[30:30 + len(_COUNTS_FIRST)] == _COUNTS_FIRST \
+            and _NUMPY in head:
+        return "lexical part (ceg's term counts, NumPy arrays)"
     if len(head) >= 32 and head[:1] == b"I" and head[16:32] == _FAISS_MARK:
         return "vectors.faiss (a FAISS index)"
     if head.lstrip()[:1] == b"{":

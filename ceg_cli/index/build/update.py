@@ -464,13 +464,18 @@ class _Plan:
         languages: dict[str, int] = {}
         with closing(connect_readonly(self.target / CHUNKS_FILE)) as view:
             attach_generation(view, folder)
-            if "lexical" in self.meta or self.lexical_wanted:
+            if self.lexical_wanted:  # none, or one it cannot use: made from every passage
                 from ..lexical.bm25 import build_lexical
 
                 t0 = time.perf_counter()
                 lexical = build_lexical(view, folder, self.meta["embed_text"],
                                         (self.meta.get("lexical") or {}).get(
                                             "library", self.options.lexical_engine))
+                report.lexical_seconds = time.perf_counter() - t0
+            elif "lexical" in self.meta:
+                t0 = time.perf_counter()
+                lexical = self._lexical(view, folder, kept_delta, sorted(set(removed)),
+                                        delta_total)
                 report.lexical_seconds = time.perf_counter() - t0
             from .doclang import document_languages
 
@@ -488,6 +493,43 @@ class _Plan:
         self.close()
         tidy(self.target, entry)
         return meta
+
+    def _lexical(self, view: sqlite3.Connection, folder: Path,
+                 kept_delta: list[tuple[int, Key]], removed: list[int],
+                 delta_total: int) -> dict[str, Any]:
+        """The new generation's lexical part: the previous bm25s part kept in step with
+        only the new passages tokenized (``lexical.bm25_update``), or, where that cannot be
+        (tantivy, a part built before its counts file, a tokenizer that changes),
+        built again from every live passage."""
+        import numpy as np
+
+        from ..generation import lexical_root, live_ids, removed_ids
+        from ..lexical.bm25 import build_lexical
+
+        previous = self.meta["lexical"]
+        if previous.get("library") == "bm25s":
+            from ..lexical.bm25_update import update_lexical
+
+            base = int(self.base_total)
+            before = (live_ids(base, removed_ids(self.db), int(self.entry["delta_chunks"]))
+                      if self.entry is not None else np.arange(base, dtype=np.int64))
+            ids = live_ids(base, np.asarray(removed, dtype=np.int64), delta_total)
+            # Each live passage's id in the previous generation: a base passage keeps its
+            # id; kept documents of the last generation were copied first, in id order.
+            source = ids.copy()
+            at = base
+            for first, key in kept_delta:
+                count = self.kept[key].count
+                source[np.searchsorted(ids, at):np.searchsorted(ids, at + count)] = \
+                    np.arange(first, first + count)
+                at += count
+            source[np.searchsorted(ids, at):] = -1  # the fresh passages
+            rows = np.where(source >= 0, np.searchsorted(before, source), -1)
+            lexical = update_lexical(view, folder, self.meta["embed_text"], previous,
+                                     lexical_root(self.target, self.meta), rows, ids)
+            if lexical is not None:
+                return lexical
+        return build_lexical(view, folder, self.meta["embed_text"], previous["library"])
 
     def _new_meta(self, entry: dict[str, Any], documents: list[tuple[Any, ...]],
                   lexical: dict[str, Any] | None, languages: dict[str, int], embedded: int,

@@ -100,6 +100,9 @@ def build_lexical(
     bm25s cannot add to an index, so an ``--append`` rebuilds it from all the
     passages (about 0.4 s per 5,800 passages on 2 cores; 400 s, 3.9 GB of
     memory and 0.5 GB on disk per million: ``benchmarks/search/lexical_scale.py``);
+    an ``--update`` keeps it in step instead (``bm25_update``) from the term counts
+    this writes beside bm25s's files (``bm25_counts.COUNTS_FILE``), and calls this
+    only where it cannot;
     past ``LEXICAL_AUTO_MAX`` passages (or with ``engine="tantivy"``) tantivy
     writes it streamed, in bounded memory (``lexical_tantivy``).
     Returns the ``lexical`` entry of meta.json.
@@ -128,6 +131,12 @@ def build_lexical(
     out = index_dir / LEXICAL_DIR
     shutil.rmtree(out, ignore_errors=True)
     retriever.save(str(out), show_progress=False)
+    from .bm25_counts import counts_of_tokens, save_counts
+
+    # The term counts an update needs to score the part again without reading it.
+    counted = counts_of_tokens(tokens.ids, retriever.scores)
+    if counted is not None:
+        save_counts(out, *counted)
     return {
         "files": lexical_files(index_dir),
         "library": "bm25s",
