@@ -54,7 +54,7 @@ def _page(page_id: int, text: str, ns: int = 0, redirect: bool = False,
     title = f"Page {page_id}" if ns == 0 else f"Project:Page {page_id}"
     digest = hashlib.sha1(text.encode()).hexdigest()  # any value: ceg hashes the text
     return (f"  <page>\n    <title>{title}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n"
-            + (f'    <redirect title="Page 1" />\n' if redirect else "")
+            + ('    <redirect title="Page 1" />\n' if redirect else "")
             + f"    <revision>\n      <id>{page_id}000</id>\n"
             f"      <timestamp>2024-01-01T00:00:00Z</timestamp>\n"
             f'      <text xml:space="preserve">{text}</text>\n'
@@ -244,3 +244,53 @@ def test_the_revision_sha1_is_the_dumps(tmp_path: Path) -> None:
     assert revisions
     for revision in revisions:
         assert revision_sha1(revision.wikitext) == written[revision.page_id]
+
+
+def test_readers_end_when_a_range_fails_and_the_index_stays(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ceg_cli.errors import InputError
+
+    v1, v2 = _versions(12)
+    folder = tmp_path / "wiki"
+    dump = _dump(folder, v1)
+    _build([dump], tmp_path / "idx")
+    before = state(tmp_path / "idx")
+    _dump(folder, v2)
+    data = bytearray(dump.read_bytes())
+    streams = [m.start() for m in re.finditer(rb"BZh[1-9]1AY&SY", bytes(data))]
+    at = streams[len(streams) // 2] + 20  # inside a stream in the middle: not bz2 data
+    data[at:at + 40] = b"\0" * 40
+    dump.write_bytes(bytes(data))
+    plans = _plans(monkeypatch)
+    with pytest.raises(InputError, match=re.escape(str(dump))):
+        _update([dump], tmp_path / "idx", workers=2)
+    pids = plans[0].reading.pids
+    assert len(pids) >= 2 and not [pid for pid in pids if _alive(pid)]
+    assert state(tmp_path / "idx") == before
+
+
+def test_readers_end_on_ctrl_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the readers read (here: at the first warning, page 9's, that the
+    update says): they are stopped, the update says nothing more, the index stays."""
+    from test_update import OPTIONS, _embedder
+
+    from ceg_cli.index.build.builder import BuildOptions, build_index
+
+    v1, v2 = _versions(13)
+    folder = tmp_path / "wiki"
+    dump = _dump(folder, v1)
+    _build([dump], tmp_path / "idx")
+    before = state(tmp_path / "idx")
+    _dump(folder, v2)
+    plans = _plans(monkeypatch)
+
+    def interrupt(message: str) -> None:
+        raise KeyboardInterrupt
+
+    options = BuildOptions(**{**OPTIONS.__dict__, "update": True, "workers": 2})
+    with pytest.raises(KeyboardInterrupt):
+        build_index([dump], tmp_path / "idx", options, embedder=_embedder(),
+                    on_warning=interrupt)
+    pids = plans[0].reading.pids
+    assert len(pids) >= 2 and not [pid for pid in pids if _alive(pid)]
+    assert state(tmp_path / "idx") == before

@@ -387,7 +387,7 @@ class Revision:
         data = ["mediawiki-revision", cleaning_rules(), self.page_id, self.title,
                 self.namespace, revision_sha1(self.wikitext), site.url(self.title),
                 site.pages_language, site.language, sorted(site.dropped_namespaces)]
-        return "sha256:" + hashlib.sha256(
+        return "revision:sha256:" + hashlib.sha256(
             json.dumps(data, ensure_ascii=False).encode("utf-8")).hexdigest()
 
     def document(self, warn: Callable[[str], None] | None = None) -> Document | None:

@@ -303,12 +303,12 @@ class _Plan:
 
         # The record's digests by page id, where one key holds the id (the rest compared here).
         ids: dict[str, int] = {}
-        for src, key in self.record:
+        for src, recorded in self.record:
             if src == source:
-                page_id = key.partition("\0")[0]
+                page_id = recorded.partition("\0")[0]
                 ids[page_id] = ids.get(page_id, 0) + 1
-        known = {key: r.digest for (src, key), r in self.record.items()
-                 if src == source and r.digest is not None and ids.get(key) == 1}
+        known = {recorded: r.digest for (src, recorded), r in self.record.items()
+                 if src == source and r.digest is not None and ids.get(recorded) == 1}
         self.reading = DumpReading(path, known, self.options, self.warn)
         occurrences: dict[str, int] = {}
         with closing(self.reading.pages()) as pages:  # type: ignore[type-var]
