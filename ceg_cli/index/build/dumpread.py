@@ -24,7 +24,7 @@ import bisect
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ class DumpReading:
         self.warn = warn
         self.pids: set[int] = set()
 
-    def pages(self) -> Iterator[PageResult]:
+    def pages(self) -> Generator[PageResult, None, None]:
         options = self.options
         plan = plan_ranges([self.path], multistream_index=options.multistream_index)
         wanted = options.workers if options.workers is not None else available_cores()
@@ -63,7 +63,8 @@ class DumpReading:
                                          on_warning=self.warn),
                           self.known, options.chunk_words, options.language, self.warn)
 
-    def _in_processes(self, plan: list[SourceRange], readers: int) -> Iterator[PageResult]:
+    def _in_processes(self, plan: list[SourceRange],
+                      readers: int) -> Generator[PageResult, None, None]:
         options = self.options
         known = _per_range(plan, self.known)
         pool = ProcessPoolExecutor(max_workers=readers,
@@ -110,7 +111,7 @@ def read_dump_range(part: SourceRange, namespaces: frozenset[int], chunk_words: 
 
 def _judge_all(revisions: Iterator[tuple[int, Revision]], known: Mapping[str, str],
                chunk_words: int, language: str,
-               warn: Callable[[str], None]) -> Iterator[PageResult]:
+               warn: Callable[[str], None]) -> Generator[PageResult, None, None]:
     seen: set[str] = set()
     for _number, revision in revisions:
         digest = revision.digest()

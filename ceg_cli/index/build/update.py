@@ -311,7 +311,7 @@ class _Plan:
                  if src == source and r.digest is not None and ids.get(recorded) == 1}
         self.reading = DumpReading(path, known, self.options, self.warn)
         occurrences: dict[str, int] = {}
-        with closing(self.reading.pages()) as pages:  # type: ignore[type-var]
+        with closing(self.reading.pages()) as pages:
             for page_id, digest, chunks in pages:
                 n = occurrences.get(page_id, 0)
                 occurrences[page_id] = n + 1
