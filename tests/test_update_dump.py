@@ -25,6 +25,7 @@ import ceg_cli.corpus.mediawiki
 import ceg_cli.corpus.ranges
 import ceg_cli.index.build.pool_engine
 import ceg_cli.index.build.update as update_module
+from ceg_cli.index import open_index
 
 SITEINFO = """  <siteinfo>
     <sitename>Testwiki</sitename>
@@ -157,6 +158,11 @@ def test_a_newer_dump_read_by_processes_equals_a_fresh_build_of_it(
     pids = plans[0].reading.pids
     assert len(pids) >= 2 and os.getpid() not in pids
     assert not [pid for pid in pids if _alive(pid)]
+    # The pages embedded again took their passage ids in dump order, as a fresh build.
+    with open_index(tmp_path / "idx") as index:
+        embedded = [c.doc_id for c in index.iter_chunks()  # in id order
+                    if c.doc_id in {"1", "2", "5", "20", "21"}]
+    assert list(dict.fromkeys(embedded)) == ["1", "2", "5", "20", "21"]
 
 
 def test_unchanged_revisions_are_not_cleaned(tmp_path: Path,
@@ -294,3 +300,32 @@ def test_readers_end_on_ctrl_c(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     pids = plans[0].reading.pids
     assert len(pids) >= 2 and not [pid for pid in pids if _alive(pid)]
     assert state(tmp_path / "idx") == before
+
+
+def test_other_cleaning_rules_clean_every_page_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ceg whose cleaning rules differ (``cleaning_rules``) cleans each page of a changed
+    dump again: pages whose passages come out the same are not embedded again, and
+    where the new rules change a page's text, its passages are replaced."""
+    v1, v2 = _versions(14)
+    folder = tmp_path / "wiki"
+    dump = _dump(folder, v1)
+    _build([dump], tmp_path / "idx")
+    _dump(folder, {**v1, 1: v1[1] + " Kilo."})
+    _update([dump], tmp_path / "idx", workers=1)
+    _dump(folder, v2)
+    monkeypatch.setattr(ceg_cli.corpus.mediawiki, "cleaning_rules", lambda: "other rules")
+    clean = ceg_cli.corpus.mediawiki.clean_wikitext
+
+    def cleaned_otherwise(wikitext: str, **kw: Any) -> str:  # page 4's text changes
+        text = clean(wikitext, **kw)
+        return text + " Lima." if wikitext == v1[4] else text
+
+    monkeypatch.setattr(ceg_cli.corpus.mediawiki, "clean_wikitext", cleaned_otherwise)
+    cleaned = _cleanings(monkeypatch)
+    u = _update([dump], tmp_path / "idx", workers=1).update
+    assert len(cleaned) == 12  # every page of namespace 0 in the newer dump
+    assert (u["changed"], u["removed"], u["added"], u["unchanged"]) == (4, 3, 2, 5)
+    with open_index(tmp_path / "idx") as index:
+        assert any(c.doc_id == "4" and c.text.endswith("Lima.") for c in index.iter_chunks())
+    assert state(tmp_path / "idx") == _fresh([dump], tmp_path)
