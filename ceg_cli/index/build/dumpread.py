@@ -54,11 +54,12 @@ class DumpReading:
 
     def pages(self) -> Generator[PageResult, None, None]:
         options = self.options
-        plan = plan_ranges([self.path], multistream_index=options.multistream_index)
         wanted = options.workers if options.workers is not None else available_cores()
-        readers = reader_count(int(wanted), len(plan), self.warn) if len(plan) > 1 else 1
-        if readers > 1 and plan[0].index is not None:
-            return self._in_processes(plan, readers)
+        if wanted > 1:  # the ranges need the dump's index read: not for one process
+            plan = plan_ranges([self.path], multistream_index=options.multistream_index)
+            readers = reader_count(int(wanted), len(plan), self.warn) if len(plan) > 1 else 1
+            if readers > 1 and plan[0].index is not None:
+                return self._in_processes(plan, readers)
         return _judge_all(read_revisions(self.path, namespaces=options.namespaces,
                                          on_warning=self.warn),
                           self.known, options.chunk_words, options.language, self.warn)
