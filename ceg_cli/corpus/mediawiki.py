@@ -10,6 +10,11 @@ declaration and the byte-order mark (dumps in UTF-16 read correctly).
 defusedxml refuses DTDs, entity declarations and external references, which
 rules out entity-expansion bombs and reads of local files; a real dump has
 none of them.
+
+``read_revisions`` gives each page's latest revision before its wikitext is
+cleaned, with a digest of what its document is made of (``Revision.digest``):
+``ceg index build --update`` cleans only the pages whose digest it has not
+recorded (``index.build.dumpread``).
 """
 
 from __future__ import annotations
