@@ -10,13 +10,20 @@ declaration and the byte-order mark (dumps in UTF-16 read correctly).
 defusedxml refuses DTDs, entity declarations and external references, which
 rules out entity-expansion bombs and reads of local files; a real dump has
 none of them.
+
+``read_revisions`` gives each page's latest revision before its wikitext is
+cleaned, with a digest of what its document is made of (``Revision.digest``):
+``ceg index build --update`` cleans only the pages whose digest it has not
+recorded (``index.build.dumpread``).
 """
 
 from __future__ import annotations
 
 import bz2
 import gzip
+import hashlib
 import io
+import json
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,7 +42,7 @@ from defusedxml import (
 from defusedxml.ElementTree import DefusedXMLParser, iterparse
 
 from ceg_cli.corpus.wikilocal import language_of, local_names, pages_language, redirect_pattern
-from ceg_cli.corpus.wikitext import DEFAULT_DROPPED_NAMESPACES, clean_wikitext
+from ceg_cli.corpus.wikitext import DEFAULT_DROPPED_NAMESPACES, clean_wikitext, cleaning_rules
 from ceg_cli.errors import InputError
 from ceg_cli.types import Document
 
@@ -255,6 +262,43 @@ def _read_pages(
     start_page: int = 0,
     pages: int = 0,
 ) -> Iterator[tuple[int, Document]]:
+    for number, revision in _read_revisions(events, path, namespaces, warn, start_page, pages):
+        document = revision.document(warn)
+        if document is not None:
+            yield number, document
+
+
+def read_revisions(
+    path: Path,
+    *,
+    namespaces: frozenset[int] = frozenset({0}),
+    on_warning: Callable[[str], None] | None = None,
+    stream: BufferedIOBase | None = None,
+    first_page: int = 0,
+) -> Iterator[tuple[int, Revision]]:
+    """``read_mediawiki_pages``, each page as its latest ``Revision``, not yet cleaned.
+
+    Every page ``read_mediawiki_pages`` would clean is here (in its namespaces,
+    not a redirect, with a revision); ``Revision.document`` cleans it, and
+    ``Revision.digest`` says what its document would be made of without cleaning.
+    """
+    warn = on_warning or (lambda _message: None)
+    parser = DefusedXMLParser(
+        target=TreeBuilder(), forbid_dtd=True, forbid_entities=True, forbid_external=True
+    )
+    with _input_errors(path, parser), (stream or open_dump(path)) as xml:
+        events = iterparse(xml, events=("start", "end"), parser=parser)
+        yield from _read_revisions(events, path, namespaces, warn, 0, first_page)
+
+
+def _read_revisions(
+    events: Iterator[tuple[str, Element]],
+    path: Path,
+    namespaces: frozenset[int],
+    warn: Callable[[str], None],
+    start_page: int = 0,
+    pages: int = 0,
+) -> Iterator[tuple[int, Revision]]:
     site = _Site()
     root: Element | None = None
     page: Element | None = None
@@ -283,25 +327,27 @@ def _read_pages(
             site.read(elem)
         elif name == "page" and root is not None:
             pages += 1
-            document = (
-                _page_document(elem, latest, site, path, namespaces, warn)
+            revision = (
+                _page_revision(elem, latest, site, path, namespaces, warn)
                 if pages > start_page
                 else None
             )
             page, latest = None, None
             root.clear()  # drop every page read so far
-            if document is not None:
-                yield pages, document
+            if revision is not None:
+                yield pages, revision
 
 
-def _page_document(
+def _page_revision(
     page: Element,
     latest: tuple[str, str] | None,
     site: _Site,
     path: Path,
     namespaces: frozenset[int],
     warn: Callable[[str], None],
-) -> Document | None:
+) -> Revision | None:
+    """The page's latest revision, if the page is one to index: what can be told
+    without cleaning its wikitext (its namespace, whether it is a redirect)."""
     title = (_child_text(page, "title") or "").strip()
     ns_text = _child_text(page, "ns")
     try:
@@ -319,12 +365,60 @@ def _page_document(
     wikitext = latest[1]
     if site.redirect.match(wikitext):
         return None
-    text = clean_wikitext(
-        wikitext, dropped_namespaces=site.dropped_namespaces, language=site.language
-    )
-    if not text:
-        warn(f"{path}: page {title!r}: no text left after removing markup; skipped")
-        return None
     page_id = (_child_text(page, "id") or "").strip() or title
-    return Document(id=page_id, title=title, text=text, url=site.url(title), source=str(path),
-                    language=site.pages_language)
+    return Revision(page_id, title, namespace, wikitext, site, path)
+
+
+class Revision:
+    """A page's latest revision as read, before its wikitext is cleaned."""
+
+    __slots__ = ("namespace", "page_id", "path", "site", "title", "wikitext")
+
+    def __init__(self, page_id: str, title: str, namespace: int, wikitext: str, site: _Site,
+                 path: Path) -> None:
+        self.page_id = page_id
+        self.title = title
+        self.namespace = namespace
+        self.wikitext = wikitext
+        self.site = site
+        self.path = path
+
+    def digest(self) -> str:
+        """What the page's document is made of, known without cleaning: the page, the
+        revision text's sha1 (``revision_sha1``: the dump's ``<sha1>``), what of the
+        siteinfo enters the document or its cleaning, and the cleaning rules (``wikitext.
+        cleaning_rules``). Equal digests: the same document; the cleaning is what costs."""
+        site = self.site
+        data = ["mediawiki-revision", cleaning_rules(), self.page_id, self.title,
+                self.namespace, revision_sha1(self.wikitext), site.url(self.title),
+                site.pages_language, site.language, sorted(site.dropped_namespaces)]
+        return "revision:sha256:" + hashlib.sha256(
+            json.dumps(data, ensure_ascii=False).encode("utf-8")).hexdigest()
+
+    def document(self, warn: Callable[[str], None] | None = None) -> Document | None:
+        """The page's document: its wikitext cleaned (None, warned, if nothing is left)."""
+        site = self.site
+        text = clean_wikitext(
+            self.wikitext, dropped_namespaces=site.dropped_namespaces, language=site.language
+        )
+        if not text:
+            if warn is not None:
+                warn(f"{self.path}: page {self.title!r}: no text left after removing markup; "
+                     "skipped")
+            return None
+        return Document(id=self.page_id, title=self.title, text=text, url=site.url(self.title),
+                        source=str(self.path), language=site.pages_language)
+
+
+def revision_sha1(wikitext: str) -> str:
+    """The revision text's sha1 as MediaWiki writes it in ``<sha1>``: base 36, 31 digits.
+
+    Computed rather than read: it costs a small fraction of parsing the page, and it
+    is the text's own (a hand-edited dump keeps a stale ``<sha1>``; older exporters
+    write none)."""
+    number = int.from_bytes(hashlib.sha1(wikitext.encode("utf-8")).digest(), "big")
+    digits = []
+    while number:
+        number, rest = divmod(number, 36)
+        digits.append("0123456789abcdefghijklmnopqrstuvwxyz"[rest])
+    return "".join(reversed(digits)).rjust(31, "0")

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ceg_cli.corpus.mediawiki import CountingReader, read_mediawiki_pages
+from ceg_cli.corpus.mediawiki import CountingReader, Revision, read_mediawiki_pages, read_revisions
 from ceg_cli.errors import InputError
 from ceg_cli.types import Document
 
@@ -112,6 +112,36 @@ def read_range(
         stream=stream,  # type: ignore[arg-type]
         first_page=part.first_page,
     )
+
+
+def range_revisions(
+    dump: Path,
+    header_end: int,
+    part: StreamRange,
+    *,
+    namespaces: frozenset[int] = frozenset({0}),
+    on_warning: Callable[[str], None] | None = None,
+) -> Iterator[tuple[int, Revision]]:
+    """``read_range``'s pages as revisions not yet cleaned (``mediawiki.read_revisions``)."""
+    stream = io.BufferedReader(_RangeXml(dump, header_end, part, None))
+    return read_revisions(dump, namespaces=namespaces, on_warning=on_warning,
+                          stream=stream, first_page=part.first_page)  # type: ignore[arg-type]
+
+
+def index_pages(index: Path) -> Iterator[tuple[int, str]]:
+    """(stream offset, page id) of each line of a multistream ``index`` (``read_index``
+    has checked its lines)."""
+    with open(index, "rb") as probe:
+        compressed = probe.read(3) == b"BZh"
+    try:
+        with (bz2.open(index, "rb") if compressed else open(index, "rb")) as lines:
+            for line in lines:
+                head, _, rest = line.partition(b":")
+                page_id = rest.partition(b":")[0]
+                if head.isdigit():
+                    yield int(head), page_id.decode("utf-8", "replace").strip()
+    except (OSError, EOFError) as exc:
+        raise InputError(f"{index}: cannot read: {exc}") from None
 
 
 def read_from_page(

@@ -15,6 +15,7 @@ their citation templates), which makes parsing several times faster.
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from collections.abc import Iterable
@@ -50,6 +51,37 @@ from ceg_cli.corpus.wikitokens import render_tokens
 # English canonical names; a dump's <siteinfo> adds its localized ones
 # (e.g. "Файл", "Категория" on bgwiki) through `dropped_namespaces`.
 DEFAULT_DROPPED_NAMESPACES: frozenset[str] = frozenset({"file", "image", "media", "category"})
+
+#: The cleaning rules' version: raise it when a change of them would change what some
+#: page cleans to. ``cleaning_rules`` adds a digest of the modules that clean, so an
+#: edit that forgets to raise it still counts (an index update then cleans each page of
+#: a dump once again, and re-embeds only those whose passages came out otherwise).
+CLEANING_VERSION = 1
+#: What decides a page's text: these modules (and the data the wiki's names come from).
+_CLEANING_FILES = ("wikitext.py", "wikitokens.py", "wikirules.py", "wikilocal.py",
+                   "wikinames.json", "mediawiki.py")
+
+
+@functools.cache
+def cleaning_rules() -> str:
+    """``CLEANING_VERSION``, mwparserfromhell's version, and a digest of the cleaning code.
+
+    Part of the digest ``--update`` records for a dump's page (``mediawiki.Revision``):
+    a page whose revision is unchanged is not cleaned again only while this is too.
+    """
+    import hashlib
+    from importlib import resources
+
+    h = hashlib.sha256()
+    folder = resources.files("ceg_cli.corpus")
+    for name in _CLEANING_FILES:
+        try:
+            h.update(name.encode() + b"\0" + folder.joinpath(name).read_bytes() + b"\0")
+        except OSError:  # not shipped as source: the package's version stands in
+            from ceg_cli import __version__
+
+            h.update(f"{name}: ceg {__version__}".encode())
+    return f"{CLEANING_VERSION}:{mwparserfromhell.__version__}:{h.hexdigest()[:16]}"
 
 
 _BRACES = re.compile(r"\{\{|\}\}")

@@ -275,7 +275,8 @@ class _Plan:
             by_source.setdefault(key[0], []).append(key)
         for source, path in self.named.items():
             old = self.old_sources.get(source)
-            if old is not None and old["digest"] == self.digests[path]:
+            if old is not None and old["digest"] == self.digests[path] and \
+                    self._same_namespaces(old, path):
                 for key in by_source.get(source, []):  # the same bytes: every document kept
                     self.kept[key] = self.record[key]
                 self.counts["unchanged"] += len(by_source.get(source, []))
@@ -291,9 +292,18 @@ class _Plan:
         live = set(self.kept) | {key for key, _, _ in self.fresh}
         self.counts["removed"] = sum(1 for key in self.record if key not in live)
 
+    def _same_namespaces(self, old: dict[str, Any], path: Path) -> bool:
+        """Whether a dump's bytes give the documents they gave: the same namespaces read."""
+        if self.kinds[path] != "mediawiki" or "namespaces" not in old:
+            return True
+        return sorted(old["namespaces"]) == sorted(self.options.namespaces)
+
     def _read(self, source: str, path: Path) -> None:
         if self.kinds[path] == "folder":
             self._read_folder(source, path)
+            return
+        if self.kinds[path] == "mediawiki":
+            self._read_dump(source, path)
             return
         options = self.options
         occurrences: dict[str, int] = {}
@@ -351,6 +361,46 @@ class _Plan:
             return
         self.fresh.append((key, digest, chunks))
         self.counts["changed" if old is not None else "added"] += 1
+
+    def _read_dump(self, source: str, path: Path) -> None:
+        """A dump: pages whose revision digest is the record's are not cleaned
+        (``dumpread``); a multistream dump is read by reader processes."""
+        from .dumpread import DumpReading
+
+        # The record's digests by page id, where one key holds the id (the rest compared here).
+        ids: dict[str, int] = {}
+        for src, recorded in self.record:
+            if src == source:
+                page_id = recorded.partition("\0")[0]
+                ids[page_id] = ids.get(page_id, 0) + 1
+        known = {recorded: r.digest for (src, recorded), r in self.record.items()
+                 if src == source and r.digest is not None and ids.get(recorded) == 1}
+        self.reading = DumpReading(path, known, self.options, self.warn)
+        occurrences: dict[str, int] = {}
+        with closing(self.reading.pages()) as pages:
+            for page_id, digest, chunks in pages:
+                n = occurrences.get(page_id, 0)
+                occurrences[page_id] = n + 1
+                key = (source, doc_key(page_id, n))
+                old = self.record.get(key)
+                if old is not None and old.digest == digest:
+                    self.kept[key] = old
+                    self.counts["unchanged"] += 1
+                    continue
+                if chunks is None:  # passed over for another key's digest: an id met twice
+                    raise InputError(f"{path}: page id {page_id} appears more than once in "
+                                     "the dump; update it with --workers 1")
+                if not chunks:
+                    continue  # no text: not indexed (removed, if it was)
+                if old is not None and \
+                        passages_digest(chunk_fields(c) for c in chunks) == old.passages:
+                    # Recorded before the revision digests (or by other cleaning rules),
+                    # and the same passages: kept, its revision digest recorded.
+                    self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
+                    self.counts["unchanged"] += 1
+                    continue
+                self.fresh.append((key, digest, chunks))
+                self.counts["changed" if old is not None else "added"] += 1
 
     def summary(self) -> dict[str, int]:
         return dict(self.counts)
