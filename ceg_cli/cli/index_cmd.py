@@ -181,7 +181,8 @@ def build(
         "per GPU of the cluster, else one per node with CPUs). With --engine local: "
         "processes that read, chunk and tokenize while this one embeds (default: every "
         "core but one when the model runs on CUDA; every core with --retrieval lexical or "
-        "a static model; else 1, a thread).",
+        "a static model; else 1, a thread). With --update: processes that read a "
+        "multistream dump's ranges (default: every core).",
         show_default=False,
     ),
     quiet: bool = QuietOption,
