@@ -246,11 +246,13 @@ def main() -> None:
                 "fixed_update_seconds_median": statistics.median(fixed)}
             log(f"{model}: full build {build['seconds']} s, {record['passages']} passages, "
                 f"{record['index_type']}")
+            data["runs"].append(record)  # written after each step, so a stopped run keeps it
             change(docs, None, rng, donors)
             first = run(update_cmd)
             first["generation_mib"] = generation_mib(index)
             record["first_update_1_document"] = first
             log(f"{model}: first update {first['seconds']} s")
+            write_results(args.results, data)
             # One document, --repeat times in a row on the index (each its own edit).
             singles = []
             for _ in range(args.repeat):
@@ -266,6 +268,7 @@ def main() -> None:
                 "share_of_full_build": round(seconds / build["seconds"], 4),
                 "peak_rss_mib": max(s["peak_rss_mib"] for s in singles)}
             log(f"{model}: update 1 document: median {seconds} s of {args.repeat}")
+            write_results(args.results, data)
             rows.append([model, "1 document", 1, singles[0].get("passages_embedded"),
                          seconds, build["seconds"], f"{seconds / build['seconds']:.1%}",
                          record["update_1_document"]["peak_rss_mib"],
@@ -288,6 +291,7 @@ def main() -> None:
                 record[f"update_{label}"] = step
                 log(f"{model}: update {label}: {step['seconds']} s "
                     f"({step['share_of_full_build']:.1%} of a full build)")
+                write_results(args.results, data)
                 shutil.rmtree(target)
                 shutil.rmtree(docs)
                 shutil.copytree(tree, docs)
@@ -317,8 +321,7 @@ def main() -> None:
                 shutil.rmtree(fresh)
                 if exact is not None:
                     shutil.rmtree(exact)
-            data["runs"].append(record)
-            write_results(args.results, data)  # each model's figures as soon as they are in
+            write_results(args.results, data)
             shutil.rmtree(index)
             shutil.rmtree(docs)
     write_results(args.results, data)
