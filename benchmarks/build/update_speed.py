@@ -148,27 +148,56 @@ def generation_mib(index: Path) -> float:
 def ranking(updated: Path, fresh: Path, exact: Path | None, queries: list[str],
             lexical_only: bool) -> dict[str, Any]:
     """Top-10s of the updated index against a fresh build's, passages known by (source,
-    document, ordinal): the share of queries whose top-10 is the same set, per method;
+    document, ordinal), per method: the share of queries whose top-10 is the same set
+    of passages, and the share whose top-10 is the same up to ties (the same scores in
+    order, and the same passages above the 10th score: passages of equal score are
+    ordered by id, which an update numbers otherwise, and the corpus repeats text);
     with ``exact`` (a flat build), dense recall@10 of both against it."""
     from ceg_cli.index import open_index
 
-    def tops(path: Path, method: str) -> list[set[tuple[str, str, int]]]:
+    Top = list[tuple[Any, tuple[str, str, int]]]
+
+    def tops(path: Path, method: str) -> list[Top]:
         with open_index(path) as index:
             if not index.lexical_only:
                 index.use_embedder(index.embedder())
-            return [{(h.chunk.source, h.chunk.doc_id, h.chunk.ordinal) for h in row}
-                    for row in index.search(queries, 10, method)]
+            rows = index.search(queries, 10, method)
+            out: list[Top] = []
+            for query, row in zip(queries, rows):
+                bm25 = None
+                if method != "dense" and not index.lexical_only:
+                    bm25 = index.lexical().scores(query)
+                top: Top = []
+                for h in row:
+                    lex = h.bm25 if h.bm25 is not None else (
+                        float(bm25[h.chunk_id]) if bm25 is not None else None)
+                    key: Any = {"dense": (round(float(h.score or 0), 5),),
+                                "lexical": (round(float(lex or 0), 4),),
+                                "hybrid": (round(float(h.score or 0), 5),
+                                           round(float(lex or 0), 4))}[method]
+                    top.append((key, (h.chunk.source, h.chunk.doc_id, h.chunk.ordinal)))
+                out.append(top)
+            return out
+
+    def same_up_to_ties(a: Top, b: Top) -> bool:
+        if [k for k, _ in a] != [k for k, _ in b]:
+            return False
+        last = a[-1][0] if a else None
+        return {p for k, p in a if k != last} == {p for k, p in b if k != last}
 
     out: dict[str, Any] = {"queries": len(queries)}
     for method in (["lexical"] if lexical_only else ["dense", "lexical", "hybrid"]):
         a, b = tops(updated, method), tops(fresh, method)
-        out[f"{method}_same_top10"] = round(sum(x == y for x, y in zip(a, b)) / len(a), 4)
+        out[f"{method}_same_top10"] = round(
+            sum({p for _, p in x} == {p for _, p in y} for x, y in zip(a, b)) / len(a), 4)
+        out[f"{method}_same_top10_up_to_ties"] = round(
+            sum(same_up_to_ties(x, y) for x, y in zip(a, b)) / len(a), 4)
         if method == "dense" and exact is not None:
-            truth = tops(exact, "dense")
+            truth = [{p for _, p in t} for t in tops(exact, "dense")]
             out["dense_recall10_updated"] = round(
-                sum(len(x & t) for x, t in zip(a, truth)) / (10 * len(a)), 4)
+                sum(len({p for _, p in x} & t) for x, t in zip(a, truth)) / (10 * len(a)), 4)
             out["dense_recall10_fresh"] = round(
-                sum(len(y & t) for y, t in zip(b, truth)) / (10 * len(b)), 4)
+                sum(len({p for _, p in y} & t) for y, t in zip(b, truth)) / (10 * len(b)), 4)
     return out
 
 
