@@ -21,7 +21,7 @@ from test_update import _build, _corpus, _embedder, _folder, _fresh, _text, _upd
 
 import ceg_cli.corpus.folder as folder_module
 import ceg_cli.index.build.update as update_module
-from ceg_cli.index.indexdir import folder_digests, source_digest
+from ceg_cli.index.indexdir import folder_digests, folder_size, source_digest
 
 
 def _markdown(rng: random.Random, n: int) -> dict[str, str]:
@@ -158,6 +158,7 @@ def test_folder_digests_is_the_digest_builds_recorded(tmp_path: Path) -> None:
     assert digest == source_digest(root) == "sha256:" + outer.hexdigest()
     assert list(files) == [".hidden", "a/b", "a-b", "link.txt", "z/c.md"]
     assert files["link.txt"] == hashlib.sha256(b"two").hexdigest()
+    assert folder_size(root) == sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
 # ------------------------------------------------------------------ the lexical part added

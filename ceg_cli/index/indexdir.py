@@ -144,13 +144,31 @@ def folder_digests(path: Path) -> tuple[str, dict[str, str]]:
     POSIX path: every regular file (or link to one) under it, hidden ones too, linked
     folders not descended, in the order of their paths' parts (``sorted`` of
     ``Path``s, which the digests of indexes already built follow)."""
+    return _walk_digests(path)[:2]
+
+
+def folder_size(path: Path) -> int:
+    """The bytes of a folder's files as ``folder_digests`` counts them (meta.json's
+    ``size`` of a folder source)."""
+    return _walk_digests(path, hash_files=False)[2]
+
+
+def _walk_digests(path: Path, hash_files: bool = True) -> tuple[str, dict[str, str], int]:
     found: list[tuple[tuple[str, ...], str]] = []
+    size = 0
     for directory, _subdirs, files in os.walk(path):
         rel = Path(directory).relative_to(path).parts
         for name in files:
             full = os.path.join(directory, name)
-            if os.path.isfile(full):
+            try:
+                info = os.stat(full)
+            except OSError:
+                continue  # a dangling link, or gone: not a file (as is_file says)
+            if stat.S_ISREG(info.st_mode):
                 found.append(((*rel, name), full))
+                size += info.st_size
+    if not hash_files:
+        return "", {}, size
     found.sort(key=lambda item: item[0])
     outer = hashlib.sha256()
     files_out: dict[str, str] = {}
@@ -160,7 +178,7 @@ def folder_digests(path: Path) -> tuple[str, dict[str, str]]:
         files_out[relative] = digest
         outer.update(relative.encode("utf-8") + b"\0")
         outer.update(digest.encode("ascii") + b"\n")
-    return "sha256:" + outer.hexdigest(), files_out
+    return "sha256:" + outer.hexdigest(), files_out, size
 
 
 def _file_digest(path: Path | str) -> str:

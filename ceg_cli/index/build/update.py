@@ -41,6 +41,7 @@ from ..generation import (
 )
 from ..indexdir import (
     folder_digests,
+    folder_size,
     remove_built,
     sampled_digest,
     source_digest,
@@ -668,5 +669,5 @@ def _fsync_dir(path: Path) -> None:
 
 def _size(path: Path) -> int:
     if path.is_dir():
-        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+        return folder_size(path)  # one walk, one stat a file (rglob took three)
     return path.stat().st_size
