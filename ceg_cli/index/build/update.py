@@ -351,12 +351,17 @@ class _Plan:
             self.counts["unchanged"] += 1
             return
         options = self.options
-        chunks = chunk_or_skip(doc, options.chunk_words, self.warn, options.language)
+        self._chunked(key, digest,
+                      chunk_or_skip(doc, options.chunk_words, self.warn, options.language))
+
+    def _chunked(self, key: Key, digest: str, chunks: list[Any] | None) -> None:
+        """A document read and chunked: kept where its passages are the stored ones (the
+        one-time pass of an index built before the record, bytes that changed but not
+        the text, another ceg's reading or cleaning rules), else to embed."""
         if not chunks:
             return  # no text: not indexed (removed, if it was)
+        old = self.record.get(key)
         if old is not None and passages_digest(chunk_fields(c) for c in chunks) == old.passages:
-            # The same passages: the one-time pass of an index built before the record,
-            # a file whose bytes changed but not its text, or another ceg's reading rules.
             self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
             self.counts["unchanged"] += 1
             return
@@ -391,17 +396,7 @@ class _Plan:
                 if chunks is None:  # passed over for another key's digest: an id met twice
                     raise InputError(f"{path}: page id {page_id} appears more than once in "
                                      "the dump; update it with --workers 1")
-                if not chunks:
-                    continue  # no text: not indexed (removed, if it was)
-                if old is not None and \
-                        passages_digest(chunk_fields(c) for c in chunks) == old.passages:
-                    # Recorded before the revision digests (or by other cleaning rules),
-                    # and the same passages: kept, its revision digest recorded.
-                    self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
-                    self.counts["unchanged"] += 1
-                    continue
-                self.fresh.append((key, digest, chunks))
-                self.counts["changed" if old is not None else "added"] += 1
+                self._chunked(key, digest, chunks)
 
     def summary(self) -> dict[str, int]:
         return dict(self.counts)
