@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import HashEmbedder
 from test_update import _build, _corpus, _embedder, _folder, _fresh, _text, _update, state
 
 import ceg_cli.corpus.folder as folder_module
@@ -184,6 +185,7 @@ def test_update_lexical_adds_the_part_to_an_updated_index(tmp_path: Path) -> Non
     assert f"--update --lexical --index {index}" in str(caught.value)
     report = _update([folder], index, lexical=True)
     assert report.update["passages_embedded"] == 0 and report.update["unchanged"] == 6
+    assert report.update["lexical_made"] is True
     meta = json.loads((index / "meta.json").read_text())
     assert "lexical" in meta and "lexical_skipped" not in meta
     assert state(index) == _fresh([folder], tmp_path)
@@ -199,3 +201,21 @@ def test_update_lexical_adds_the_part_to_an_updated_index(tmp_path: Path) -> Non
     assert f"--update --lexical --index {index}" in said
     _update([folder], index, lexical=True)
     assert state(index) == _fresh([folder], tmp_path)
+
+
+def test_cli_says_when_an_update_made_the_lexical_part(tmp_path: Path, run_cli: Any,
+                                                       fake_models: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(update_module, "load_embedder", lambda *a, **k: HashEmbedder())
+    folder = _folder(tmp_path / "docs", _corpus(random.Random(16), 4))
+    index = tmp_path / "idx"
+    assert run_cli("index", "build", folder, "--index", index, "--no-lexical",
+                   "-q").exit_code == 0
+    result = run_cli("index", "build", folder, "--index", index, "--update", "--lexical", "-q")
+    assert result.exit_code == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 2 and lines[0].startswith("made the lexical (BM25) part from every")
+    assert lines[1].startswith(f"updated {index}: 0 documents added, 0 changed, 0 removed, "
+                               "4 unchanged;")
+    meta = json.loads((index / "meta.json").read_text())
+    assert meta["last_update"]["lexical_made"] is True and "lexical" in meta

@@ -234,6 +234,9 @@ def build(
         err_console.print(f"resumed: {report.resumed_chunks} passages were already committed")
     if report.update is not None:
         u = report.update
+        if u.get("lexical_made"):  # --update --lexical on an index without a usable one
+            err_console.print(f"made the lexical (BM25) part from every passage in "
+                              f"{report.lexical_seconds:.1f} s, nothing embedded")
         err_console.print(
             f"updated {index}: {_count(u['added'], 'document')} added, {u['changed']} changed, "
             f"{u['removed']} removed, {u['unchanged']} unchanged; "

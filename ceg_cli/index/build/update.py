@@ -621,6 +621,7 @@ class _Plan:
             "languages": languages,
             "last_update": {"at": now, **self.counts, "passages_embedded": embedded,
                             "seconds": round(seconds, 3), "prune": self.prune,
+                            "lexical_made": bool(self.lexical_wanted),
                             "rebuild_advised": (entry["delta_chunks"] + entry["removed"])
                             > REBUILD_SHARE * entry["base_chunks"]},
         })
