@@ -216,8 +216,10 @@ _EVAL_BUILD_DIRS = re.compile(rf"\.{INDEX_NAME}\.(building(-\d+)?|old-\d+)")
 #: In an index folder, or a build's: what a build writes there (the checkout files an
 #: index build carries over are not written in a cache entry).
 _INDEX_NAMES = BUILT_NAMES - FOREIGN_OK
-#: What the BM25 part's folder (bm25s's ``save``) and a build's shard folder hold.
-_LEXICAL_NAMES = re.compile(r"[\w.]+\.index\.(npy|json)|corpus\.jsonl|corpus\.mmindex\.json")
+#: What the BM25 part's folder (bm25s's ``save``, and ceg's term counts beside it:
+#: ``lexical.bm25_counts.COUNTS_FILE``) and a build's shard folder hold.
+_LEXICAL_NAMES = re.compile(
+    r"[\w.]+\.index\.(npy|json)|corpus\.jsonl|corpus\.mmindex\.json|ceg_counts\.npz")
 _SHARD_NAMES = re.compile(r"\d{6}\.npy(\.part)?")
 
 
