@@ -18,7 +18,6 @@ Settings that would change every vector are refused in one line.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable
@@ -41,9 +40,7 @@ from ..generation import (
 )
 from ..indexdir import (
     folder_digests,
-    folder_size,
     remove_built,
-    sampled_digest,
     source_digest,
     write_json,
 )
@@ -63,6 +60,13 @@ from .docrecord import (
     from_store,
     passages_digest,
     read_record,
+)
+from .updatefiles import (
+    check_settings,
+    fsync_dir,
+    lexical_missing,
+    source_size,
+    write_generation_vectors,
 )
 
 #: Passages handed to the model at once (the builder's ``EMBED_CALL_SIZE``).
@@ -136,50 +140,6 @@ def update_index(
     report.chunks = new_meta["last_update"]["passages_embedded"]
     report.seconds = time.perf_counter() - started
     return report
-
-
-def check_settings(meta: dict[str, Any], options: BuildOptions, target: Path) -> None:
-    """Refuse, in one line naming it, a setting that would change every passage or vector."""
-    if options.append:
-        raise UsageError("--update and --append: give one (--update compares each document; "
-                         "--append replaces whole changed sources)")
-    if options.resume:
-        raise UsageError("--update --resume: an update that was stopped is run again as it "
-                         "was (it embeds only what changed); leave out --resume")
-    lexical_only = is_lexical_only(meta)
-    if lexical_only != (options.retrieval == "lexical"):
-        had = "--retrieval lexical (no vectors)" if lexical_only else "vectors"
-        raise UsageError(f"--retrieval {options.retrieval}: index at {target} was built with "
-                         f"{had}; an update keeps its kind: "
-                         f"{'add --retrieval lexical' if lexical_only else 'leave it out'}, or "
-                         "rebuild without --update")
-    refusals = []
-    if not lexical_only and options.model is not None:
-        from ..dense.embedding import resolve_model
-
-        if resolve_model(options.model).name != meta["model"]["name"]:
-            refusals.append(("--model", options.model, meta["model"]["name"]))
-    if meta["chunker"]["max_words"] != options.chunk_words:
-        refusals.append(("--chunk-words", options.chunk_words, meta["chunker"]["max_words"]))
-    if meta["embed_text"] != options.embed_text:
-        said = {"title+text": "--embed-title", "text": "--no-embed-title"}
-        refusals.append((said[options.embed_text], "", said[meta["embed_text"]]))
-    if meta.get("language", "auto") != options.language:
-        refusals.append(("--language", options.language, meta.get("language", "auto")))
-    current = (meta.get("faiss") or {}).get("index_type", "flat")
-    if not lexical_only and options.index_type not in ("auto", current):
-        refusals.append(("--index-type", options.index_type, current))
-    library = (meta.get("lexical") or {}).get("library")
-    if options.lexical_engine not in ("auto", library):
-        refusals.append(("--lexical-engine", options.lexical_engine, library))
-    if options.lexical is False and "lexical" in meta:
-        refusals.append(("--no-lexical", "", "a lexical part"))
-    for flag, given, recorded in refusals:
-        raise UsageError(
-            f"{flag} {given}".rstrip() + f": index at {target} was built with "
-            f"{recorded}; an update keeps every passage and vector as built: "
-            "leave it out (or give the index's own), or rebuild without --update"
-        )
 
 
 def _load_model(meta: dict[str, Any], options: BuildOptions) -> Embedder:
@@ -260,7 +220,7 @@ class _Plan:
         self.old_sources = {s["path"]: s for s in meta["sources"]}
         #: ``--lexical`` on an index without a usable lexical part: one is made (the
         #: update writes a generation even when no document changed).
-        self.lexical_wanted = options.lexical is True and _lexical_missing(target, meta)
+        self.lexical_wanted = options.lexical is True and lexical_missing(target, meta)
         #: Documents live after the update that keep their passages: key -> record.
         self.kept: dict[Key, DocRecord] = {}
         #: (key, digest, chunks) of each document to embed, in reading order.
@@ -504,7 +464,8 @@ class _Plan:
             "removed": len(set(removed)),
         }
         if embedder.dimension:
-            entry.update(_write_vectors(folder, vectors, embedder.dimension, delta_total))
+            entry.update(write_generation_vectors(folder, vectors, embedder.dimension,
+                                                  delta_total))
         _step("vectors")
         lexical = None
         languages: dict[str, int] = {}
@@ -534,7 +495,7 @@ class _Plan:
         fsync_tree(folder)
         _step("synced")
         write_json(self.target / META_FILE, meta)  # the switch
-        _fsync_dir(self.target)
+        fsync_dir(self.target)
         _step("switched")
         self.close()
         tidy(self.target, entry)
@@ -604,7 +565,7 @@ class _Plan:
             docs, chunks = per_source.get(path_key, [0, 0])
             src = dict(self.old_sources.get(path_key) or {})
             src.update({"path": path_key, "kind": self.kinds[path],
-                        "digest": self.digests[path], "size": _size(path),
+                        "digest": self.digests[path], "size": source_size(path),
                         "documents": docs, "chunks": chunks})
             if self.kinds[path] == "mediawiki":
                 src["namespaces"] = sorted(self.options.namespaces)
@@ -628,42 +589,3 @@ class _Plan:
         if lexical is not None:
             meta["lexical"] = lexical
         return meta
-
-def _lexical_missing(target: Path, meta: dict[str, Any]) -> bool:
-    """Whether the index has no lexical part, or one it cannot use (damaged, another
-    index's): ``--update --lexical`` then makes it from the live passages."""
-    if "lexical" not in meta:
-        return True
-    from ..generation import lexical_root
-    from ..lexical.bm25 import lexical_problem
-
-    return lexical_problem(meta, lexical_root(target, meta)) is not None
-
-
-def _write_vectors(folder: Path, parts: list[Any], dimension: int, total: int) -> dict[str, Any]:
-    """The generation's vectors: exact (``IndexFlatIP``), as its passages' ids order them."""
-    import faiss
-    import numpy as np
-
-    index = faiss.IndexFlatIP(dimension)
-    for part in parts:
-        index.add(np.ascontiguousarray(part, dtype=np.float32))
-    if index.ntotal != total:
-        raise RuntimeError(f"{folder}: {index.ntotal} vectors for {total} passages")
-    path = folder / VECTORS_FILE
-    faiss.write_index(index, str(path))
-    return {"vectors_size": path.stat().st_size, "vectors_digest": sampled_digest(path)}
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _size(path: Path) -> int:
-    if path.is_dir():
-        return folder_size(path)  # one walk, one stat a file (rglob took three)
-    return path.stat().st_size
