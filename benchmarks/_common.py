@@ -19,6 +19,7 @@ import gc
 import json
 import os
 import platform
+import re
 import shlex
 import shutil
 import signal
@@ -307,6 +308,31 @@ def watch(proc: Any, tick: Any = None, every: float = 0.2) -> tuple[int, int, in
         if tick is not None:
             tick()
         time.sleep(every)
+
+
+#: The line ``ceg index build --update`` ends with (``cli/index_cmd.py``).
+UPDATE_SUMMARY = re.compile(r"(\d+) documents? added, (\d+) changed, (\d+) removed, "
+                            r"(\d+) unchanged(?:; (\d+) passages? embedded)?")
+
+
+def run_update(command: Sequence[str]) -> dict[str, Any]:
+    """Run a ``ceg index build`` (this checkout's) to its end, as a child that ends with
+    this script: its seconds, peak memory (``VmHWM``) and, for an update, what its
+    summary line says it did. A failure ends the script with the child's last words."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(with_parent(command), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    code, peak, _anon = watch(proc)
+    said = proc.stderr.read() if proc.stderr else ""
+    seconds = time.perf_counter() - started
+    if code != 0:
+        raise SystemExit(f"{' '.join(command)} failed ({code}): {said[-2000:]}")
+    out: dict[str, Any] = {"seconds": round(seconds, 2), "peak_rss_mib": round(peak / 1024, 1)}
+    found = UPDATE_SUMMARY.search(said)
+    if found:
+        names = ("added", "changed", "removed", "unchanged", "passages_embedded")
+        out.update((k, int(v)) for k, v in zip(names, found.groups()) if v is not None)
+    return out
 
 
 def stop_child(proc: Any, grace_s: float = 30.0) -> None:

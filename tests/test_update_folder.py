@@ -22,7 +22,7 @@ from test_update import _build, _corpus, _embedder, _folder, _fresh, _text, _upd
 
 import ceg_cli.corpus.folder as folder_module
 import ceg_cli.index.build.update as update_module
-from ceg_cli.index.indexdir import folder_digests, folder_size, source_digest
+from ceg_cli.index.indexdir import folder_digests, source_digest
 
 
 def _markdown(rng: random.Random, n: int) -> dict[str, str]:
@@ -155,11 +155,11 @@ def test_folder_digests_is_the_digest_builds_recorded(tmp_path: Path) -> None:
     for file in sorted(p for p in root.rglob("*") if p.is_file()):
         outer.update(file.relative_to(root).as_posix().encode() + b"\0")
         outer.update(hashlib.sha256(file.read_bytes()).hexdigest().encode() + b"\n")
-    digest, files = folder_digests(root)
+    digest, files, size = folder_digests(root)
     assert digest == source_digest(root) == "sha256:" + outer.hexdigest()
     assert list(files) == [".hidden", "a/b", "a-b", "link.txt", "z/c.md"]
     assert files["link.txt"] == hashlib.sha256(b"two").hexdigest()
-    assert folder_size(root) == sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    assert size == sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
 # ------------------------------------------------------------------ the lexical part added

@@ -36,7 +36,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,8 +49,7 @@ from _common import (  # noqa: E402
     log,
     markdown_table,
     median,
-    watch,
-    with_parent,
+    run_update,
     work_dir,
     write_results,
 )
@@ -61,7 +59,6 @@ _PAGE = re.compile(rb"[ \t]*<page>.*?</page>\n?", re.S)
 _ID = re.compile(rb"<id>(\d+)</id>")
 _TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
 _TEXT_END = re.compile(rb"</text>")
-SUMMARY = re.compile(r"(\d+) documents? added, (\d+) changed, (\d+) removed, (\d+) unchanged")
 NAME = "testwiki-latest-pages-articles-multistream"
 
 
@@ -114,23 +111,6 @@ def edit(page: bytes, n: int) -> bytes:
 
 def is_article(page: bytes) -> bool:
     return b"<ns>0</ns>" in page and b"<redirect" not in page
-
-
-def run(command: list[str]) -> dict[str, Any]:
-    """Run ``ceg`` (this checkout's) and return seconds, peak memory and the summary."""
-    started = time.perf_counter()
-    proc = subprocess.Popen(with_parent(command), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    code, peak, _anon = watch(proc)
-    said = proc.stderr.read() if proc.stderr else ""
-    seconds = time.perf_counter() - started
-    if code != 0:
-        raise SystemExit(f"{' '.join(command)} failed ({code}): {said[-2000:]}")
-    out: dict[str, Any] = {"seconds": round(seconds, 2), "peak_rss_mib": round(peak / 1024, 1)}
-    found = SUMMARY.search(said)
-    if found:
-        out.update(zip(("added", "changed", "removed", "unchanged"), map(int, found.groups())))
-    return out
 
 
 def place(source: Path, folder: Path) -> None:
@@ -219,12 +199,11 @@ def main() -> None:
         place(work / "v1", live)
         index = work / "index"
         flags = ["--retrieval", "lexical", "-q"]
-        data["full_build"] = run([*ceg, "index", "build", str(dump), "--index", str(index),
-                                  *flags])
+        build = [*ceg, "index", "build", str(dump), "--index"]
+        data["full_build"] = run_update([*build, str(index), *flags])
         log(f"full build: {data['full_build']['seconds']} s")
         place(work / "v1b", live)
-        data["first_update"] = run([*ceg, "index", "build", str(dump), "--index", str(index),
-                                    "--update", *flags])
+        data["first_update"] = run_update([*build, str(index), "--update", *flags])
         log(f"first update (every page cleaned once): {data['first_update']['seconds']} s")
         place(work / "v2", live)
         data["reading"] = reading(dump, work / "v1b" / old.name, args, available_cores())
@@ -245,8 +224,7 @@ def main() -> None:
         for n in range(args.repeats):
             target = work / f"u-{n}"
             shutil.copytree(index, target)
-            runs.append(run([*ceg, "index", "build", str(dump), "--index", str(target),
-                             "--update", *flags]))
+            runs.append(run_update([*build, str(target), "--update", *flags]))
             shutil.rmtree(target)
         seconds = median([x["seconds"] for x in runs])
         data["update_cli"] = {"seconds_median": seconds, "runs": runs}

@@ -41,9 +41,7 @@ import random
 import re
 import shutil
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +52,7 @@ from _common import (  # noqa: E402
     environment,
     log,
     markdown_table,
-    watch,
-    with_parent,
+    run_update,
     work_dir,
     write_results,
 )
@@ -64,8 +61,6 @@ SECTION_WORDS = 300
 #: Words of the corpus per passage asked (a passage holds up to 100 words of whole
 #: sentences: 100,000 asked at 95 gave 128,230 passages).
 WORDS_PER_PASSAGE = 74
-SUMMARY = re.compile(r"(\d+) documents added, (\d+) changed, (\d+) removed, (\d+) unchanged; "
-                     r"(\d+) passages embedded")
 
 
 def make_corpus(folder: Path, passages: int) -> int:
@@ -111,26 +106,6 @@ def change(folder: Path, share: float | None, rng: random.Random, donors: list[s
         else:
             (folder / f"added-{rng.randrange(10**9)}.md").write_text(rng.choice(donors))
     return count
-
-
-def run(command: list[str]) -> dict[str, Any]:
-    """Run ``ceg`` (this checkout's) and return seconds, peak memory and the summary."""
-    started = time.perf_counter()
-    # Ends with this benchmark, SIGKILL included, as every benchmark's child does.
-    proc = subprocess.Popen(with_parent(command), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    err_file = proc.stderr
-    code, peak, _anon = watch(proc)
-    said = err_file.read() if err_file else ""
-    seconds = time.perf_counter() - started
-    if code != 0:
-        raise SystemExit(f"{' '.join(command)} failed ({code}): {said[-2000:]}")
-    found = SUMMARY.search(said)
-    out: dict[str, Any] = {"seconds": round(seconds, 2), "peak_rss_mib": round(peak / 1024, 1)}
-    if found:
-        out.update(zip(("added", "changed", "removed", "unchanged", "passages_embedded"),
-                       map(int, found.groups())))
-    return out
 
 
 def size_mib(path: Path) -> float:
@@ -246,14 +221,14 @@ def main() -> None:
             warm = work / f"warm-{model}"
             (warm / "docs").mkdir(parents=True)
             (warm / "docs" / "a.md").write_text("# Warm\n\nA first build loads the model.\n")
-            run([*ceg, "index", "build", str(warm / "docs"), "--index", str(warm / "i"), "-q",
-                 *flags])
+            run_update([*ceg, "index", "build", str(warm / "docs"), "--index",
+                        str(warm / "i"), "-q", *flags])
             # What every update pays whatever the index's size: starting ceg, importing
             # and loading the model, chunking; a one-passage index, one edit, --repeat times.
             fixed = []
             for n in range(args.repeat):
                 (warm / "docs" / "a.md").write_text(f"# Warm\n\nEdit {n} of a small file.\n")
-                fixed.append(run([*ceg, "index", "build", str(warm / "docs"), "--index",
+                fixed.append(run_update([*ceg, "index", "build", str(warm / "docs"), "--index",
                                   str(warm / "i"), "-q", "--update", *flags])["seconds"])
             shutil.rmtree(warm)
             docs = work / f"docs-{model}"
@@ -263,7 +238,7 @@ def main() -> None:
             exact_cmd = [a for a in build_cmd if a not in ("--index-type", args.index_type)]
             update_cmd = [*ceg, "index", "build", str(docs), "--index", str(index), "-q",
                           "--update", *flags]
-            build = run([*build_cmd, "--index", str(index)])
+            build = run_update([*build_cmd, "--index", str(index)])
             import json
 
             meta = json.loads((index / "meta.json").read_text())
@@ -277,7 +252,7 @@ def main() -> None:
                 f"{record['index_type']}")
             data["runs"].append(record)  # written after each step, so a stopped run keeps it
             change(docs, None, rng, donors)
-            first = run(update_cmd)
+            first = run_update(update_cmd)
             first["generation_mib"] = generation_mib(index)
             record["first_update_1_document"] = first
             log(f"{model}: first update {first['seconds']} s")
@@ -287,7 +262,7 @@ def main() -> None:
             for _ in range(args.repeat):
                 change(docs, None, rng, donors)
                 before = size_mib(index)
-                step = run(update_cmd)
+                step = run_update(update_cmd)
                 step.update({"index_mib_before": before, "index_mib_after": size_mib(index),
                              "generation_mib": generation_mib(index)})
                 singles.append(step)
@@ -311,8 +286,8 @@ def main() -> None:
                 before = size_mib(target)
                 # The index names its source by path: the copy is updated from the
                 # folder at the same path, then the folder is put back.
-                step = run([*ceg, "index", "build", str(docs), "--index", str(target), "-q",
-                            "--update", *flags])
+                step = run_update([*ceg, "index", "build", str(docs), "--index", str(target), "-q",
+                               "--update", *flags])
                 step.update({"documents_touched": changed, "index_mib_before": before,
                              "index_mib_after": size_mib(target),
                              "generation_mib": generation_mib(target),
@@ -333,13 +308,13 @@ def main() -> None:
                 rounds = []
                 for _ in range(args.rounds):
                     change(docs, 0.01, rng, donors)
-                    rounds.append(run(update_cmd)["seconds"])
+                    rounds.append(run_update(update_cmd)["seconds"])
                 fresh = work / f"fresh-{model}"
-                fresh_build = run([*build_cmd, "--index", str(fresh)])
+                fresh_build = run_update([*build_cmd, "--index", str(fresh)])
                 exact = None
                 if record["index_type"] not in ("flat", "none"):
                     exact = work / f"exact-{model}"
-                    run([*exact_cmd, "--index", str(exact), "--index-type", "flat"])
+                    run_update([*exact_cmd, "--index", str(exact), "--index-type", "flat"])
                 queries = sample_queries(fresh, args.queries, rng)
                 record["after_rounds"] = {
                     "rounds": args.rounds, "round_seconds_median": statistics.median(rounds),

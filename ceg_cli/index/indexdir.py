@@ -36,7 +36,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import IndexBusyError, UsageError
 from .layout import CHUNKS_FILE, LEXICAL_DIR, MANIFEST, META_FILE, SHARDS, VECTORS_FILE
@@ -135,25 +135,23 @@ def sqlite_uri(path: Path, query: str = "") -> str:
 def source_digest(path: Path) -> str:
     """sha256 of a file, or of a folder's sorted (relative path, file digest) list."""
     if path.is_dir():
-        return folder_digests(path)[0]
-    return "sha256:" + _file_digest(path)
+        return folder_digests(path).digest
+    return "sha256:" + file_sha256(path)
 
 
-def folder_digests(path: Path) -> tuple[str, dict[str, str]]:
-    """A folder's ``source_digest`` and each of its files' sha256 (hex), by relative
-    POSIX path: every regular file (or link to one) under it, hidden ones too, linked
-    folders not descended, in the order of their paths' parts (``sorted`` of
+class FolderDigests(NamedTuple):
+    """A folder read once: its ``source_digest``, each file's sha256 (hex) by relative
+    POSIX path, and the bytes of those files (meta.json's ``size`` of the source)."""
+
+    digest: str
+    files: dict[str, str]
+    size: int
+
+
+def folder_digests(path: Path) -> FolderDigests:
+    """Every regular file (or link to one) under ``path``, hidden ones too, linked
+    folders not descended, digested in the order of their paths' parts (``sorted`` of
     ``Path``s, which the digests of indexes already built follow)."""
-    return _walk_digests(path)[:2]
-
-
-def folder_size(path: Path) -> int:
-    """The bytes of a folder's files as ``folder_digests`` counts them (meta.json's
-    ``size`` of a folder source)."""
-    return _walk_digests(path, hash_files=False)[2]
-
-
-def _walk_digests(path: Path, hash_files: bool = True) -> tuple[str, dict[str, str], int]:
     found: list[tuple[tuple[str, ...], str]] = []
     size = 0
     for directory, _subdirs, files in os.walk(path):
@@ -167,21 +165,20 @@ def _walk_digests(path: Path, hash_files: bool = True) -> tuple[str, dict[str, s
             if stat.S_ISREG(info.st_mode):
                 found.append(((*rel, name), full))
                 size += info.st_size
-    if not hash_files:
-        return "", {}, size
     found.sort(key=lambda item: item[0])
     outer = hashlib.sha256()
     files_out: dict[str, str] = {}
     for parts, full in found:
         relative = "/".join(parts)
-        digest = _file_digest(full)
+        digest = file_sha256(full)
         files_out[relative] = digest
         outer.update(relative.encode("utf-8") + b"\0")
         outer.update(digest.encode("ascii") + b"\n")
-    return "sha256:" + outer.hexdigest(), files_out, size
+    return FolderDigests("sha256:" + outer.hexdigest(), files_out, size)
 
 
-def _file_digest(path: Path | str) -> str:
+def file_sha256(path: Path | str) -> str:
+    """The sha256 (hex) of a file's bytes."""
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "sha256").hexdigest()
 

@@ -68,19 +68,18 @@ def document_digest(doc: Document) -> str:
         json.dumps(data, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
-def file_digest(relative: str, target: Path, content: str | None = None) -> str:
+def file_digest(relative: str, target: Path, sha256: str | None = None) -> str:
     """Digest of a folder's file as an update compares it: its relative path (the
-    document's id), its bytes' sha256 (``content``, hex, when the folder's digest has
-    just read it) and the rules that make it a document (``folder.RULES`` and
-    markdown-it's version), so a ceg that reads files otherwise reads them again."""
+    document's id), its bytes' ``sha256`` (hex; read from ``target`` when the folder's
+    digest has not just given it) and the rules that make it a document
+    (``folder.RULES`` and markdown-it's version), so a ceg that reads files otherwise
+    reads them again."""
     import markdown_it
 
     from ...corpus.folder import RULES
+    from ..indexdir import file_sha256
 
-    if content is None:
-        with open(target, "rb") as fh:
-            content = hashlib.file_digest(fh, "sha256").hexdigest()
-    data = [RULES, markdown_it.__version__, relative, content]
+    data = [RULES, markdown_it.__version__, relative, sha256 or file_sha256(target)]
     return "file:sha256:" + hashlib.sha256(json.dumps(data).encode("utf-8")).hexdigest()
 
 

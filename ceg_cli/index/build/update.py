@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextlib import closing
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ... import __version__
 from ...corpus import iter_documents
@@ -37,6 +37,7 @@ from ..generation import (
     generation_name,
     generation_of,
     is_generation_name,
+    removed_ids,
 )
 from ..indexdir import (
     folder_digests,
@@ -65,9 +66,11 @@ from .updatefiles import (
     check_settings,
     fsync_dir,
     lexical_missing,
-    source_size,
     write_generation_vectors,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Passages handed to the model at once (the builder's ``EMBED_CALL_SIZE``).
 EMBED_CALL_SIZE = 1024
@@ -208,14 +211,16 @@ class _Plan:
         else:
             # An index as a full build wrote it: its record, once, from its passages.
             self.record = {(s, k): r for s, k, r in from_store(self.db, "main.chunks")}
-        #: Each folder source's files' sha256, read once with the folder's digest.
+        #: Each source's digest and size, and each folder source's files' sha256: a
+        #: folder is read once for all three.
         self.contents: dict[Path, dict[str, str]] = {}
         self.digests: dict[Path, str] = {}
+        self.sizes: dict[Path, int] = {}
         for p in kinds:
             if kinds[p] == "folder":
-                self.digests[p], self.contents[p] = folder_digests(p)
+                self.digests[p], self.contents[p], self.sizes[p] = folder_digests(p)
             else:
-                self.digests[p] = source_digest(p)
+                self.digests[p], self.sizes[p] = source_digest(p), p.stat().st_size
         self.named = {str(p.resolve()): p for p in kinds}
         self.old_sources = {s["path"]: s for s in meta["sources"]}
         #: ``--lexical`` on an index without a usable lexical part: one is made (the
@@ -289,11 +294,17 @@ class _Plan:
             except OSError:
                 digest = None  # read_text_files says why, and skips it
             if old is not None and digest is not None and old.digest == digest:
-                self.kept[key] = old
-                self.counts["unchanged"] += 1
+                self._keep(key, old)
                 continue
             for doc in read_text_files(path, [(relative, target)], self.warn):
                 self._consider(key, doc, digest or document_digest(doc))
+
+    def _keep(self, key: Key, old: DocRecord, digest: str | None = None) -> None:
+        """Keep a document's passages and vectors; the record takes ``digest`` (when
+        given: the one this run compared, where the record held another)."""
+        self.kept[key] = old if digest is None or digest == old.digest else \
+            DocRecord(digest, old.passages, old.first, old.count)
+        self.counts["unchanged"] += 1
 
     def _consider(self, key: Key, doc: Any, digest: str) -> None:
         """Keep, or chunk to embed, one document read; ``digest`` is what the record
@@ -302,13 +313,9 @@ class _Plan:
         compared once, and the record then holds ``digest``. A document whose digest
         changed but whose passages did not keeps them (nothing embedded)."""
         old = self.record.get(key)
-        if old is not None and old.digest == digest:
-            self.kept[key] = old
-            self.counts["unchanged"] += 1
-            return
-        if old is not None and old.digest is not None and old.digest == document_digest(doc):
-            self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
-            self.counts["unchanged"] += 1
+        if old is not None and old.digest is not None and (
+                old.digest == digest or old.digest == document_digest(doc)):
+            self._keep(key, old, digest)
             return
         options = self.options
         self._chunked(key, digest,
@@ -322,8 +329,7 @@ class _Plan:
             return  # no text: not indexed (removed, if it was)
         old = self.record.get(key)
         if old is not None and passages_digest(chunk_fields(c) for c in chunks) == old.passages:
-            self.kept[key] = DocRecord(digest, old.passages, old.first, old.count)
-            self.counts["unchanged"] += 1
+            self._keep(key, old, digest)
             return
         self.fresh.append((key, digest, chunks))
         self.counts["changed" if old is not None else "added"] += 1
@@ -350,8 +356,7 @@ class _Plan:
                 key = (source, doc_key(page_id, n))
                 old = self.record.get(key)
                 if old is not None and old.digest == digest:
-                    self.kept[key] = old
-                    self.counts["unchanged"] += 1
+                    self._keep(key, old)
                     continue
                 if chunks is None:  # passed over for another key's digest: an id met twice
                     raise InputError(f"{path}: page id {page_id} appears more than once in "
@@ -436,23 +441,23 @@ class _Plan:
                 flush()
         flush()
         live_base = {r.first for r in self.kept.values() if r.first < self.base_total}
-        removed: list[int] = []
-        if self.entry is not None:
-            removed = [r[0] for r in self.db.execute("SELECT id FROM gen.removed")]
+        # The base passages removed before (the previous generation's) and now.
+        before = removed_ids(self.db) if self.entry is not None else np.zeros(0, np.int64)
+        gone = set(before.tolist())
         for r in self.record.values():
             if r.first < self.base_total and r.first not in live_base:
-                removed.extend(range(r.first, r.first + r.count))
-        out.executemany("INSERT INTO removed VALUES (?)", ((i,) for i in sorted(set(removed))))
+                gone.update(range(r.first, r.first + r.count))
+        removed = sorted(gone)
+        out.executemany("INSERT INTO removed VALUES (?)", ((i,) for i in removed))
         out.executemany("INSERT INTO documents VALUES (?,?,?,?,?,?)", documents)
-        for key, r in self.kept.items():
-            if r.first < self.base_total:
-                out.execute("INSERT INTO documents VALUES (?,?,?,?,?,?)",
-                            (*key, r.digest, r.passages, r.first, r.count))
+        out.executemany("INSERT INTO documents VALUES (?,?,?,?,?,?)",
+                        ((*key, r.digest, r.passages, r.first, r.count)
+                         for key, r in self.kept.items() if r.first < self.base_total))
         out.commit()
         out.close()
         _step("store")
         delta_total = next_id - int(self.base_total)
-        live_total = int(self.base_total) - len(set(removed)) + delta_total
+        live_total = int(self.base_total) - len(removed) + delta_total
         if live_total == 0:
             remove_built(folder)
             raise InputError(f"{self.target}: the update would leave no passages; nothing "
@@ -461,7 +466,7 @@ class _Plan:
             "number": number, "dir": folder.name,
             "previous": self.entry["dir"] if self.entry else None,
             "base_chunks": int(self.base_total), "delta_chunks": delta_total,
-            "removed": len(set(removed)),
+            "removed": len(removed),
         }
         if embedder.dimension:
             entry.update(write_generation_vectors(folder, vectors, embedder.dimension,
@@ -481,7 +486,7 @@ class _Plan:
                 report.lexical_seconds = time.perf_counter() - t0
             elif "lexical" in self.meta:
                 t0 = time.perf_counter()
-                lexical = self._lexical(view, folder, kept_delta, sorted(set(removed)),
+                lexical = self._lexical(view, folder, kept_delta, before, removed,
                                         delta_total)
                 report.lexical_seconds = time.perf_counter() - t0
             from .doclang import document_languages
@@ -502,15 +507,15 @@ class _Plan:
         return meta
 
     def _lexical(self, view: sqlite3.Connection, folder: Path,
-                 kept_delta: list[tuple[int, Key]], removed: list[int],
-                 delta_total: int) -> dict[str, Any]:
+                 kept_delta: list[tuple[int, Key]], removed_before: np.ndarray,
+                 removed: list[int], delta_total: int) -> dict[str, Any]:
         """The new generation's lexical part: the previous bm25s part kept in step with
         only the new passages tokenized (``lexical.bm25_update``), or, where that cannot be
         (tantivy, a part built before its counts file, a tokenizer that changes),
         built again from every live passage."""
         import numpy as np
 
-        from ..generation import lexical_root, live_ids, removed_ids
+        from ..generation import lexical_root, live_ids
         from ..lexical.bm25 import build_lexical
 
         previous = self.meta["lexical"]
@@ -518,7 +523,7 @@ class _Plan:
             from ..lexical.bm25_update import update_lexical
 
             base = int(self.base_total)
-            before = (live_ids(base, removed_ids(self.db), int(self.entry["delta_chunks"]))
+            before = (live_ids(base, removed_before, int(self.entry["delta_chunks"]))
                       if self.entry is not None else np.arange(base, dtype=np.int64))
             ids = live_ids(base, np.asarray(removed, dtype=np.int64), delta_total)
             # Each live passage's id in the previous generation: a base passage keeps its
@@ -565,7 +570,7 @@ class _Plan:
             docs, chunks = per_source.get(path_key, [0, 0])
             src = dict(self.old_sources.get(path_key) or {})
             src.update({"path": path_key, "kind": self.kinds[path],
-                        "digest": self.digests[path], "size": source_size(path),
+                        "digest": self.digests[path], "size": self.sizes[path],
                         "documents": docs, "chunks": chunks})
             if self.kinds[path] == "mediawiki":
                 src["namespaces"] = sorted(self.options.namespaces)

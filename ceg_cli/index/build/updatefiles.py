@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import UsageError
-from ..indexdir import folder_size, sampled_digest
+from ..indexdir import sampled_digest
 from ..layout import VECTORS_FILE
 from ..lexical.lexonly import is_lexical_only
 from .buildopts import BuildOptions
@@ -96,9 +96,3 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def source_size(path: Path) -> int:
-    if path.is_dir():
-        return folder_size(path)  # one walk, one stat a file (rglob took three)
-    return path.stat().st_size
